@@ -1,0 +1,3 @@
+from vbench.cli import main
+
+main()

@@ -1,0 +1,158 @@
+"""From stored samples to one summary per (point, metric, unit).
+
+Trials are the unit of repetition. The figure of a trial is its *aggregate* sample:
+``guest`` is None (summed/averaged over guests by the driver) and ``labels`` is empty
+(not a per-job or per-operation figure). With ``per_guest=True`` the same is done per
+guest instead, from the samples that carry a guest name and no labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary, summarize
+
+SUMMARY_COLUMNS = (
+    "n", "mean", "median", "stdev", "min", "max", "cv",
+    "ci_low", "ci_high", "noisy", "trials_needed",
+)  # fmt: skip
+
+_EMPTY_LABELS = frozenset({"", "{}", "null", "None"})
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """The summary of one metric at one point (and one guest when per guest)."""
+
+    point: int
+    metric: str
+    unit: str
+    guest: str | None
+    summary: Summary
+
+
+def _has_no_labels(labels: pd.Series) -> pd.Series:
+    def empty(v: object) -> bool:
+        if v is None or (isinstance(v, float) and pd.isna(v)):
+            return True
+        if isinstance(v, dict):
+            return not v
+        text = str(v).strip()
+        if text in _EMPTY_LABELS:
+            return True
+        try:  # tolerate spacing differences such as "{ }"
+            return not json.loads(text)
+        except ValueError:
+            return False
+
+    return labels.map(empty).astype(bool)
+
+
+def trial_values(
+    samples: pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    per_guest: bool = False,
+    include_trials: Iterable[tuple[int, int]] | None = None,
+) -> pd.DataFrame:
+    """One row per (point, [guest,] metric, unit, trial) with that trial's ``value``.
+
+    Several rows for one trial (which a driver should not produce) are averaged.
+    A trial whose figure is missing keeps a NaN value, so it is visible but not counted.
+    """
+    keys = ["point", *(["guest"] if per_guest else []), "metric", "unit", "trial"]
+    if samples.empty:
+        return pd.DataFrame(columns=[*keys, "value"])
+    df = samples
+    guest_missing = df["guest"].isna()
+    mask = _has_no_labels(df["labels"]) & (~guest_missing if per_guest else guest_missing)
+    if metrics is not None:
+        mask &= df["metric"].isin(list(metrics))
+    if include_trials is not None:
+        wanted = {(int(p), int(t)) for p, t in include_trials}
+        pairs = zip(df["point"].astype(int), df["trial"].astype(int), strict=True)
+        mask &= pd.Series([pair in wanted for pair in pairs], index=df.index)
+    df = df.loc[mask, [*keys, "value"]].copy()
+    df["unit"] = df["unit"].fillna("").astype(str)
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    return df.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
+
+
+def summarize_points(
+    samples: pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    per_guest: bool = False,
+    include_trials: Iterable[tuple[int, int]] | None = None,
+    cv_threshold: float = DEFAULT_CV_THRESHOLD,
+) -> list[MetricSummary]:
+    """Summaries over trials, ordered by point, [guest,] then metric.
+
+    ``metrics`` restricts (and orders) the metrics; otherwise all are taken,
+    alphabetically. ``include_trials`` restricts to these (point, trial) pairs, e.g.
+    the successful trials only.
+    """
+    per_trial = trial_values(samples, metrics, per_guest=per_guest, include_trials=include_trials)
+    if per_trial.empty:
+        return []
+    order = {m: i for i, m in enumerate(metrics)} if metrics is not None else {}
+    group_keys = ["point", *(["guest"] if per_guest else []), "metric", "unit"]
+    out: list[MetricSummary] = []
+    for key, group in per_trial.groupby(group_keys, sort=False, dropna=False):
+        fields = dict(zip(group_keys, key, strict=True))
+        out.append(
+            MetricSummary(
+                point=int(fields["point"]),
+                metric=str(fields["metric"]),
+                unit=str(fields["unit"]),
+                guest=str(fields["guest"]) if per_guest else None,
+                summary=summarize(group["value"].tolist(), cv_threshold),
+            )
+        )
+    out.sort(key=lambda s: (s.point, s.guest or "", order.get(s.metric, len(order)), s.metric))
+    return out
+
+
+def point_summaries(
+    samples: pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    per_guest: bool = False,
+    include_trials: Iterable[tuple[int, int]] | None = None,
+    cv_threshold: float = DEFAULT_CV_THRESHOLD,
+) -> pd.DataFrame:
+    """:func:`summarize_points` as a DataFrame: one row per (point, [guest,] metric,
+    unit) with the columns of :data:`SUMMARY_COLUMNS`.
+
+    Missing figures are NaN in the float columns (pandas' None); ``trials_needed`` is a
+    nullable integer column.
+    """
+    rows = summarize_points(
+        samples,
+        metrics,
+        per_guest=per_guest,
+        include_trials=include_trials,
+        cv_threshold=cv_threshold,
+    )
+    ident = ["point", *(["guest"] if per_guest else []), "metric", "unit"]
+    records = [
+        {
+            "point": r.point,
+            **({"guest": r.guest} if per_guest else {}),
+            "metric": r.metric,
+            "unit": r.unit,
+            **{c: getattr(r.summary, c) for c in SUMMARY_COLUMNS},
+        }
+        for r in rows
+    ]
+    frame = pd.DataFrame.from_records(records, columns=[*ident, *SUMMARY_COLUMNS])
+    floats = ["mean", "median", "stdev", "min", "max", "cv", "ci_low", "ci_high"]
+    frame[floats] = frame[floats].astype(float)
+    frame["n"] = frame["n"].astype(int)
+    frame["noisy"] = frame["noisy"].astype(bool)
+    frame["trials_needed"] = frame["trials_needed"].astype("Int64")
+    return frame

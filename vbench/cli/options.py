@@ -1,0 +1,43 @@
+"""Options shared by several commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+F = Callable[..., Any]
+
+
+def store_options(f: F) -> F:
+    f = click.option(
+        "--store", "store_url", envvar="VBENCH_STORE", metavar="URL",
+        help="Results store: sqlite:///path.db or postgresql://user@host/db "
+        "(default: SQLite in the results directory; env VBENCH_STORE).",
+    )(f)
+    f = click.option(
+        "--results", "results_dir", envvar="VBENCH_RESULTS", type=click.Path(path_type=Path),
+        help="Results directory (default: <vbench home>/results; env VBENCH_RESULTS).",
+    )(f)
+    return f
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
+
+
+def set_option(f: F) -> F:
+    return click.option(
+        "--set", "sets", multiple=True, metavar="PATH=VALUE",
+        help="Override a scenario field by its dotted path (repeatable), e.g. repeat=5.",
+    )(f)
+
+
+def open_store(store_url: str | None, results_dir: Path | None) -> tuple[Any, Path]:
+    from vbench.results.rundir import results_dir_default
+    from vbench.results.store import Store
+
+    rdir = results_dir or results_dir_default()
+    return Store.open(store_url, rdir), rdir

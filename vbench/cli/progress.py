@@ -1,0 +1,95 @@
+"""Live progress for `vbench run`: points, trials, the phase and the time left.
+
+On a terminal it is a rich live display; elsewhere (cron, CI, pipes) one plain line
+per trial, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from vbench.config.types import format_duration
+from vbench.engine.plan import Plan, PlannedPoint
+from vbench.engine.runner import ProgressSink
+from vbench.results.records import TrialResult
+
+
+class RichProgress(ProgressSink):
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.live = self.console.is_terminal
+        self._progress: Progress | None = None
+        self._task: int | None = None
+        self._plan: Plan | None = None
+        self._point: PlannedPoint | None = None
+        self._trial = 0
+        self._phase_end: float | None = None
+        self._remaining_s = 0.0
+
+    def start_run(self, plan: Plan) -> None:
+        self._plan = plan
+        self._remaining_s = plan.estimated_seconds
+        if not self.live:
+            self.console.print(
+                f"running {len(plan.points)} points × {plan.repeat} trials "
+                f"(estimated {format_duration(plan.estimated_seconds)})",
+                highlight=False,
+            )
+            return
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials · run left ≈ {task.fields[left]}"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(
+            "starting", total=plan.n_trials, left=format_duration(plan.estimated_seconds)
+        )
+
+    def start_trial(self, point: PlannedPoint, trial: int) -> None:
+        self._point, self._trial = point, trial
+        self.phase("prepare", None)
+
+    def phase(self, name: str, seconds: float | None) -> None:
+        self._phase_end = time.monotonic() + seconds if seconds else None
+        if self._progress is None or self._task is None or self._point is None:
+            return
+        assert self._plan is not None
+        label = ", ".join(f"{k}={v}" for k, v in self._point.labels.items()) or "-"
+        left = f" ({format_duration(seconds)})" if seconds else ""
+        self._progress.update(
+            self._task,
+            description=(
+                f"point {self._point.index + 1}/{len(self._plan.points)} [{label}] "
+                f"trial {self._trial}/{self._plan.repeat} · {name}{left}"
+            ),
+        )
+
+    def end_trial(self, result: TrialResult) -> None:
+        assert self._plan is not None
+        self._remaining_s = max(0.0, self._remaining_s - self._plan.points[result.point].trial_seconds
+                                - self._plan.overhead_per_trial)
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=1, left=format_duration(self._remaining_s))
+            if result.status != "ok":
+                self._progress.console.print(
+                    f"[red]point {result.point + 1} trial {result.trial} {result.status}:[/] "
+                    f"{result.error}", highlight=False,
+                )
+            return
+        line = f"point {result.point + 1} trial {result.trial}: {result.status}"
+        if result.error:
+            line += f" — {result.error}"
+        print(line, file=sys.stderr, flush=True)
+
+    def end_run(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,154 @@
+"""validate, plan, run, schema, drivers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from vbench.cli.options import json_option, open_store, set_option, store_options
+from vbench.config.types import format_duration
+from vbench.engine.plan import Plan
+
+FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
+
+
+def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
+    from vbench.config.load import load_lab, load_scenario
+    from vbench.engine.plan import build_plan
+
+    loaded = load_scenario(scenario, list(sets))
+    lab_loaded = load_lab(lab) if lab else None
+    return build_plan(loaded, lab_loaded)
+
+
+@click.command()
+@click.argument("scenario", type=FILE)
+@click.option("--lab", type=FILE, help="Also check the scenario against this lab file.")
+@set_option
+def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
+    """Check a scenario (and lab) without touching anything. Exit 2 on a mistake."""
+    plan = _load_plan(scenario, lab, sets)
+    for f in plan.findings:
+        click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}", err=True)
+    click.echo(
+        f"{scenario}: ok — {len(plan.points)} points × {plan.repeat} trials = {plan.n_trials} "
+        f"trials, estimated {format_duration(plan.estimated_seconds)}"
+        + (f"; lab {lab}: ok" if lab else "")
+    )
+
+
+@click.command()
+@click.argument("scenario", type=FILE)
+@click.option("--lab", type=FILE, help="Bind groups to this lab's nodes.")
+@set_option
+@json_option
+def plan(scenario: Path, lab: Path | None, sets: tuple[str, ...], as_json: bool) -> None:
+    """Print the expansion: points × trials, phases, guests, commands, estimated duration."""
+    p = _load_plan(scenario, lab, sets)
+    if as_json:
+        click.echo(json.dumps(p.to_json(), indent=2))
+        return
+    click.echo(_plan_text(p))
+
+
+def _plan_text(p: Plan) -> str:
+    import shlex
+
+    lines = [
+        f"scenario {p.scenario.name}: driver {p.driver}, {len(p.points)} points × {p.repeat} "
+        f"trials = {p.n_trials} trials, estimated {format_duration(p.estimated_seconds)}",
+        "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
+    ]
+    if not p.bound_to_lab:
+        lines.append("(no --lab: guests shown as group[i])")
+    for f in p.findings:
+        lines.append(f"{f.level}: workload.params.{f.path}: {f.message}")
+    for pt in p.points:
+        label = ", ".join(f"{k}={v}" for k, v in pt.labels.items()) or "(single point)"
+        lines.append("")
+        lines.append(f"point {pt.index + 1}: {label}")
+        lines.append(
+            f"  phases: warm-up {format_duration(pt.warmup)}, steady {format_duration(pt.steady)}"
+            f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
+            f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
+        )
+        for role, names in pt.guests.items():
+            lines.append(f"  {role}: {', '.join(names)}")
+        for c in pt.commands:
+            bg = " (background)" if c.background else ""
+            files = f" [pushes {', '.join(c.files)}]" if c.files else ""
+            lines.append(f"  {c.step:9s} on {c.role}: {shlex.join(c.argv)}{bg}{files}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("scenario", type=FILE)
+@click.option("--lab", type=FILE, required=True, help="The lab to run in.")
+@set_option
+@click.option("--tag", "tags", multiple=True, help="Tag the run (repeatable), e.g. nightly.")
+@store_options
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed trial.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.pass_context
+def run(
+    ctx: click.Context, scenario: Path, lab: Path, sets: tuple[str, ...], tags: tuple[str, ...],
+    store_url: str | None, results_dir: Path | None, fail_fast: bool, no_report: bool,
+) -> None:
+    """Execute a scenario in a lab, store every figure and write the report."""
+    import sys
+
+    from vbench.cli.progress import RichProgress
+    from vbench.engine.session import RunRequest, RunSession, execute
+    from vbench.report.build import render_run_report, summary_for_terminal
+
+    request = RunRequest(scenario, lab, tuple(sets), tuple(tags), store_url, results_dir,
+                         fail_fast, tuple(sys.argv))
+    session = RunSession.load(request)
+    store, rdir = open_store(store_url, results_dir)
+    try:
+        progress = RichProgress()
+        outcome, rundir = execute(session, store, rdir, progress=progress)
+        summary_for_terminal(store, outcome.run_id, progress.console)
+        if not no_report:
+            path = render_run_report(store, outcome.run_id, rundir.path / "report.html")
+            click.echo(f"report: {path}")
+        click.echo(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
+    finally:
+        store.close()
+    ctx.exit(outcome.exit_code)
+
+
+@click.command()
+@click.option("--lab", "for_lab", is_flag=True, help="The lab file's schema instead.")
+def schema(for_lab: bool) -> None:
+    """Print the JSON Schema of scenario files (or lab files with --lab)."""
+    from vbench.config.schema import json_schema
+
+    click.echo(json.dumps(json_schema("lab" if for_lab else "scenario"), indent=2))
+
+
+@click.command()
+@json_option
+def drivers(as_json: bool) -> None:
+    """List workload drivers, their roles and parameters."""
+    from vbench.workloads.base import driver_names, get_driver
+
+    out = []
+    for name in driver_names():
+        d = get_driver(name)
+        out.append({
+            "name": name,
+            "roles": list(d.roles),
+            "tools": {r: list(t) for r, t in d.required_tools.items()},
+            "params": sorted(d.Params.model_fields),
+        })
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    for d in out:
+        click.echo(f"{d['name']}: roles {', '.join(d['roles'])}; params {', '.join(d['params'])}")
+
+
+COMMANDS = [validate, plan, run, schema, drivers]

@@ -1,0 +1,89 @@
+"""ls, show, report: read stored runs without touching any guest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vbench.cli.options import json_option, open_store, store_options
+
+
+def _run_dict(row: Any) -> dict[str, Any]:
+    import dataclasses
+
+    return dataclasses.asdict(row) if dataclasses.is_dataclass(row) else dict(row)
+
+
+@click.command(name="ls")
+@store_options
+@click.option("--scenario", help="Only runs of this scenario.")
+@click.option("--tag", help="Only runs with this tag.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+def ls_cmd(store_url: str | None, results_dir: Path | None, scenario: str | None,
+           tag: str | None, limit: int, as_json: bool) -> None:
+    """List stored runs, newest first."""
+    from rich.console import Console
+
+    from vbench.report.terminal import runs_table
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        rows = [_run_dict(r) for r in store.list_runs(scenario=scenario, tag=tag, limit=limit)]
+    finally:
+        store.close()
+    if as_json:
+        for r in rows:
+            r.pop("scenario", None), r.pop("lab", None), r.pop("environment", None)
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        click.echo("no runs stored")
+        return
+    Console().print(runs_table(rows))
+
+
+@click.command()
+@click.argument("run_id")
+@store_options
+@json_option
+def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: bool) -> None:
+    """Describe one stored run: context, points, trials and the summary table."""
+    from rich.console import Console
+
+    from vbench.report.build import show_json, show_text
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        if as_json:
+            click.echo(json.dumps(show_json(store, run_id), indent=2, default=str))
+        else:
+            show_text(store, run_id, Console())
+    finally:
+        store.close()
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the HTML report.")
+@click.option("--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A Jinja2 template to use instead of reports/default.html.j2.")
+@store_options
+def report(run_id: str, output: Path, template: Path | None, store_url: str | None,
+           results_dir: Path | None) -> None:
+    """Re-render a run's HTML report from the store (no guest is touched)."""
+    from vbench.report.build import render_run_report
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        path = render_run_report(store, run_id, output, template=template)
+    finally:
+        store.close()
+    click.echo(f"report: {path}")
+
+
+COMMANDS = [ls_cmd, show, report]

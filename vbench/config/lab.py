@@ -1,0 +1,117 @@
+"""The lab model: where a scenario runs (vCenters, ESXi hosts, SSH nodes, profiles)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from vbench.config.types import Duration, SecretRef, Strict
+
+HostKeyPolicy = Literal["strict", "accept-new"]
+
+
+class SshEndpoint(Strict):
+    """How to reach a machine over SSH."""
+
+    address: str = Field(description="host name or IP address")
+    port: int | None = Field(None, ge=1, le=65535, description="SSH port (default 22)")
+    user: str | None = Field(None, description="login (default: from lab defaults or yours)")
+    key_file: str | None = Field(None, description="private key file (~ and ${vbench:...} ok)")
+    password: SecretRef | None = Field(None, description="password reference (never literal)")
+    host_key_policy: HostKeyPolicy | None = Field(
+        None, description="strict: the key must be in known_hosts; accept-new: add unknown keys"
+    )
+    known_hosts: str | None = Field(None, description="known_hosts file (default ~/.ssh)")
+    jump: str | None = Field(None, description="name of a jump host in `jump_hosts`")
+
+
+class Node(SshEndpoint):
+    """A static SSH guest (a VM or machine that already exists)."""
+
+    roles: list[str] = Field(default_factory=list, description="roles topology groups pick by")
+    workdir: str | None = Field(None, description="remote scratch directory (default /tmp/vbench)")
+
+
+class NodeDefaults(Strict):
+    """Values every node inherits unless it sets its own."""
+
+    port: int = Field(22, ge=1, le=65535)
+    user: str | None = None
+    key_file: str | None = None
+    password: SecretRef | None = None
+    host_key_policy: HostKeyPolicy = "strict"
+    known_hosts: str | None = None
+    jump: str | None = None
+    workdir: str = "/tmp/vbench"
+    connect_timeout: Duration = Field(10.0, gt=0)
+
+
+class VCenter(Strict):
+    """A vCenter Server (used by the vSphere layer)."""
+
+    url: str = Field(description="https://vcenter.example.com")
+    user: str
+    password: SecretRef
+    thumbprint: str | None = Field(None, description="SHA-256 thumbprint to pin")
+    insecure: bool = Field(False, description="skip TLS verification (prints a warning)")
+
+
+class EsxiHost(SshEndpoint):
+    """An ESXi host (SSH for esxtop)."""
+
+    vcenter: str | None = Field(None, description="vCenter managing it (name in `vcenters`)")
+
+
+class Profile(Strict):
+    """A lab variant a factor level can switch to (another vCenter, datastore, network)."""
+
+    description: str = ""
+    vcenter: str | None = None
+    datastore: str | None = None
+    network: str | None = None
+    nodes: dict[str, str] = Field(
+        default_factory=dict, description="node name -> replacement node name"
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="recorded with the run")
+
+
+class LocalLab(Strict):
+    """The loopback lab `vbench lab up` starts (an sshd on 127.0.0.x addresses)."""
+
+    addresses: list[str] = Field(min_length=1, description="loopback addresses, one per guest")
+    port: int = Field(2222, ge=1024, le=65535, description="unprivileged SSH port")
+
+    @model_validator(mode="after")
+    def _loopback(self) -> LocalLab:
+        for a in self.addresses:
+            if not a.startswith("127."):
+                raise ValueError(f"{a} is not a loopback address (127.0.0.0/8)")
+        return self
+
+
+class Lab(Strict):
+    """A lab file: where scenarios run."""
+
+    version: Literal[1]
+    name: str
+    description: str = ""
+    defaults: NodeDefaults = Field(default_factory=NodeDefaults)
+    nodes: dict[str, Node] = Field(default_factory=dict, description="static SSH guests")
+    jump_hosts: dict[str, SshEndpoint] = Field(default_factory=dict)
+    vcenters: dict[str, VCenter] = Field(default_factory=dict)
+    hosts: dict[str, EsxiHost] = Field(default_factory=dict, description="ESXi hosts")
+    profiles: dict[str, Profile] = Field(default_factory=dict)
+    local: LocalLab | None = Field(None, description="local loopback lab settings")
+
+    @model_validator(mode="after")
+    def _references(self) -> Lab:
+        for name, node in self.nodes.items():
+            jump = node.jump or self.defaults.jump
+            if jump and jump not in self.jump_hosts:
+                raise ValueError(f"node {name}: jump host {jump!r} is not in jump_hosts")
+        return self
+
+    def redacted(self) -> dict[str, Any]:
+        # Secrets are references only, so the dump itself holds none; still mark them.
+        return self.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,174 @@
+"""Load scenario and lab files into validated models, with located error messages."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from vbench.config.lab import Lab
+from vbench.config.scenario import Scenario
+from vbench.config.yamlsrc import PathT, Source, dotted, load_yaml_file
+from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[M]):  # noqa: UP046 - Python 3.11
+    model: M
+    source: Source
+
+
+def validate_model(model: type[M], src: Source, base: PathT = (), data: Any = None) -> M:
+    """Validate ``data`` (default: the whole source) and locate every error."""
+    payload = src.data if data is None else data
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise ConfigValidationError(issues_from(exc, src, base)) from None
+
+
+def issues_from(exc: ValidationError, src: Source, base: PathT = ()) -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    for err in exc.errors(include_url=False):
+        loc = _clean_loc(err["loc"])
+        path = (*base, *loc)
+        etype = err["type"]
+        ctx = err.get("ctx") or {}
+        if etype == "unknown_key":
+            allowed = [a.strip() for a in str(ctx.get("allowed", "")).split(",") if a.strip()]
+            for key in ctx.get("keys", [ctx.get("key")]):
+                issues.append(src.issue((*path, key), _unknown(key, allowed), key=True))
+            continue
+        if etype == "extra_forbidden":
+            issues.append(src.issue(path, "unknown key (not allowed here)", key=True))
+            continue
+        issues.append(src.issue(path, _message(err)))
+    # Pydantic reports each failing member of a union; keep one line per place.
+    unique: dict[str, ConfigIssue] = {}
+    for i in issues:
+        unique.setdefault(f"{i.path}|{i.message}", i)
+    return list(unique.values())
+
+
+def _unknown(key: Any, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {key!r} ({hint}expected one of: {', '.join(allowed)})"
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> PathT:
+    # Drop pydantic's union-member tags (e.g. 'Level', 'str', 'function-before[...]').
+    out: list[str | int] = []
+    for part in loc:
+        if isinstance(part, int):
+            out.append(part)
+        elif isinstance(part, str) and ("[" in part or part in _TYPE_TAGS or part[:1].isupper()):
+            continue
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
+def _message(err: Any) -> str:
+    etype, msg = err["type"], err["msg"]
+    msg = msg.removeprefix("Value error, ")
+    expected = {
+        "missing": "required field is missing",
+        "int_parsing": "expected a whole number",
+        "int_type": "expected a whole number",
+        "float_parsing": "expected a number",
+        "float_type": "expected a number",
+        "bool_parsing": "expected true or false",
+        "bool_type": "expected true or false",
+        "string_type": "expected a string",
+        "dict_type": "expected a mapping (key: value)",
+        "list_type": "expected a list",
+        "model_type": "expected a mapping (key: value)",
+        "model_attributes_type": "expected a mapping (key: value)",
+    }.get(etype)
+    if expected:
+        got = err.get("input")
+        if etype != "missing" and not isinstance(got, dict | list):
+            return f"{expected}, got {got!r}"
+        return expected
+    if etype == "literal_error":
+        return f"{msg}, got {err.get('input')!r}"
+    if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        bound = msg.removeprefix("Input should be ")
+        return f"out of range: got {err.get('input')!r} (expected a value {bound})"
+    return msg
+
+
+def apply_overrides(src: Source, sets: list[str]) -> None:
+    """Apply ``--set a.b.c=value`` to the loaded data (value parsed as YAML)."""
+    for item in sets:
+        if "=" not in item:
+            raise ConfigError(f"--set {item}: expected PATH=VALUE (e.g. repeat=5)")
+        path_s, raw = item.split("=", 1)
+        path = tuple(_index(p) for p in path_s.strip().split(".") if p)
+        if not path:
+            raise ConfigError(f"--set {item}: empty path")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item}: value is not valid YAML: {exc}") from None
+        if not isinstance(src.data, dict):
+            raise ConfigError(f"--set {item}: the file is not a mapping")
+        set_path(src.data, path, value, what=f"--set {item}")
+        src.overridden[path] = f"--set {item}"
+
+
+def _index(part: str) -> str | int:
+    return int(part) if part.isdigit() else part
+
+
+def set_path(data: Any, path: PathT, value: Any, what: str) -> None:
+    node = data
+    for i, part in enumerate(path[:-1]):
+        if isinstance(node, list) and isinstance(part, int):
+            if part >= len(node):
+                raise ConfigError(f"{what}: {dotted(path[: i + 1])} is past the end of the list")
+            node = node[part]
+        elif isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            raise ConfigError(f"{what}: {dotted(path[:i])} is not a mapping")
+    last = path[-1]
+    if isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node[last] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"{what}: cannot set {dotted(path)}")
+
+
+def load_scenario(path: str | Path, sets: list[str] | None = None) -> Loaded[Scenario]:
+    src = load_yaml_file(path)
+    _require_mapping(src, "scenario")
+    src.data = copy.deepcopy(src.data)
+    if sets:
+        apply_overrides(src, sets)
+    return Loaded(validate_model(Scenario, src), src)
+
+
+def load_lab(path: str | Path) -> Loaded[Lab]:
+    src = load_yaml_file(path)
+    _require_mapping(src, "lab")
+    return Loaded(validate_model(Lab, src), src)
+
+
+def _require_mapping(src: Source, what: str) -> None:
+    if not isinstance(src.data, dict):
+        raise ConfigValidationError(
+            [ConfigIssue(src.file, 1, 1, "", f"expected a {what} mapping at the top level")]
+        )

@@ -1,0 +1,163 @@
+"""Factor expansion: the cartesian product of factors, with zip groups and exclusions."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vbench.config.load import set_path, validate_model
+from vbench.config.scenario import Factor, Level, Scenario
+from vbench.config.yamlsrc import Source
+from vbench.errors import ConfigIssue, ConfigValidationError
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One factor combination: its labels and the overrides its levels imply."""
+
+    index: int
+    labels: Mapping[str, str]
+    overrides: tuple[tuple[str, Any, tuple[str | int, ...]], ...] = ()  # (path, value, origin)
+    profiles: tuple[str, ...] = ()
+    scenario: Scenario | None = field(default=None, compare=False)
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def name(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.labels.items()) or "(single point)"
+
+
+def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
+    """All points of the scenario, each with its own validated scenario."""
+    _check_zip_and_exclude(scenario, src)
+    axes = _axes(scenario)
+    points: list[PointSpec] = []
+    for combo in itertools.product(*axes):
+        chosen: dict[str, tuple[int, Level]] = {}
+        for axis in combo:
+            chosen.update(axis)
+        labels = {name: chosen[name][1].label for name in scenario.factors}
+        if _excluded(labels, scenario.exclude):
+            continue
+        overrides, profiles = _overrides(scenario, chosen)
+        spec = PointSpec(len(points), labels, tuple(overrides), tuple(profiles))
+        points.append(_with_scenario(spec, scenario, src))
+    if not points:
+        raise ConfigValidationError(
+            [src.issue(("exclude",), "every point is excluded (nothing left to run)")]
+        )
+    return points
+
+
+def _axes(scenario: Scenario) -> list[list[dict[str, tuple[int, Level]]]]:
+    zipped = {name for group in scenario.zip for name in group}
+    axes: list[list[dict[str, tuple[int, Level]]]] = []
+    done: set[str] = set()
+    for name, factor in scenario.factors.items():
+        if name in done:
+            continue
+        group = next((g for g in scenario.zip if name in g), None) if name in zipped else None
+        if group is None:
+            axes.append([{name: (i, lv)} for i, lv in enumerate(factor.levels)])
+            done.add(name)
+            continue
+        n = len(factor.levels)
+        axes.append(
+            [{g: (i, scenario.factors[g].levels[i]) for g in group} for i in range(n)]
+        )
+        done.update(group)
+    return axes
+
+
+def _check_zip_and_exclude(scenario: Scenario, src: Source) -> None:
+    issues: list[ConfigIssue] = []
+    seen: set[str] = set()
+    for gi, group in enumerate(scenario.zip):
+        sizes = set()
+        for fi, name in enumerate(group):
+            if name not in scenario.factors:
+                issues.append(src.issue(("zip", gi, fi), _no_factor(name, scenario)))
+                continue
+            if name in seen:
+                issues.append(src.issue(("zip", gi, fi), f"factor {name!r} is in two zip groups"))
+            seen.add(name)
+            sizes.add(len(scenario.factors[name].levels))
+        if len(sizes) > 1:
+            issues.append(
+                src.issue(("zip", gi), "zipped factors must have the same number of levels")
+            )
+    for ei, rule in enumerate(scenario.exclude):
+        for name, level in rule.items():
+            factor = scenario.factors.get(name)
+            if factor is None:
+                issues.append(src.issue(("exclude", ei, name), _no_factor(name, scenario), key=True))
+            elif _label_of(level) not in factor.level_labels():
+                issues.append(
+                    src.issue(
+                        ("exclude", ei, name),
+                        f"{level!r} is not a level of {name} "
+                        f"(expected one of: {', '.join(factor.level_labels())})",
+                    )
+                )
+    if issues:
+        raise ConfigValidationError(issues)
+
+
+def _no_factor(name: str, scenario: Scenario) -> str:
+    known = ", ".join(scenario.factors) or "none defined"
+    return f"no factor named {name!r} (factors: {known})"
+
+
+def _label_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _excluded(labels: Mapping[str, str], rules: list[dict[str, Any]]) -> bool:
+    return any(
+        all(labels.get(k) == _label_of(v) for k, v in rule.items()) for rule in rules
+    )
+
+
+def _overrides(
+    scenario: Scenario, chosen: Mapping[str, tuple[int, Level]]
+) -> tuple[list[tuple[str, Any, tuple[str | int, ...]]], list[str]]:
+    out: list[tuple[str, Any, tuple[str | int, ...]]] = []
+    profiles: list[str] = []
+    for name, (i, level) in chosen.items():
+        factor: Factor = scenario.factors[name]
+        origin: tuple[str | int, ...] = ("factors", name, "levels", i)
+        path = factor.path or f"workload.params.{name}"
+        if level.value is not None or not level.set:
+            if level.value is not None:
+                out.append((path, level.value, origin))
+        for p, v in level.set.items():
+            out.append((p, v, (*origin, "set", p)))
+        if level.profile:
+            profiles.append(level.profile)
+    return out, profiles
+
+
+def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpec:
+    if not spec.overrides:
+        return PointSpec(spec.index, spec.labels, spec.overrides, spec.profiles, scenario, src)
+    data = copy.deepcopy(src.data)
+    for path, value, origin in spec.overrides:
+        parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
+        if parts[0] in ("factors", "zip", "exclude", "version", "name"):
+            raise ConfigValidationError(
+                [src.issue(origin, f"a factor level cannot change {parts[0]}")]
+            )
+        set_path(data, parts, value, what=f"factor level at {'.'.join(map(str, origin))}")
+    point_src = Source(src.file, data, dict(src.values), dict(src.keys), dict(src.overridden))
+    for path, _value, origin in spec.overrides:
+        parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
+        file, line, col = src.locate(origin)
+        point_src.values[parts] = (line or 1, col or 1)
+    point_scenario = validate_model(Scenario, point_src)
+    return PointSpec(
+        spec.index, spec.labels, spec.overrides, spec.profiles, point_scenario, point_src
+    )

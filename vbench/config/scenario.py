@@ -1,0 +1,223 @@
+"""The scenario model: what to measure (topology, workload, factors, phases …)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from vbench.config.types import Duration, Strict
+
+Scalar = str | int | float | bool
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class GroupSpec(Strict):
+    """A named group of guests the workload runs on."""
+
+    count: int = Field(1, ge=1, le=10000, description="number of guests in the group")
+    nodes: list[str] | None = Field(
+        None, description="lab node names to use, in order (default: nodes with the role)"
+    )
+    role: str | None = Field(
+        None, description="pick `count` lab nodes carrying this role (default: the group name)"
+    )
+
+
+class WorkloadSpec(Strict):
+    """Which driver runs, on which groups, with which parameters."""
+
+    driver: str = Field(description="workload driver name (see `vbench drivers`)")
+    roles: dict[str, str] = Field(
+        default_factory=dict,
+        description="driver role -> topology group (default: a single group fills every role)",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="driver parameters, validated by the driver's model"
+    )
+
+
+class Level(Strict):
+    """One level of a factor with an explicit label."""
+
+    label: str = Field(description="the name this level has in reports and --set/exclude")
+    value: Any = Field(None, description="value written to the factor's path (if any)")
+    set: dict[str, Any] = Field(
+        default_factory=dict, description="further dotted-path overrides for this level"
+    )
+    profile: str | None = Field(None, description="lab profile this level switches to")
+
+
+class Factor(Strict):
+    """A thing varied across points."""
+
+    path: str | None = Field(
+        None,
+        description="dotted path the level value is written to "
+        "(default: workload.params.<factor name>)",
+    )
+    levels: list[Level] = Field(
+        min_length=1, description="the levels, in order: plain values or {label, value, set}"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        # `bs: [4k, 64k]` is shorthand for `bs: {levels: [4k, 64k]}`, and a plain
+        # value is a level labelled by itself.
+        if isinstance(data, list):
+            data = {"levels": data}
+        if isinstance(data, dict) and isinstance(data.get("levels"), list):
+            data = {**data, "levels": [_as_level(v) for v in data["levels"]]}
+        return data
+
+    def level_labels(self) -> list[str]:
+        return [lv.label for lv in self.levels]
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> Factor:
+        labels = self.level_labels()
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        if dup:
+            raise ValueError(f"level labels must be unique, repeated: {', '.join(dup)}")
+        return self
+
+
+def _as_level(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool):
+        return {"label": _label(value), "value": value}
+    return value
+
+
+def _label(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Phases(Strict):
+    """Durations of the phases of every trial."""
+
+    warmup: Duration = Field(0.0, description="warm-up before the measured window")
+    steady: Duration = Field(gt=0, description="the measured steady-state window")
+    cooldown: Duration = Field(0.0, description="idle time after the window (collectors run on)")
+
+
+class CollectorSpec(Strict):
+    """A metric collector (esxtop, vcenter_perf, guest_sysstat)."""
+
+    kind: str = Field(description="collector name")
+    interval: Duration = Field(5.0, gt=0, description="sampling interval")
+    targets: list[str] = Field(
+        default_factory=list, description="groups, hosts or entities (default: all of the run)"
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="collector options")
+
+
+class QosCriterion(Strict):
+    """A pass/fail criterion on one metric."""
+
+    name: str | None = Field(None, description="label in reports (default: derived)")
+    metric: str = Field(description="metric name, e.g. read_clat_p99 or response_time_avg")
+    where: dict[str, str] = Field(
+        default_factory=dict, description="sample labels to match, e.g. {operation: HomePage}"
+    )
+    stat: Literal["mean", "median", "min", "max"] = Field(
+        "mean", description="how trials of a point are combined before the comparison"
+    )
+    op: Literal["<=", ">=", "<", ">"] = Field(description="comparison")
+    threshold: float = Field(description="the limit, in the metric's unit")
+    unit: str | None = Field(None, description="unit of the threshold (checked against data)")
+
+
+class Derived(Strict):
+    """A figure computed from stored metrics (normalised, speedup, ratio …)."""
+
+    name: str = Field(pattern=NAME, description="name of the derived figure")
+    kind: Literal["normalize", "speedup", "ratio", "expr", "geomean"]
+    metric: str | None = Field(None, description="metric it is computed from")
+    metrics: list[str] = Field(default_factory=list, description="metrics (geomean)")
+    baseline: dict[str, str] | None = Field(
+        None, description="factor -> level selecting the baseline point (= 1.0)"
+    )
+    target: dict[str, str] | None = Field(
+        None, description="factor -> level selecting the compared point (speedup)"
+    )
+    ideal: float | str | None = Field(
+        None, description="ideal speedup: a number or a factor/parameter holding N"
+    )
+    expr: str | None = Field(None, description="expression over metric names (ratio/expr)")
+    unit: str = Field("", description="unit of the result")
+
+    @model_validator(mode="after")
+    def _needs(self) -> Derived:
+        need = {
+            "normalize": ("metric", "baseline"),
+            "speedup": ("metric", "baseline", "target"),
+            "ratio": ("expr",),
+            "expr": ("expr",),
+            "geomean": ("metrics",),
+        }[self.kind]
+        missing = [n for n in need if not getattr(self, n)]
+        if missing:
+            raise ValueError(f"kind {self.kind!r} needs {', '.join(missing)}")
+        return self
+
+
+class Chart(Strict):
+    metric: str = Field(description="metric (or derived figure) to plot")
+    kind: Literal["bar", "line"] = Field("bar", description="bar per point or line over x")
+    x: str | None = Field(None, description="factor on the x axis (line charts)")
+    title: str | None = None
+
+
+class ReportSpec(Strict):
+    title: str | None = Field(None, description="report title (default: scenario name)")
+    headline: list[str] = Field(
+        default_factory=list, description="metrics to lead with (default: the driver's)"
+    )
+    charts: list[Chart] = Field(default_factory=list, description="extra charts")
+
+
+class Settings(Strict):
+    max_parallel: int = Field(16, ge=1, le=1024, description="guests acted on at once")
+    trial_timeout: Duration | None = Field(
+        None, description="a trial still running this long after its phases is failed"
+    )
+    cv_threshold: float = Field(
+        0.05, gt=0, lt=10, description="coefficient of variation above which a point is noisy"
+    )
+
+
+class Scenario(Strict):
+    """A scenario file: what to measure."""
+
+    version: Literal[1] = Field(description="scenario format version")
+    name: str = Field(pattern=NAME, description="scenario name (used to find history)")
+    description: str = Field("", description="free text shown in reports")
+    topology: dict[str, GroupSpec] = Field(min_length=1, description="guest groups")
+    workload: WorkloadSpec
+    factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
+    zip: list[list[str]] = Field(
+        default_factory=list, description="groups of factors whose levels vary together"
+    )
+    exclude: list[dict[str, Scalar]] = Field(
+        default_factory=list, description="factor -> level combinations to leave out"
+    )
+    repeat: int = Field(3, ge=1, le=1000, description="trials per point")
+    phases: Phases
+    collectors: list[CollectorSpec] = Field(default_factory=list)
+    qos: list[QosCriterion] = Field(default_factory=list)
+    derived: list[Derived] = Field(default_factory=list)
+    report: ReportSpec = Field(default_factory=ReportSpec)
+    settings: Settings = Field(default_factory=Settings)
+
+    @field_validator("topology")
+    @classmethod
+    def _group_names(cls, v: dict[str, GroupSpec]) -> dict[str, GroupSpec]:
+        import re
+
+        for name in v:
+            if not re.match(NAME, name):
+                raise ValueError(f"group name {name!r} must match {NAME}")
+        return v

@@ -1,0 +1,195 @@
+"""The plan: every point × trial, its phases, guests and commands, before anything runs."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from vbench.config.lab import Lab
+from vbench.config.load import Loaded, validate_model
+from vbench.config.matrix import PointSpec, expand
+from vbench.config.resolve import bind_groups, bind_roles
+from vbench.config.scenario import Scenario
+from vbench.errors import ConfigIssue, ConfigValidationError
+from vbench.workloads.base import Finding, PlannedCommand, Workload, get_driver
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    index: int
+    labels: dict[str, str]
+    profiles: tuple[str, ...]
+    params: dict[str, Any]
+    warmup: float
+    steady: float
+    cooldown: float
+    roles: dict[str, str]  # driver role -> group
+    guests: dict[str, tuple[str, ...]]  # role -> node names (or group placeholders)
+    commands: tuple[PlannedCommand, ...]
+    trial_seconds: float
+    workload: Workload = field(compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "point": self.index,
+            "labels": self.labels,
+            "profiles": list(self.profiles),
+            "params": self.params,
+            "phases": {"warmup": self.warmup, "steady": self.steady, "cooldown": self.cooldown},
+            "roles": self.roles,
+            "guests": {r: list(g) for r, g in self.guests.items()},
+            "commands": [
+                {
+                    "role": c.role,
+                    "step": c.step,
+                    "command": shlex.join(c.argv),
+                    "files": list(c.files),
+                    "background": c.background,
+                }
+                for c in self.commands
+            ],
+            "trial_seconds": self.trial_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    scenario: Scenario
+    driver: str
+    repeat: int
+    points: tuple[PlannedPoint, ...]
+    groups: dict[str, tuple[str, ...]]
+    findings: tuple[Finding, ...]
+    bound_to_lab: bool
+    # Fixed per-trial cost we cannot know in advance (connect, push, fetch): an estimate.
+    overhead_per_trial: float = 3.0
+
+    @property
+    def n_trials(self) -> int:
+        return len(self.points) * self.repeat
+
+    @property
+    def estimated_seconds(self) -> float:
+        return sum((p.trial_seconds + self.overhead_per_trial) * self.repeat for p in self.points)
+
+    def node_names(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for names in self.groups.values():
+            for n in names:
+                seen.setdefault(n, None)
+        return list(seen)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "driver": self.driver,
+            "repeat": self.repeat,
+            "points": [p.to_json() for p in self.points],
+            "trials": self.n_trials,
+            "groups": {g: list(n) for g, n in self.groups.items()},
+            "bound_to_lab": self.bound_to_lab,
+            "findings": [
+                {"level": f.level, "path": f"workload.params.{f.path}", "message": f.message}
+                for f in self.findings
+            ],
+            "estimated_seconds": round(self.estimated_seconds, 1),
+        }
+
+
+def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan:
+    """Expand and validate everything a run needs; raises ConfigValidationError."""
+    scenario, src = loaded.model, loaded.source
+    driver_cls = get_driver_located(scenario, src)
+    roles = bind_roles(scenario, driver_cls.roles, src)
+    if lab is not None:
+        groups = bind_groups(scenario, lab.model, src, lab.source.file)
+        _check_profiles(scenario, lab.model, src, lab.source.file)
+    else:
+        groups = {
+            name: tuple(f"{name}[{i + 1}]" for i in range(g.count))
+            for name, g in scenario.topology.items()
+        }
+    points: list[PlannedPoint] = []
+    findings: dict[tuple[str, str, str], Finding] = {}
+    issues: list[ConfigIssue] = []
+    for spec in expand(scenario, src):
+        try:
+            point = _plan_point(spec, driver_cls, roles, groups)
+        except ConfigValidationError as exc:
+            issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
+            continue
+        for f in driver_cls.findings(point.workload.params):
+            if f.level == "error":
+                where = spec.source or src
+                issues.append(where.issue(("workload", "params", *f.path.split(".")), f.message))
+            else:
+                findings[(f.level, f.path, f.message)] = f
+        points.append(point)
+    if issues:
+        unique = {str(i): i for i in issues}
+        raise ConfigValidationError(list(unique.values()))
+    return Plan(
+        scenario=scenario,
+        driver=driver_cls.name,
+        repeat=scenario.repeat,
+        points=tuple(points),
+        groups=groups,
+        findings=tuple(findings.values()),
+        bound_to_lab=lab is not None,
+    )
+
+
+def get_driver_located(scenario: Scenario, src: Any) -> type[Workload]:
+    from vbench.errors import ConfigError
+
+    try:
+        return get_driver(scenario.workload.driver)
+    except ConfigError as exc:
+        raise ConfigValidationError([src.issue(("workload", "driver"), str(exc))]) from None
+
+
+def _plan_point(
+    spec: PointSpec,
+    driver_cls: type[Workload],
+    roles: dict[str, str],
+    groups: dict[str, tuple[str, ...]],
+) -> PlannedPoint:
+    sc = spec.scenario
+    assert sc is not None and spec.source is not None
+    params = validate_model(
+        driver_cls.Params, spec.source, ("workload", "params"), sc.workload.params
+    )
+    workload = driver_cls(params)
+    ph = sc.phases
+    commands = tuple(workload.planned_commands(ph.warmup, ph.steady))
+    return PlannedPoint(
+        index=spec.index,
+        labels=dict(spec.labels),
+        profiles=spec.profiles,
+        params=params.model_dump(mode="json", exclude_none=True),
+        warmup=ph.warmup,
+        steady=ph.steady,
+        cooldown=ph.cooldown,
+        roles=roles,
+        guests={role: groups[group] for role, group in roles.items()},
+        commands=commands,
+        trial_seconds=workload.estimated_seconds(ph.warmup, ph.steady, ph.cooldown),
+        workload=workload,
+    )
+
+
+def _check_profiles(scenario: Scenario, lab: Lab, src: Any, lab_file: str) -> None:
+    issues = []
+    for name, factor in scenario.factors.items():
+        for i, level in enumerate(factor.levels):
+            if level.profile and level.profile not in lab.profiles:
+                known = ", ".join(lab.profiles) or "none"
+                issues.append(
+                    src.issue(
+                        ("factors", name, "levels", i, "profile"),
+                        f"no profile {level.profile!r} in lab {lab_file} (profiles: {known})",
+                    )
+                )
+    if issues:
+        raise ConfigValidationError(issues)

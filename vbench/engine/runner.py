@@ -1,0 +1,285 @@
+"""Execute a plan: for every point and trial, prepare → warm-up → steady → cool-down →
+collect → teardown, with phase timestamps, cancellation and guaranteed cleanup."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vbench.engine.plan import Plan, PlannedPoint
+from vbench.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_LAB,
+    EXIT_OK,
+    GuestError,
+    VbenchError,
+)
+from vbench.guest.ssh import GuestPool
+from vbench.results.records import PhaseTimes, Sample, TrialResult
+from vbench.results.rundir import RunDir
+from vbench.results.store import Store
+from vbench.workloads.base import TrialContext
+
+_PHASE_ORDER = ("prepare", "warmup", "steady", "cooldown", "collect", "teardown")
+
+
+class ProgressSink:
+    """What the engine reports while it runs (the CLI draws it; tests may record it)."""
+
+    def start_run(self, plan: Plan) -> None: ...
+    def start_trial(self, point: PlannedPoint, trial: int) -> None: ...
+    def phase(self, name: str, seconds: float | None) -> None: ...
+    def end_trial(self, result: TrialResult) -> None: ...
+    def end_run(self) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str  # ok | failed | interrupted
+    results: list[TrialResult] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+
+    @property
+    def failed(self) -> list[TrialResult]:
+        return [r for r in self.results if r.status != "ok"]
+
+
+class Engine:
+    def __init__(
+        self,
+        plan: Plan,
+        pool: GuestPool,
+        store: Store,
+        rundir: RunDir,
+        run_id: str,
+        *,
+        fail_fast: bool = False,
+        progress: ProgressSink | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.plan, self.pool, self.store, self.rundir = plan, pool, store, rundir
+        self.run_id = run_id
+        self.fail_fast = fail_fast
+        self.progress = progress or ProgressSink()
+        self.cancel = cancel or threading.Event()
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        outcome = RunOutcome(self.run_id, "ok")
+        self.progress.start_run(self.plan)
+        try:
+            for point in self.plan.points:
+                for trial in range(1, self.plan.repeat + 1):
+                    if self.cancel.is_set():
+                        break
+                    result = self._trial(point, trial)
+                    outcome.results.append(result)
+                    self.store.record_trial(self.run_id, result)
+                    self.progress.end_trial(result)
+                    if result.status == "failed" and self.fail_fast:
+                        self.rundir.log("fail_fast", level="error", point=point.index, trial=trial)
+                        break
+                if self.cancel.is_set() or (self.fail_fast and outcome.failed):
+                    break
+        finally:
+            self._cleanup_guests()
+            self.progress.end_run()
+        if self.cancel.is_set():
+            outcome.status, outcome.exit_code = "interrupted", EXIT_INTERRUPTED
+        elif outcome.failed:
+            outcome.status, outcome.exit_code = "failed", EXIT_LAB
+        return outcome
+
+    # -- one trial -------------------------------------------------------------------------
+    def _trial(self, point: PlannedPoint, trial: int) -> TrialResult:
+        marks: dict[str, float] = {}
+        trial_cancel = threading.Event()
+        timed_out = threading.Event()
+        watchdog = self._watchdog(point, trial_cancel, timed_out)
+        ctx = self._context(point, trial, marks, trial_cancel)
+        self.progress.start_trial(point, trial)
+        self.rundir.log("trial_start", point=point.index, trial=trial, labels=point.labels)
+        samples: list[Sample] = []
+        error: str | None = None
+        status = "ok"
+        try:
+            self._phase(marks, "prepare", "prepare_start", None)
+            point.workload.prepare(ctx)
+            self._raise_if_cancelled(trial_cancel, timed_out)
+            point.workload.run(ctx)
+            self._raise_if_cancelled(trial_cancel, timed_out)
+            marks.setdefault("steady_end", time.time())
+            self._phase(marks, "cooldown", None, point.cooldown)
+            if trial_cancel.wait(point.cooldown):
+                self._raise_if_cancelled(trial_cancel, timed_out)
+            marks["cooldown_end"] = time.time()
+            self.progress.phase("collect", None)
+            samples = point.workload.collect(ctx)
+        except _Cancelled as exc:
+            status = "interrupted" if self.cancel.is_set() else "failed"
+            error = str(exc)
+        except VbenchError as exc:
+            status, error = "failed", str(exc)
+        except Exception as exc:  # a driver bug must not lose the run
+            status, error = "failed", f"internal error: {type(exc).__name__}: {exc}"
+            self.rundir.log("trial_traceback", level="error", traceback=traceback.format_exc())
+        finally:
+            watchdog.cancel()
+            if status != "ok":
+                samples = self._salvage(point, ctx)
+            self.progress.phase("teardown", None)
+            error = self._teardown(point, ctx, error)
+            marks["teardown_end"] = time.time()
+        if error and status == "ok":
+            status = "failed"
+        result = TrialResult(
+            point=point.index,
+            trial=trial,
+            status=status,
+            phases=_phase_times(marks),
+            samples=tuple(samples),
+            error=error,
+        )
+        self.rundir.log(
+            "trial_end", level="info" if status == "ok" else "error", point=point.index,
+            trial=trial, status=status, error=error, samples=len(samples),
+            phases=result.phases.as_dict(),
+        )
+        return result
+
+    def _context(
+        self, point: PlannedPoint, trial: int, marks: dict[str, float], cancel: threading.Event
+    ) -> TrialContext:
+        guests = {role: [self.pool.get(n) for n in names] for role, names in point.guests.items()}
+
+        def mark(name: str) -> None:
+            key = name if name.endswith(("_start", "_end")) else f"{name}_start"
+            marks[key] = time.time()
+            phase = {"warmup_start": "warmup", "steady_start": "steady"}.get(key)
+            if phase:
+                self.progress.phase(phase, point.warmup if phase == "warmup" else point.steady)
+
+        return TrialContext(
+            run_id=self.run_id,
+            point=point.index,
+            trial=trial,
+            labels=point.labels,
+            warmup=point.warmup,
+            steady=point.steady,
+            cooldown=point.cooldown,
+            guests=guests,
+            raw_dir=self.rundir.raw_dir(point.index, trial),
+            cancel=cancel,
+            mark=mark,
+            log=self.rundir.log,
+            max_parallel=self.plan.scenario.settings.max_parallel,
+        )
+
+    def _watchdog(
+        self, point: PlannedPoint, trial_cancel: threading.Event, timed_out: threading.Event
+    ) -> _Watchdog:
+        limit = self.plan.scenario.settings.trial_timeout
+        expected = point.trial_seconds
+        budget = expected + (limit if limit is not None else max(120.0, expected))
+        return _Watchdog(budget, self.cancel, trial_cancel, timed_out)
+
+    def _phase(self, marks: dict[str, float], name: str, key: str | None, secs: float | None) -> None:
+        if key:
+            marks[key] = time.time()
+        self.progress.phase(name, secs)
+
+    @staticmethod
+    def _raise_if_cancelled(cancel: threading.Event, timed_out: threading.Event) -> None:
+        if timed_out.is_set():
+            raise _Cancelled("trial timed out (settings.trial_timeout); remote processes killed")
+        if cancel.is_set():
+            raise _Cancelled("interrupted by the user")
+
+    def _salvage(self, point: PlannedPoint, ctx: TrialContext) -> list[Sample]:
+        """Keep whatever a failed trial measured (raw files, partial figures)."""
+        try:
+            return point.workload.collect(ctx)
+        except Exception as exc:  # partial output is expected to be unparseable at times
+            self.rundir.log("salvage_failed", level="warning", point=point.index,
+                            trial=ctx.trial, error=str(exc))
+            return []
+
+    def _teardown(self, point: PlannedPoint, ctx: TrialContext, error: str | None) -> str | None:
+        try:
+            point.workload.teardown(ctx)
+        except Exception as exc:
+            self.rundir.log("teardown_failed", level="error", error=str(exc))
+            error = error or f"teardown failed: {exc}"
+        for guest in ctx.all_guests():
+            try:
+                guest.kill_all()
+            except VbenchError as exc:
+                self.rundir.log("kill_failed", level="error", guest=guest.name, error=str(exc))
+        return error
+
+    def _cleanup_guests(self) -> None:
+        """Remove the run's scratch directory from every guest (best effort, logged)."""
+        def clean(guest: Any) -> None:
+            guest.kill_all()
+            guest.remove(f"{guest.spec.workdir.rstrip('/')}/{self.run_id}")
+
+        for name in self.plan.node_names():
+            try:
+                clean(self.pool.get(name))
+            except (GuestError, VbenchError) as exc:
+                self.rundir.log("cleanup_failed", level="error", guest=name, error=str(exc))
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Watchdog:
+    """Sets the trial's cancel event on a user interrupt or when the time budget is spent."""
+
+    def __init__(
+        self, budget: float, run_cancel: threading.Event, trial_cancel: threading.Event,
+        timed_out: threading.Event,
+    ) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch, args=(budget, run_cancel, trial_cancel, timed_out), daemon=True
+        )
+        self._thread.start()
+
+    def _watch(
+        self, budget: float, run_cancel: threading.Event, trial_cancel: threading.Event,
+        timed_out: threading.Event,
+    ) -> None:
+        deadline = time.monotonic() + budget
+        while not self._stop.wait(0.1):
+            if run_cancel.is_set():
+                trial_cancel.set()
+                return
+            if time.monotonic() > deadline:
+                timed_out.set()
+                trial_cancel.set()
+                return
+
+    def cancel(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+
+def _phase_times(marks: dict[str, float]) -> PhaseTimes:
+    return PhaseTimes(
+        prepare_start=marks.get("prepare_start"),
+        warmup_start=marks.get("warmup_start"),
+        steady_start=marks.get("steady_start"),
+        steady_end=marks.get("steady_end"),
+        cooldown_end=marks.get("cooldown_end"),
+        teardown_end=marks.get("teardown_end"),
+    )
+
+
+Callback = Callable[[str], None]

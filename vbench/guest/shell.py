@@ -1,0 +1,131 @@
+"""The small POSIX sh scripts vbench sends to guests, built only from quoted parts.
+
+Every value that may come from a scenario (arguments, paths, environment values) goes
+through :func:`shlex.quote`; environment names are checked against the sh grammar.
+The scripts use only POSIX sh and dash-compatible ``kill -SIG -PGID`` (dash has no ``--``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+
+from vbench.errors import ConfigError
+
+PID_MARKER = "__vbench_pid="
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def argv_text(argv: Sequence[str | os.PathLike[str]]) -> str:
+    """The argv as one sh-safe command line."""
+    if not argv:
+        raise ConfigError("empty command")
+    return shlex.join(os.fspath(a) for a in argv)
+
+
+def prelude(cwd: str | None, env: Mapping[str, str] | None) -> list[str]:
+    """Lines that change directory and export variables before a command."""
+    lines: list[str] = []
+    if cwd is not None:
+        lines.append(f"cd -- {shlex.quote(cwd)} || exit 125")
+    for name, value in (env or {}).items():
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"invalid environment variable name {name!r}")
+        lines.append(f"export {name}={shlex.quote(str(value))}")
+    return lines
+
+
+def foreground(body: str, cwd: str | None, env: Mapping[str, str] | None) -> str:
+    """The exec request for a foreground command.
+
+    sshd starts each session command in a new session, so the shell's pid is its process
+    group id: the first stdout line reports it so a timeout can kill the whole group.
+    ``exec`` keeps that pid whatever the login shell is.
+    """
+    script = "\n".join([f"echo {PID_MARKER}$$", *prelude(cwd, env), body])
+    return f"exec /bin/sh -c {shlex.quote(script)}"
+
+
+def background(
+    argv: Sequence[str | os.PathLike[str]],
+    log: str,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+) -> str:
+    """Start argv under setsid with output to ``log``; print the new process group id.
+
+    The inner shell records the exit status in ``log.rc`` (written then renamed, so a
+    reader never sees half a number).
+    """
+    rc = log + ".rc"
+    inner = "\n".join(
+        [
+            "{",
+            *prelude(cwd, env),
+            argv_text(argv),
+            f"}} >{shlex.quote(log)} 2>&1 </dev/null",
+            "s=$?",
+            f"echo $s >{shlex.quote(rc + '.tmp')} && mv -f {shlex.quote(rc + '.tmp')} "
+            f"{shlex.quote(rc)}",
+        ]
+    )
+    parent = os.path.dirname(log)
+    lines = []
+    if parent:
+        lines.append(f"mkdir -p -- {shlex.quote(parent)} || exit 1")
+    lines += [
+        f"rm -f -- {shlex.quote(rc)}",
+        "command -v setsid >/dev/null 2>&1 || { echo 'setsid not found' >&2; exit 127; }",
+        # The background job is not a group leader, so setsid(1) does not fork: $! is
+        # the new session's leader, i.e. the process group to signal later.
+        f"setsid /bin/sh -c {shlex.quote(inner)} >/dev/null 2>&1 </dev/null &",
+        "echo $!",
+    ]
+    return "\n".join(lines)
+
+
+def probe(pgid: int, log: str) -> str:
+    """Print ``rc N alive|done``, ``run`` or ``gone`` for a background process group."""
+    rc = shlex.quote(log + ".rc")
+    grp = f"kill -0 -{pgid} 2>/dev/null"
+    return "\n".join(
+        [
+            f"if [ -f {rc} ]; then s=$(cat {rc}); if {grp}; then echo \"rc $s alive\"; "
+            'else echo "rc $s done"; fi',
+            f"elif {grp}; then echo run",
+            f"elif [ -f {rc} ]; then echo \"rc $(cat {rc}) done\"",
+            "else echo gone; fi",
+        ]
+    )
+
+
+def kill_groups(pgids: Sequence[int], grace: float) -> str:
+    """TERM each process group, KILL what is left after ``grace`` seconds.
+
+    Prints ``none`` (nothing was running), ``term`` or ``kill``. Falls back to the single
+    pid when it is not a group leader.
+    """
+    ps = " ".join(str(int(p)) for p in pgids)
+    ticks = max(1, round(grace * 10))
+    return "\n".join(
+        [
+            "alive() {",
+            f"  for p in {ps}; do kill -0 -$p 2>/dev/null && return 0; "
+            "kill -0 $p 2>/dev/null && return 0; done",
+            "  return 1",
+            "}",
+            "alive || { echo none; exit 0; }",
+            f"for p in {ps}; do kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null; done",
+            "i=0",
+            "while alive; do",
+            f"  if [ $i -ge {ticks} ]; then",
+            f"    for p in {ps}; do kill -KILL -$p 2>/dev/null || kill -KILL $p 2>/dev/null; done",
+            "    echo kill; exit 0",
+            "  fi",
+            "  sleep 0.1; i=$((i+1))",
+            "done",
+            "echo term",
+        ]
+    )

@@ -1,0 +1,38 @@
+"""What a guest is (address, credentials, policies) and what a command returned."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    """How to reach one SSH guest. Secrets are already resolved and never shown in repr."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None  # None -> the controller's login name
+    key_file: str | None = None  # private key path, ~ expanded
+    password: str | None = field(default=None, repr=False)  # or the key's passphrase
+    host_key_policy: str = "strict"  # "strict" | "accept-new"
+    known_hosts: str | None = None  # None -> ~/.ssh/known_hosts
+    jump: GuestSpec | None = None  # bastion reached first; the guest via direct-tcpip
+    workdir: str = "/tmp/vbench"  # remote scratch root; remove() stays inside it
+    connect_timeout: float = 10.0
+    # Concurrent session channels per connection: OpenSSH refuses more than MaxSessions
+    # (10 by default); a few are left for SFTP and for kill commands.
+    max_sessions: int = 8
+
+    @property
+    def target(self) -> str:
+        """How errors name this guest: ``guest2 (127.0.0.3:2222)``."""
+        return f"{self.name} ({self.address}:{self.port})"
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    status: int
+    stdout: str
+    stderr: str
+    seconds: float

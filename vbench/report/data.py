@@ -1,0 +1,462 @@
+"""What a report is made of: :class:`ReportData` (as stored) and :class:`ReportView`
+(what both the terminal and the HTML report show, computed once).
+
+Every figure a view hands out is formatted with its unit; the view also knows the
+steady-state window and the trial counts, so that no renderer has to invent them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from vbench.analysis.aggregate import MetricSummary, summarize_points
+from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
+
+NO_DATA = "no data"
+MISSING = "—"
+OK_STATUS = "ok"
+DEFAULT_HEADLINE_COUNT = 3
+# A trial whose measured window differs more than this from the scenario's is flagged.
+WINDOW_TOLERANCE = 0.10
+PHASE_ORDER = (
+    "prepare_start", "warmup_start", "steady_start", "steady_end",
+    "cooldown_end", "teardown_end",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """One run as read back from the store (see the store for the field contents)."""
+
+    run: dict[str, Any]
+    points: list[dict[str, Any]]
+    trials: list[dict[str, Any]]
+    samples: pd.DataFrame
+    headline_metrics: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _num(x: Any) -> float | None:
+    """A finite float, or None for anything else (None, NaN, inf, text, numpy NA)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def decimals_for(x: float) -> int:
+    """Decimals that show about four significant figures, none for large numbers."""
+    a = abs(x)
+    if a == 0 or a >= 1000:
+        return 0
+    return min(6, max(0, 3 - math.floor(math.log10(a))))
+
+
+def fmt_num(value: Any, decimals: int | None = None) -> str:
+    x = _num(value)
+    if x is None:
+        return MISSING
+    if 0 < abs(x) < 1e-6 and decimals is None:
+        return f"{x:.3g}"
+    d = decimals_for(x) if decimals is None else decimals
+    return f"{x:,.{d}f}"
+
+
+def with_unit(text: str, unit: str) -> str:
+    if not unit or text in (MISSING, NO_DATA):
+        return text
+    return f"{text} {unit}"
+
+
+def fmt_value(x: Any, unit: str) -> str:
+    return with_unit(fmt_num(x), unit)
+
+
+def fmt_mean_ci(s: Summary | None, unit: str) -> str:
+    """``mean ± half-width unit``; only the mean when there is no interval (n = 1)."""
+    if s is None or s.n == 0 or s.mean is None:
+        return NO_DATA
+    d = decimals_for(s.mean)
+    half = s.ci_half
+    if half is None:
+        return with_unit(fmt_num(s.mean, d), unit)
+    return with_unit(f"{fmt_num(s.mean, d)} ± {fmt_num(half, d)}", unit)
+
+
+def fmt_range(s: Summary | None, unit: str) -> str:
+    if s is None or s.n == 0 or s.min is None or s.max is None:
+        return NO_DATA
+    d = decimals_for(max(abs(s.min), abs(s.max)))
+    return with_unit(f"{fmt_num(s.min, d)}–{fmt_num(s.max, d)}", unit)
+
+
+def fmt_pct(value: Any) -> str:
+    fraction = _num(value)
+    return MISSING if fraction is None else f"{fraction * 100:.1f} %"
+
+
+def fmt_seconds(value: Any) -> str:
+    seconds = _num(value)
+    if seconds is None:
+        return MISSING
+    return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"
+
+
+def fmt_duration(value: Any) -> str:
+    """A human duration: ``45 s``, ``2 min 05 s``, ``1 h 02 min``."""
+    seconds = _num(value)
+    if seconds is None:
+        return MISSING
+    s = round(seconds)
+    if s < 60:
+        return fmt_seconds(seconds)
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def fmt_time(value: Any, *, seconds: bool = True, zone: bool = False) -> str:
+    """Local time of an epoch timestamp."""
+    epoch = _num(value)
+    if epoch is None:
+        return MISSING
+    stamp = datetime.fromtimestamp(epoch).astimezone()
+    pattern = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return stamp.strftime(pattern + (" %z" if zone else ""))
+
+
+def fmt_clock(value: Any) -> str:
+    epoch = _num(value)
+    if epoch is None:
+        return MISSING
+    return datetime.fromtimestamp(epoch).astimezone().strftime("%H:%M:%S")
+
+
+def scalar_text(v: Any) -> str:
+    """A table cell for an environment/testbed value of any shape."""
+    if v is None:
+        return MISSING
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return fmt_num(v)
+    if isinstance(v, list | tuple) and all(not isinstance(i, dict | list) for i in v):
+        return ", ".join(scalar_text(i) for i in v)
+    if isinstance(v, dict | list | tuple):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
+
+
+# ------------------------------------------------------ environment / testbed
+
+
+@dataclass(frozen=True)
+class Table:
+    """A plain table of text cells (environment and testbed sections)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.extend(_flatten(v, key + "."))
+        else:
+            out.append((key, scalar_text(v)))
+    return out
+
+
+def _records_table(title: str, records: list[tuple[str | None, Mapping[str, Any]]]) -> Table:
+    """Rows of dicts → a table over the union of their keys (first-seen order)."""
+    columns: dict[str, None] = {}
+    flat = [(name, dict(_flatten(rec))) for name, rec in records]
+    for _, rec in flat:
+        columns.update(dict.fromkeys(rec))
+    named = any(name is not None for name, _ in flat)
+    head = (("name",) if named else ()) + tuple(columns)
+    rows = tuple(
+        ((name or "",) if named else ()) + tuple(rec.get(c, MISSING) for c in columns)
+        for name, rec in flat
+    )
+    return Table(title, head, rows)
+
+
+def tabulate(obj: Mapping[str, Any] | None, title: str) -> list[Table]:
+    """Turn a nested environment/testbed dict into readable tables.
+
+    Scalars (and small nested dicts) go into one ``item | value`` table; a dict of
+    dicts (e.g. guests by name) and a list of dicts (e.g. hosts) each become a table
+    with one row per entry.
+    """
+    if not obj:
+        return []
+    general: list[tuple[str, str]] = []
+    tables: list[Table] = []
+    for key, value in obj.items():
+        if (
+            isinstance(value, Mapping)
+            and value
+            and all(isinstance(v, Mapping) for v in value.values())
+        ):
+            tables.append(_records_table(str(key), [(str(k), v) for k, v in value.items()]))
+        elif (
+            isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value)
+        ):
+            tables.append(_records_table(str(key), [(None, v) for v in value]))
+        elif isinstance(value, Mapping):
+            general.extend(_flatten(value, f"{key}.") if value else [(str(key), MISSING)])
+        else:
+            general.append((str(key), scalar_text(value)))
+    head = [Table(title, ("item", "value"), tuple(general))] if general else []
+    return head + tables
+
+
+# --------------------------------------------------------------------- view
+
+
+@dataclass(frozen=True)
+class PointView:
+    point: int
+    labels: dict[str, str]
+    title: str  # "bs=4k, rw=randread" (or "point 3" when unlabelled)
+    ok: int  # successful trials
+    total: int  # trials attempted
+
+    @property
+    def has_data(self) -> bool:
+        return self.ok > 0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One metric at one point, ready to print."""
+
+    summary: Summary | None
+    unit: str
+    mean_ci: str
+    range: str
+    median: str
+    stdev: str
+    cv: str
+    n: int
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.summary and self.summary.noisy)
+
+
+@dataclass
+class ReportView:
+    """Everything the renderers need, derived once from :class:`ReportData`."""
+
+    data: ReportData
+    metrics_filter: Sequence[str] | None = None
+    cv_threshold: float = DEFAULT_CV_THRESHOLD
+    points: list[PointView] = field(init=False)
+    factors: list[str] = field(init=False)
+    metrics: list[str] = field(init=False)  # all aggregate metrics, headline first
+    headline: list[str] = field(init=False)
+    units: dict[str, str] = field(init=False)
+    summaries: dict[tuple[int, str], MetricSummary] = field(init=False)
+    unit_conflicts: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        run = self.data.run
+        self.scenario: dict[str, Any] = run.get("scenario") or {}
+        self.ok_trials = {
+            (int(t["point"]), int(t["trial"]))
+            for t in self.data.trials
+            if t.get("status") == OK_STATUS
+        }
+        self.points = self._points()
+        self.factors = list(dict.fromkeys(k for p in self.points for k in p.labels))
+        found = summarize_points(
+            self.data.samples,
+            include_trials=self.ok_trials,
+            cv_threshold=self.cv_threshold,
+        )
+        self._index(found)
+        self.headline = self._headline()
+        rest = sorted(m for m in self.units if m not in self.headline)
+        self.metrics = [*self.headline, *rest]
+
+    # ------------------------------------------------------------- building
+
+    def _points(self) -> list[PointView]:
+        labels: dict[int, dict[str, str]] = {}
+        for p in self.data.points:
+            labels[int(p["point"])] = {str(k): str(v) for k, v in (p.get("labels") or {}).items()}
+        for t in self.data.trials:
+            labels.setdefault(int(t["point"]), {})
+        if not self.data.samples.empty:
+            for p in self.data.samples["point"].dropna().unique():
+                labels.setdefault(int(p), {})
+        out = []
+        for point in sorted(labels):
+            lab = labels[point]
+            title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point}"
+            trials = [t for t in self.data.trials if int(t["point"]) == point]
+            ok = sum(1 for t in trials if t.get("status") == OK_STATUS)
+            out.append(PointView(point, lab, title, ok, len(trials)))
+        return out
+
+    def _index(self, found: list[MetricSummary]) -> None:
+        self.summaries, self.units, self.unit_conflicts = {}, {}, []
+        for ms in found:
+            unit = self.units.setdefault(ms.metric, ms.unit)
+            if unit != ms.unit:
+                # Keep the first unit; mixing units in one column would be worse.
+                self.unit_conflicts.append(f"{ms.metric}: {unit} vs {ms.unit}")
+                continue
+            self.summaries[(ms.point, ms.metric)] = ms
+
+    def _headline(self) -> list[str]:
+        if self.metrics_filter:  # asked for explicitly: shown even when absent
+            return list(dict.fromkeys(self.metrics_filter))
+        chosen = [m for m in dict.fromkeys(self.data.headline_metrics) if m in self.units]
+        return chosen or sorted(self.units)[:DEFAULT_HEADLINE_COUNT]
+
+    # ------------------------------------------------------------- queries
+
+    def cell(self, point: int, metric: str) -> Cell:
+        ms = self.summaries.get((point, metric))
+        unit = ms.unit if ms else self.units.get(metric, "")
+        s = ms.summary if ms else None
+        return Cell(
+            summary=s,
+            unit=unit,
+            mean_ci=fmt_mean_ci(s, unit),
+            range=fmt_range(s, unit),
+            median=fmt_value(s.median, unit) if s else NO_DATA,
+            stdev=fmt_value(s.stdev, unit) if s else NO_DATA,
+            cv=fmt_pct(s.cv) if s else MISSING,
+            n=s.n if s else 0,
+        )
+
+    @property
+    def phases(self) -> dict[str, float | None]:
+        ph = self.scenario.get("phases") or {}
+        return {k: _num(ph.get(k)) for k in ("warmup", "steady", "cooldown")}
+
+    @property
+    def repeat(self) -> int | None:
+        r = _num(self.scenario.get("repeat"))
+        if r is not None:
+            return int(r)
+        return max((p.total for p in self.points), default=None) or None
+
+    def trial_window(self, trial: Mapping[str, Any]) -> float | None:
+        """Measured steady-state window of one trial (phases, else its samples)."""
+        ph = trial.get("phases") or {}
+        start, end = _num(ph.get("steady_start")), _num(ph.get("steady_end"))
+        if start is not None and end is not None:
+            return end - start
+        df = self.data.samples
+        if df.empty or "window_start" not in df:
+            return None
+        rows = df[(df["point"] == trial["point"]) & (df["trial"] == trial["trial"])]
+        ws = pd.to_numeric(rows["window_start"], errors="coerce").dropna()
+        we = pd.to_numeric(rows["window_end"], errors="coerce").dropna()
+        return float(we.max() - ws.min()) if len(ws) and len(we) else None
+
+    @property
+    def measured_window(self) -> float | None:
+        """Median measured steady-state window over successful trials."""
+        windows = sorted(
+            w
+            for t in self.data.trials
+            if t.get("status") == OK_STATUS and (w := self.trial_window(t)) is not None
+        )
+        if not windows:
+            return None
+        mid = len(windows) // 2
+        return windows[mid] if len(windows) % 2 else (windows[mid - 1] + windows[mid]) / 2
+
+    @property
+    def window_text(self) -> str:
+        """e.g. ``60 s steady-state window`` (with the measured median if it differs)."""
+        nominal, measured = self.phases["steady"], self.measured_window
+        if nominal is None and measured is None:
+            return "steady-state window not recorded"
+        if nominal is None:
+            return f"{fmt_seconds(measured)} steady-state window (measured)"
+        text = f"{fmt_seconds(nominal)} steady-state window"
+        if measured is not None and nominal > 0 and abs(measured - nominal) / nominal > 0.02:
+            text += f" (measured median {fmt_seconds(measured)})"
+        return text
+
+    @property
+    def trials_text(self) -> str:
+        r = self.repeat
+        return f"{r} trial{'s' if r != 1 else ''} per point" if r else "trial count unknown"
+
+    def failed_trials(self) -> list[dict[str, Any]]:
+        return [t for t in self.data.trials if t.get("status") != OK_STATUS]
+
+    def warnings(self) -> list[str]:
+        """Stored warnings, then what the statistics themselves reveal."""
+        out = [str(w) for w in self.data.warnings]
+        titles = {p.point: p.title for p in self.points}
+        for t in self.failed_trials():
+            where = titles.get(int(t["point"]), f"point {t['point']}")
+            error = t.get("error") or "no error recorded"
+            out.append(f"Trial {t['trial']} of {where} {t.get('status', 'failed')}: {error}")
+        for p in self.points:
+            if not p.has_data:
+                out.append(f"{p.title}: no successful trial, no data.")
+        out.extend(self._noise_warnings(titles))
+        out.extend(self._window_warnings(titles))
+        out.extend(f"Metric with two units, second ignored: {c}" for c in self.unit_conflicts)
+        return out
+
+    def _noise_warnings(self, titles: Mapping[int, str]) -> list[str]:
+        out = []
+        limit = fmt_pct(self.cv_threshold)
+        for (point, metric), ms in self.summaries.items():
+            s = ms.summary
+            if metric not in self.headline or not s.noisy:
+                continue
+            advice = (
+                f"; about {s.trials_needed} trials would give a 95 % CI within ±{limit}"
+                if s.trials_needed
+                else ""
+            )
+            out.append(
+                f"Noisy: {metric} at {titles.get(point, point)} has cv {fmt_pct(s.cv)} "
+                f"> {limit} over {s.n} trials{advice}."
+            )
+        return out
+
+    def _window_warnings(self, titles: Mapping[int, str]) -> list[str]:
+        nominal = self.phases["steady"]
+        if not nominal:
+            return []
+        out = []
+        for t in self.data.trials:
+            w = self.trial_window(t)
+            if t.get("status") != OK_STATUS or w is None:
+                continue
+            if abs(w - nominal) / nominal > WINDOW_TOLERANCE:
+                out.append(
+                    f"Trial {t['trial']} of {titles.get(int(t['point']), t['point'])}: "
+                    f"steady-state window {fmt_seconds(w)}, scenario asks "
+                    f"{fmt_seconds(nominal)}."
+                )
+        return out

@@ -1,0 +1,253 @@
+"""The self-contained HTML report: one file, CSS inlined, charts as inline SVG.
+
+The template only lays out text the view has already formatted (every figure with its
+unit); Jinja2 autoescaping is on, so labels, errors and environment strings coming
+from a lab cannot inject markup. Only the CSS and the chart SVG (both produced here)
+are marked safe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateNotFound
+from markupsafe import Markup
+
+from vbench import __version__
+from vbench.analysis.aggregate import summarize_points
+from vbench.errors import ConfigError
+from vbench.report.charts import Bar, bar_chart_svg
+from vbench.report.data import (
+    MISSING,
+    NO_DATA,
+    PHASE_ORDER,
+    ReportData,
+    ReportView,
+    fmt_clock,
+    fmt_duration,
+    fmt_num,
+    fmt_pct,
+    fmt_seconds,
+    fmt_time,
+    fmt_value,
+    scalar_text,
+    tabulate,
+)
+from vbench.resources import data_dir
+
+DEFAULT_TEMPLATE = "default.html.j2"
+DEFAULT_CSS = "default.css"
+
+
+def _template_path(template: Path | None) -> Path:
+    return Path(template) if template is not None else data_dir("reports") / DEFAULT_TEMPLATE
+
+
+def _css_for(template: Path) -> str:
+    """``<name>.css`` beside ``<name>.html.j2``, else default.css beside it, else the
+    packaged default.css."""
+    stem = template.name.split(".", 1)[0]
+    for candidate in (
+        template.parent / f"{stem}.css",
+        template.parent / DEFAULT_CSS,
+        data_dir("reports") / DEFAULT_CSS,
+    ):
+        if candidate.is_file():
+            # "</" cannot end a <style> element early once escaped this way.
+            return candidate.read_text(encoding="utf-8").replace("</", "<\\/")
+    return ""
+
+
+def _header(view: ReportView) -> list[tuple[str, str]]:
+    run = view.data.run
+    env = run.get("environment") or {}
+    tags = run.get("tags") or []
+    started, ended = run.get("started"), run.get("ended")
+    duration = (
+        fmt_duration(float(ended) - float(started))
+        if started is not None and ended is not None
+        else MISSING
+    )
+    lab = run.get("lab") or {}
+    rows = [
+        ("scenario", str(run.get("scenario_name", MISSING))),
+        ("run id", str(run.get("run_id", MISSING))),
+        ("status", str(run.get("status", MISSING))),
+        ("tags", ", ".join(str(t) for t in tags) if tags else "none"),
+        ("started", fmt_time(started, zone=True)),
+        ("ended", fmt_time(ended, zone=True)),
+        ("duration", duration),
+        ("vbench version", str(env.get("vbench_version") or env.get("vbench") or MISSING)),
+        ("rendered by", f"vbench {__version__}"),
+    ]
+    if lab.get("name"):
+        rows.insert(2, ("lab", str(lab["name"])))
+    return rows
+
+
+def _method(view: ReportView) -> dict[str, str]:
+    ph = view.phases
+    return {
+        "warmup": fmt_seconds(ph["warmup"]),
+        "steady": fmt_seconds(ph["steady"]),
+        "cooldown": fmt_seconds(ph["cooldown"]),
+        "measured_window": fmt_seconds(view.measured_window),
+        "trials": view.trials_text,
+        "window": view.window_text,
+        "cv_threshold": fmt_pct(view.cv_threshold),
+    }
+
+
+def _result_tables(view: ReportView) -> list[dict[str, Any]]:
+    tables = []
+    for metric in view.metrics:
+        rows = []
+        for p in view.points:
+            cell = view.cell(p.point, metric)
+            s = cell.summary
+            noisy = ""
+            if s is not None and s.noisy:
+                noisy = "noisy" + (f": ~{s.trials_needed} trials needed" if s.trials_needed else "")
+            rows.append(
+                {"point": p, "cell": cell, "has_data": p.has_data and cell.n > 0, "noisy": noisy}
+            )
+        tables.append(
+            {
+                "metric": metric,
+                "unit": view.units.get(metric, ""),
+                "headline": metric in view.headline,
+                "rows": rows,
+            }
+        )
+    return tables
+
+
+def _n_text(counts: list[int]) -> str:
+    counts = [c for c in counts if c > 0]
+    if not counts:
+        return "n = 0"
+    lo, hi = min(counts), max(counts)
+    return f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
+
+
+def _chart(view: ReportView, index: int, metric: str) -> dict[str, Any]:
+    unit = view.units.get(metric, "")
+    bars, counts, rel = [], [], []
+    for p in view.points:
+        s = view.cell(p.point, metric).summary
+        label = " / ".join(p.labels.get(f, MISSING) for f in view.factors) or p.title
+        if s is None or s.n == 0 or not p.has_data:
+            bars.append(Bar(label, None, None, None))
+            continue
+        bars.append(Bar(label, s.mean, s.min, s.max))
+        counts.append(s.n)
+        if s.ci_half_rel is not None:
+            rel.append(s.ci_half_rel)
+    ylabel = f"{metric} ({unit})" if unit else metric
+    svg = bar_chart_svg(
+        bars, ylabel, chart_id=f"vbench-chart-{index}", xlabel=" / ".join(view.factors)
+    )
+    ci = (
+        f"95 % CI half-width {fmt_pct(min(rel))}–{fmt_pct(max(rel))} of the mean"
+        if rel
+        else "no 95 % CI (fewer than 2 trials)"
+    )
+    caption = (
+        f"{metric} in {unit or 'no unit'}: bar = mean over successful trials "
+        f"({_n_text(counts)} per point, {view.window_text}); whiskers = min–max over "
+        f"trials; {ci} (see the results table)."
+    )
+    return {"metric": metric, "svg": Markup(svg), "caption": caption}
+
+
+def _guest_table(view: ReportView) -> dict[str, Any] | None:
+    found = summarize_points(
+        view.data.samples,
+        per_guest=True,
+        include_trials=view.ok_trials,
+        cv_threshold=view.cv_threshold,
+    )
+    if not found:
+        return None
+    units = {ms.metric: ms.unit for ms in found}
+    metrics = [m for m in view.metrics if m in units] + sorted(set(units) - set(view.metrics))
+    by_key = {(ms.point, ms.guest, ms.metric): ms for ms in found}
+    titles = {p.point: p for p in view.points}
+    rows = []
+    for point, guest in dict.fromkeys((ms.point, ms.guest) for ms in found):
+        cells = []
+        for m in metrics:
+            ms = by_key.get((point, guest, m))
+            if ms is None or ms.summary.n == 0:
+                cells.append(NO_DATA)
+                continue
+            cells.append(f"{fmt_value(ms.summary.mean, ms.unit)} (n={ms.summary.n})")
+        p = titles.get(point)
+        rows.append({"point": p.title if p else str(point), "guest": guest, "cells": cells})
+    return {"metrics": [(m, units[m]) for m in metrics], "rows": rows}
+
+
+def _trial_rows(view: ReportView) -> tuple[list[str], list[dict[str, Any]]]:
+    present = {k for t in view.data.trials for k, v in (t.get("phases") or {}).items() if v}
+    phases = [k for k in PHASE_ORDER if k in present]
+    titles = {p.point: p.title for p in view.points}
+    rows = []
+    trials = sorted(view.data.trials, key=lambda t: (int(t["point"]), int(t["trial"])))
+    for t in trials:
+        ph = t.get("phases") or {}
+        rows.append(
+            {
+                "point": titles.get(int(t["point"]), str(t["point"])),
+                "trial": t["trial"],
+                "status": str(t.get("status", MISSING)),
+                "ok": t.get("status") == "ok",
+                "error": scalar_text(t.get("error")) if t.get("error") else "",
+                "started": fmt_clock(t.get("started")),
+                "ended": fmt_clock(t.get("ended")),
+                "phases": [fmt_clock(ph.get(k)) for k in phases],
+                "window": fmt_seconds(view.trial_window(t)),
+            }
+        )
+    return [k.replace("_", " ") for k in phases], rows
+
+
+def build_context(view: ReportView) -> dict[str, Any]:
+    """The template's variables (see reports/README.md)."""
+    run = view.data.run
+    phase_names, trials = _trial_rows(view)
+    return {
+        "title": f"{run.get('scenario_name', 'vbench')} · run {run.get('run_id', '?')}",
+        "header": _header(view),
+        "warnings": view.warnings(),
+        "method": _method(view),
+        "factors": view.factors,
+        "points": view.points,
+        "results": _result_tables(view),
+        "charts": [_chart(view, i, m) for i, m in enumerate(view.headline) if m in view.units],
+        "guests": _guest_table(view),
+        "trial_phases": phase_names,
+        "trials": trials,
+        "environment": tabulate(run.get("environment"), "controller"),
+        "testbed": tabulate(run.get("testbed"), "testbed") if run.get("testbed") else None,
+        "fmt_num": fmt_num,
+        "version": __version__,
+    }
+
+
+def render_html(data: ReportData, template: Path | None = None) -> str:
+    """Render a run as one self-contained HTML document."""
+    path = _template_path(template)
+    env = Environment(
+        loader=FileSystemLoader(str(path.parent)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    try:
+        tpl = env.get_template(path.name)
+    except TemplateNotFound as exc:
+        raise ConfigError(f"report template not found: {path}") from exc
+    context = build_context(ReportView(data))
+    return tpl.render(css=Markup(_css_for(path)), **context)

@@ -1,0 +1,124 @@
+"""Terminal tables (rich): the per-point summary of a run and the list of runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from vbench.report.data import (
+    MISSING,
+    NO_DATA,
+    ReportData,
+    ReportView,
+    fmt_duration,
+    fmt_pct,
+    fmt_time,
+)
+
+_STATUS_STYLE = {"ok": "green", "completed": "green", "failed": "red", "running": "yellow"}
+
+
+def _head(metric: str, what: str) -> str:
+    return f"{metric}\n{what}"
+
+
+def _noise_note(view: ReportView, point: int, metrics: Sequence[str]) -> Text:
+    notes = []
+    for m in metrics:
+        cell = view.cell(point, m)
+        if cell.noisy and cell.summary is not None:
+            need = cell.summary.trials_needed
+            hint = f", ~{need} trials" if need else ""
+            notes.append(f"{m} cv {fmt_pct(cell.summary.cv)}{hint}")
+    return Text("\n".join(notes), style="yellow") if notes else Text("")
+
+
+def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Table:
+    """One row per point: factor labels, then per metric ``mean ± 95 % CI`` and
+    ``min–max`` (units on every figure), successful trials, and a noise flag."""
+    view = ReportView(data, metrics_filter=metrics)
+    shown = view.headline
+    title = (
+        f"{data.run.get('scenario_name', '?')} · run {data.run.get('run_id', '?')} · "
+        f"mean ± 95 % CI and min–max over trials · {view.trials_text} · {view.window_text}"
+    )
+    table = Table(title=title, title_justify="left", show_lines=len(shown) > 2)
+    table.add_column("#", justify="right", style="dim")
+    for factor in view.factors:
+        table.add_column(factor)
+    for m in shown:
+        table.add_column(_head(m, "mean ± 95 % CI"), justify="right")
+        table.add_column(_head(m, "min–max"), justify="right")
+    table.add_column("n trials", justify="right")
+    table.add_column("noisy")
+    for p in view.points:
+        cells: list[str | Text] = [str(p.point), *(p.labels.get(f, MISSING) for f in view.factors)]
+        for m in shown:
+            cell = view.cell(p.point, m)
+            if not p.has_data or cell.summary is None:
+                cells += [Text(NO_DATA, style="red"), Text(NO_DATA, style="red")]
+                continue
+            # A metric missing in some trials has fewer values than the point has trials.
+            suffix = f" (n={cell.n})" if cell.n != p.ok else ""
+            cells += [cell.mean_ci + suffix, cell.range]
+        trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
+        cells.append(Text(trials, style="red") if p.ok < p.total else trials)
+        cells.append(_noise_note(view, p.point, shown))
+        table.add_row(*cells)
+    return table
+
+
+def _points_by_trials(row: Mapping[str, Any]) -> str:
+    points, trials = row.get("points"), row.get("trials", row.get("repeat"))
+    if points is None and trials is None:
+        return MISSING
+    return f"{points if points is not None else '?'}×{trials if trials is not None else '?'}"
+
+
+def _tags(value: Any) -> str:
+    if not value:
+        return ""
+    if isinstance(value, str):
+        return value
+    return ", ".join(str(v) for v in value)
+
+
+def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The runs of a store for ``vbench ls``.
+
+    Each row: ``run_id``, ``scenario_name`` (or ``scenario``), ``status``, ``started``
+    and ``ended`` (epoch s; ended None while running), ``points``, ``trials`` (per
+    point; ``repeat`` is accepted too) and ``tags`` (list or string). Missing keys
+    print as a dash.
+    """
+    table = Table(title="runs (times are local)", title_justify="left")
+    for name, justify in (
+        ("run id", "left"),
+        ("scenario", "left"),
+        ("status", "left"),
+        ("started", "left"),
+        ("duration", "right"),
+        ("points×trials", "right"),
+        ("tags", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        status = str(row.get("status") or MISSING)
+        started, ended = row.get("started"), row.get("ended")
+        if started is not None and ended is not None:
+            duration = fmt_duration(float(ended) - float(started))
+        else:
+            duration = "running" if status == "running" else MISSING
+        table.add_row(
+            str(row.get("run_id", MISSING)),
+            str(row.get("scenario_name") or row.get("scenario") or MISSING),
+            Text(status, style=_STATUS_STYLE.get(status, "")),
+            fmt_time(started, seconds=False) if started is not None else MISSING,
+            duration,
+            _points_by_trials(row),
+            _tags(row.get("tags")),
+        )
+    return table

@@ -1,0 +1,1 @@
+"""Workload drivers: one module per workload behind :mod:`vbench.workloads.base`."""

@@ -1,0 +1,159 @@
+"""The workload driver interface and its registry.
+
+A driver is one module under ``vbench/workloads/`` holding one :class:`Workload`
+subclass registered with :func:`register`. The engine calls, for every trial:
+
+    prepare → run (warm-up + steady state) → [cool-down] → collect → teardown
+
+A driver names the *roles* it needs (fio: ``target``; redis: ``servers``,
+``proxies``, ``clients``); the scenario binds each role to a topology group.
+Parameters are validated by the driver's own pydantic model, so a mistake in
+``workload.params`` is located in the scenario file like any other.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from vbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vbench.guest.ssh import Guest
+    from vbench.results.records import Sample
+
+
+class Params(BaseModel):
+    """Base of every driver's parameter model: unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A pitfall found in a driver's parameters (``level`` is "error" or "warning")."""
+
+    level: str
+    path: str  # dotted path below workload.params
+    message: str
+
+
+@dataclass(frozen=True)
+class PlannedCommand:
+    """A command a step will run, as shown by ``vbench plan``."""
+
+    role: str
+    step: str  # prepare | run | collect | teardown
+    argv: tuple[str, ...]
+    files: tuple[str, ...] = ()  # names of files pushed to the guest first
+    background: bool = False
+
+
+@dataclass
+class TrialContext:
+    """Everything a driver may use during one trial."""
+
+    run_id: str
+    point: int
+    trial: int
+    labels: Mapping[str, str]
+    warmup: float  # seconds
+    steady: float  # seconds
+    cooldown: float  # seconds
+    guests: Mapping[str, Sequence[Guest]]  # role -> guests
+    raw_dir: Path  # local directory for this trial's raw outputs
+    cancel: threading.Event
+    mark: Callable[[str], None]  # mark("warmup_start" | "steady_start" | "steady_end")
+    log: Callable[..., None]  # log(event, **fields) to the run's JSON-lines log
+    max_parallel: int = 16
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def all_guests(self) -> list[Guest]:
+        seen: dict[str, Guest] = {}
+        for group in self.guests.values():
+            for g in group:
+                seen.setdefault(g.name, g)
+        return list(seen.values())
+
+    def raw_path(self, guest: str, name: str) -> Path:
+        """Where to keep a raw tool output of one guest (created on demand)."""
+        d = self.raw_dir / guest
+        d.mkdir(parents=True, exist_ok=True)
+        return d / name
+
+
+class Workload(ABC):
+    """One workload driver. Instances hold validated parameters for one point."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[Params]]
+    roles: ClassVar[tuple[str, ...]] = ("target",)
+    # Commands that must exist in the guests of each role (checked before a run).
+    required_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    # Metrics a report leads with, in order (first is the headline figure).
+    headline_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    @classmethod
+    def findings(cls, params: Params) -> list[Finding]:
+        """Pitfalls beyond what the model itself rejects (errors stop the run)."""
+        return []
+
+    @abstractmethod
+    def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
+        """The commands a trial will run, for ``vbench plan``."""
+
+    def estimated_seconds(self, warmup: float, steady: float, cooldown: float) -> float:
+        """Wall time of one trial, for the plan's estimate."""
+        return warmup + steady + cooldown
+
+    def prepare(self, ctx: TrialContext) -> None:  # noqa: B027 - optional hook
+        """Push files and set the guests up; not part of the measured window."""
+
+    @abstractmethod
+    def run(self, ctx: TrialContext) -> None:
+        """Run warm-up and steady state, calling ``ctx.mark`` at the boundaries."""
+
+    @abstractmethod
+    def collect(self, ctx: TrialContext) -> list[Sample]:
+        """Fetch raw outputs into ``ctx.raw_dir`` and turn them into samples."""
+
+    def teardown(self, ctx: TrialContext) -> None:  # noqa: B027 - optional hook
+        """Stop what the trial started and remove what it created in the guests."""
+
+
+_REGISTRY: dict[str, type[Workload]] = {}
+
+
+def register(cls: type[Workload]) -> type[Workload]:
+    """Class decorator: make a driver available under ``cls.name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    # Importing the modules runs their @register decorators.
+    from vbench.workloads import fio  # noqa: F401
+
+
+def get_driver(name: str) -> type[Workload]:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown workload driver {name!r} (available: {', '.join(sorted(_REGISTRY))})"
+        ) from None
+
+
+def driver_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
