@@ -134,7 +134,10 @@ class Derived(Strict):
     """A figure computed from stored metrics (normalised, speedup, ratio …)."""
 
     name: str = Field(pattern=NAME, description="name of the derived figure")
-    kind: Literal["normalize", "speedup", "ratio", "expr", "geomean"]
+    kind: Literal["normalize", "speedup", "ratio", "expr", "geomean"] = Field(
+        description="normalize to a baseline point, speedup of one point over another, "
+        "ratio/expr over metrics, or geometric mean across metrics"
+    )
     metric: str | None = Field(None, description="metric it is computed from")
     metrics: list[str] = Field(default_factory=list, description="metrics (geomean)")
     baseline: dict[str, str] | None = Field(
@@ -168,7 +171,7 @@ class Chart(Strict):
     metric: str = Field(description="metric (or derived figure) to plot")
     kind: Literal["bar", "line"] = Field("bar", description="bar per point or line over x")
     x: str | None = Field(None, description="factor on the x axis (line charts)")
-    title: str | None = None
+    title: str | None = Field(None, description="chart title (default: the metric)")
 
 
 class ReportSpec(Strict):
@@ -196,7 +199,7 @@ class Scenario(Strict):
     name: str = Field(pattern=NAME, description="scenario name (used to find history)")
     description: str = Field("", description="free text shown in reports")
     topology: dict[str, GroupSpec] = Field(min_length=1, description="guest groups")
-    workload: WorkloadSpec
+    workload: WorkloadSpec = Field(description="the workload driver and its parameters")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
     zip: list[list[str]] = Field(
         default_factory=list, description="groups of factors whose levels vary together"
@@ -205,12 +208,16 @@ class Scenario(Strict):
         default_factory=list, description="factor -> level combinations to leave out"
     )
     repeat: int = Field(3, ge=1, le=1000, description="trials per point")
-    phases: Phases
-    collectors: list[CollectorSpec] = Field(default_factory=list)
-    qos: list[QosCriterion] = Field(default_factory=list)
-    derived: list[Derived] = Field(default_factory=list)
-    report: ReportSpec = Field(default_factory=ReportSpec)
-    settings: Settings = Field(default_factory=Settings)
+    phases: Phases = Field(description="warm-up, steady state and cool-down of every trial")
+    collectors: list[CollectorSpec] = Field(
+        default_factory=list, description="metric collectors running beside the workload"
+    )
+    qos: list[QosCriterion] = Field(default_factory=list, description="pass/fail criteria")
+    derived: list[Derived] = Field(
+        default_factory=list, description="figures computed from stored metrics"
+    )
+    report: ReportSpec = Field(default_factory=ReportSpec, description="report layout")
+    settings: Settings = Field(default_factory=Settings, description="engine settings")
 
     @field_validator("topology")
     @classmethod

@@ -78,8 +78,8 @@ def _check_secret_ref(value: Any) -> str:
     if not _SECRET_REF.match(value.strip()):
         raise PydanticCustomError(
             "secret_literal",
-            "a literal secret is not allowed in a lab file; reference it as ${{env:NAME}} "
-            "(an environment variable) or ${{file:/path/to/file}} (a file only you can read)",
+            "a literal secret is not allowed in a lab file; reference it as ${env:NAME} "
+            "(an environment variable) or ${file:/path/to/file} (a file only you can read)",
         )
     return value.strip()
 

@@ -103,19 +103,19 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     driver_cls = get_driver_located(scenario, src)
     roles = bind_roles(scenario, driver_cls.roles, src)
     if lab is not None:
-        groups = bind_groups(scenario, lab.model, src, lab.source.file)
         _check_profiles(scenario, lab.model, src, lab.source.file)
-    else:
-        groups = {
-            name: tuple(f"{name}[{i + 1}]" for i in range(g.count))
-            for name, g in scenario.topology.items()
-        }
+    groups: dict[str, tuple[str, ...]] = {}
     points: list[PlannedPoint] = []
     findings: dict[tuple[str, str, str], Finding] = {}
     issues: list[ConfigIssue] = []
     for spec in expand(scenario, src):
         try:
-            point = _plan_point(spec, driver_cls, roles, groups)
+            # A factor may change a group's size, so every point binds its own guests.
+            point_groups = _groups(spec, lab)
+            point = _plan_point(spec, driver_cls, roles, point_groups)
+            for g, names in point_groups.items():
+                merged = dict.fromkeys((*groups.get(g, ()), *names))
+                groups[g] = tuple(merged)
         except ConfigValidationError as exc:
             issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
             continue
@@ -138,6 +138,16 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings=tuple(findings.values()),
         bound_to_lab=lab is not None,
     )
+
+
+def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ...]]:
+    sc, src = spec.scenario, spec.source
+    assert sc is not None and src is not None
+    if lab is not None:
+        return bind_groups(sc, lab.model, src, lab.source.file)
+    return {
+        name: tuple(f"{name}[{i + 1}]" for i in range(g.count)) for name, g in sc.topology.items()
+    }
 
 
 def get_driver_located(scenario: Scenario, src: Any) -> type[Workload]:

@@ -6,8 +6,10 @@ on; paramiko's own messages are only used as a last resort.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import getpass
+import logging
 import os
 import socket
 import threading
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 KEEPALIVE_SECONDS = 30
 HOST_KEY_POLICIES = ("strict", "accept-new")
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")
+
+# Failures reach the user as GuestError; paramiko's own log lines would only repeat them
+# on stderr through logging's last-resort handler. An application may still add handlers.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 # accept-new appends to a known_hosts file; guests connect from many threads at once.
 _KNOWN_HOSTS_LOCK = threading.Lock()
@@ -96,30 +102,38 @@ def _open_socket(spec: GuestSpec, via: ChannelOpener | None) -> socket.socket | 
     if via is not None:
         return via(spec.address, spec.port, spec.connect_timeout)
     try:
-        return socket.create_connection((spec.address, spec.port), timeout=spec.connect_timeout)
+        sock = socket.create_connection((spec.address, spec.port), timeout=spec.connect_timeout)
     except OSError as exc:
         raise GuestError(target, describe_os_error(exc, spec.connect_timeout)) from exc
+    # SSH packets are small request/reply pairs: Nagle + delayed ACK would add ~40 ms each.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _handshake(spec: GuestSpec, transport: paramiko.Transport) -> None:
-    transport.banner_timeout = spec.connect_timeout
-    transport.handshake_timeout = spec.connect_timeout
-    transport.auth_timeout = spec.connect_timeout
+    timeout = spec.connect_timeout
+    transport.banner_timeout = timeout
+    transport.handshake_timeout = timeout
+    transport.auth_timeout = timeout
     _prefer_known_key_types(spec, transport)
     try:
-        transport.start_client(timeout=spec.connect_timeout)
+        # The banner has its own timeout inside; leave it room to report first.
+        transport.start_client(timeout=2 * timeout)
     except (paramiko.SSHException, EOFError, OSError) as exc:
-        raise GuestError(target_of(spec), _handshake_cause(exc, spec.connect_timeout)) from exc
+        raise GuestError(target_of(spec), _handshake_cause(exc, timeout)) from exc
+    if not transport.is_active() or transport.host_key is None:
+        # start_client returns silently when its own timeout passes.
+        raise GuestError(target_of(spec), f"SSH handshake timed out after {_seconds(2 * timeout)}")
 
 
 def _handshake_cause(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, OSError) and not isinstance(exc, paramiko.SSHException):
         return describe_os_error(exc, timeout)
     text = str(exc)
-    if "banner" in text.lower() or isinstance(exc, EOFError):
-        return "no SSH server answered (connection closed during the banner exchange)"
-    if "timeout" in text.lower() or "timed out" in text.lower():
-        return f"SSH handshake timed out after {_seconds(timeout)}"
+    if text.startswith("Error reading SSH protocol banner"):
+        if isinstance(exc.__context__, socket.timeout | TimeoutError):
+            return f"no SSH banner within {_seconds(timeout)} (is this an SSH port?)"
+        return "connection closed before the SSH banner (is this an SSH port?)"
     return f"SSH handshake failed: {text or type(exc).__name__}"
 
 
@@ -214,10 +228,9 @@ def _candidate_keys(spec: GuestSpec) -> list[paramiko.PKey]:
         return []
     keys: list[paramiko.PKey] = []
     if os.environ.get("SSH_AUTH_SOCK"):
-        try:
+        # An unreachable agent is not an error: fall back to key files.
+        with contextlib.suppress(paramiko.SSHException):
             keys.extend(paramiko.Agent().get_keys())
-        except paramiko.SSHException:
-            pass  # an unreachable agent is not an error: fall back to key files
     for name in DEFAULT_KEY_NAMES:
         path = Path("~/.ssh").expanduser() / name
         if path.exists():

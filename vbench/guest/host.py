@@ -285,7 +285,8 @@ class Guest:
         try:
             with self._channel(limited=False) as chan:
                 chan.settimeout(_CONTROL_TIMEOUT)
-                chan.exec_command(shell.foreground(shell.kill_groups([pgid], _KILL_GRACE), None, None))
+                script = shell.kill_groups([pgid], _KILL_GRACE)
+                chan.exec_command(shell.foreground(script, None, None))
                 chan.shutdown_write()
                 chan.recv_exit_status()
         except (GuestError, paramiko.SSHException, EOFError, OSError):

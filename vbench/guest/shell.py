@@ -105,17 +105,26 @@ def kill_groups(pgids: Sequence[int], grace: float) -> str:
     """TERM each process group, KILL what is left after ``grace`` seconds.
 
     Prints ``none`` (nothing was running), ``term`` or ``kill``. Falls back to the single
-    pid when it is not a group leader.
+    pid when it is not a group leader. Where ps can list process groups, a group whose
+    members are all zombies counts as ended: they only wait for init to reap them.
     """
     ps = " ".join(str(int(p)) for p in pgids)
     ticks = max(1, round(grace * 10))
     return "\n".join(
         [
+            "live() {",
+            "  [ -z \"$has_ps\" ] && return 0",
+            "  n=$(ps -e -o pgid= -o stat= 2>/dev/null | "
+            "awk -v g=\"$1\" '$1 == g && $2 !~ /^Z/ { n++ } END { print n + 0 }')",
+            "  [ \"${n:-1}\" -gt 0 ]",
+            "}",
             "alive() {",
-            f"  for p in {ps}; do kill -0 -$p 2>/dev/null && return 0; "
-            "kill -0 $p 2>/dev/null && return 0; done",
+            f"  for p in {ps}; do",
+            "    { kill -0 -$p 2>/dev/null || kill -0 $p 2>/dev/null; } && live $p && return 0",
+            "  done",
             "  return 1",
             "}",
+            "has_ps=; ps -e -o pgid= -o stat= >/dev/null 2>&1 && has_ps=1",
             "alive || { echo none; exit 0; }",
             f"for p in {ps}; do kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null; done",
             "i=0",

@@ -84,7 +84,9 @@ class FioResult:
         """One line describing the failed jobs (empty when none failed)."""
         if not self.errors:
             return ""
-        parts = [f"job {job!r} failed with error {err} ({_strerror(err)})" for job, err in self.errors]
+        parts = [
+            f"job {job!r} failed with error {err} ({_strerror(err)})" for job, err in self.errors
+        ]
         last = _last_line(self.preamble)
         return "; ".join(parts) + (f": {last}" if last else "")
 
@@ -238,7 +240,8 @@ def _percentiles(raw: Any, scale: float, ctx: _Ctx) -> dict[str, float | None]:
     for metric, wanted in PERCENTILES.items():
         for pct, value in by_pct.items():
             if math.isclose(pct, wanted, abs_tol=1e-6):
-                out[metric] = _scaled(_as_number(value, ctx.where(f"percentile.{wanted}"), ctx), scale)
+                number = _as_number(value, ctx.where(f"percentile.{wanted}"), ctx)
+                out[metric] = _scaled(number, scale)
     return out
 
 

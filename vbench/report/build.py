@@ -91,24 +91,36 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
 
     data = report_data(store, run_id)
     r = data.run
-    console.print(f"[bold]run {r['run_id']}[/]  scenario {r['scenario_name']}  status {r['status']}",
-                  highlight=False)
-    console.print(f"tags: {', '.join(r.get('tags') or ()) or '-'}  run dir: {r.get('run_dir')}",
-                  highlight=False)
+    console.print(
+        f"[bold]run {r['run_id']}[/]  scenario {r['scenario_name']}  status {r['status']}",
+        highlight=False,
+    )
+    console.print(
+        f"tags: {', '.join(r.get('tags') or ()) or '-'}  run dir: {r.get('run_dir')}",
+        highlight=False,
+    )
     env = r.get("environment") or {}
     ctl = env.get("controller") or {}
-    console.print(f"controller: {ctl.get('hostname')} vbench {ctl.get('vbench_version')} "
-                  f"python {ctl.get('python')}", highlight=False)
+    console.print(
+        f"controller: {ctl.get('hostname')} vbench {ctl.get('vbench_version')} "
+        f"python {ctl.get('python')}",
+        highlight=False,
+    )
     for name, g in (env.get("guests") or {}).items():
         tools = ", ".join(f"{k}: {v}" for k, v in (g.get("tools") or {}).items())
-        console.print(f"guest {name} ({g.get('address')}): {g.get('kernel')}, "
-                      f"{g.get('vcpus')} vCPU, {g.get('cpu_model')}; {tools}", highlight=False)
+        console.print(
+            f"guest {name} ({g.get('address')}): {g.get('kernel')}, "
+            f"{g.get('vcpus')} vCPU, {g.get('cpu_model')}; {tools}",
+            highlight=False,
+        )
     if r.get("testbed"):
         console.print("testbed: captured (see the report)")
     for w in data.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     for t in data.trials:
         if t["status"] != "ok":
-            console.print(f"point {t['point'] + 1} trial {t['trial']}: {t['status']} — {t['error']}",
-                          highlight=False)
+            console.print(
+                f"point {t['point'] + 1} trial {t['trial']}: {t['status']} — {t['error']}",
+                highlight=False,
+            )
     console.print(summary_table(data))

@@ -26,7 +26,8 @@ _ID = re.compile(r'(\sid=)"([^"]*)"')
 _REF = re.compile(r'((?:xlink:)?href="|url\()#')
 _BAR_COLOR = "#4c72b0"
 _MANY_POINTS = 6  # rotate tick labels beyond this
-_LABEL_BARS_UP_TO = 12  # print the mean on each bar up to this many points
+_LABEL_BARS_UP_TO = 12
+_MAX_TICK_LABEL = 28  # print the mean on each bar up to this many points
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,11 @@ def _value_label(x: float) -> str:
     return f"{x:.{max(0, 2 - math.floor(math.log10(a)))}f}" if a else "0"
 
 
+def _short(label: str) -> str:
+    """Tick labels stay readable; the tables carry the full point labels."""
+    return label if len(label) <= _MAX_TICK_LABEL else label[: _MAX_TICK_LABEL - 1] + "…"
+
+
 def _whiskers(bars: Sequence[Bar]) -> tuple[list[float], list[float]]:
     """Distances from each mean down to ``low`` and up to ``high`` (0 when unknown)."""
     below = [b.mean - b.low if b.low is not None else 0.0 for b in bars]  # type: ignore[operator]
@@ -82,7 +88,10 @@ def _draw(ax: Axes, bars: Sequence[Bar]) -> list[float]:
         below, above = _whiskers([bars[i] for i in xs])
         ax.errorbar(xs, means, yerr=[below, above], fmt="none", ecolor="#222222", capsize=4)
         if len(bars) <= _LABEL_BARS_UP_TO:
-            ax.bar_label(rects, labels=[_value_label(m) for m in means], padding=2, fontsize=7)
+            # Inside the bar: above it the label would collide with the whisker.
+            top = max((abs(m) for m in means), default=0.0)
+            labels = [_value_label(m) if abs(m) >= 0.15 * top else "" for m in means]
+            ax.bar_label(rects, labels=labels, label_type="center", color="white", fontsize=7)
     for i, b in enumerate(bars):
         if not b.has_data:
             ax.text(i, 0, "no data", rotation=90, ha="center", va="bottom", color="#b00020")
@@ -92,7 +101,9 @@ def _draw(ax: Axes, bars: Sequence[Bar]) -> list[float]:
 def _style(ax: Axes, bars: Sequence[Bar], means: list[float], rotate: bool) -> None:
     ax.set_xticks(range(len(bars)))
     ax.set_xticklabels(
-        [b.label for b in bars], rotation=40 if rotate else 0, ha="right" if rotate else "center"
+        [_short(b.label) for b in bars],
+        rotation=40 if rotate else 0,
+        ha="right" if rotate else "center",
     )
     ax.set_xlim(-0.6, len(bars) - 0.4)
     if all(m >= 0 for m in means):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -112,20 +113,23 @@ def fmt_seconds(value: Any) -> str:
     seconds = _num(value)
     if seconds is None:
         return MISSING
-    return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"
+    if abs(seconds) >= 10 or seconds == int(seconds):
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s"
 
 
 def fmt_duration(value: Any) -> str:
-    """A human duration: ``45 s``, ``2 min 05 s``, ``1 h 02 min``."""
+    """A human duration: ``90 s``, ``2 min``, ``2 min 05 s``, ``1 h``, ``1 h 02 min``."""
     seconds = _num(value)
     if seconds is None:
         return MISSING
     s = round(seconds)
-    if s < 60:
+    if abs(s) < 120:  # benchmark windows read best in seconds up to here
         return fmt_seconds(seconds)
     if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+        return f"{s // 60} min" + (f" {s % 60:02d} s" if s % 60 else "")
+    minutes = (s % 3600) // 60
+    return f"{s // 3600} h" + (f" {minutes:02d} min" if minutes else "")
 
 
 def fmt_time(value: Any, *, seconds: bool = True, zone: bool = False) -> str:
@@ -276,15 +280,12 @@ class ReportView:
     units: dict[str, str] = field(init=False)
     summaries: dict[tuple[int, str], MetricSummary] = field(init=False)
     unit_conflicts: list[str] = field(init=False)
+    scenario: dict[str, Any] = field(init=False)
+    ok_trials: set[tuple[int, int]] = field(init=False)  # (point, trial) that succeeded
 
     def __post_init__(self) -> None:
-        run = self.data.run
-        self.scenario: dict[str, Any] = run.get("scenario") or {}
-        self.ok_trials = {
-            (int(t["point"]), int(t["trial"]))
-            for t in self.data.trials
-            if t.get("status") == OK_STATUS
-        }
+        self.scenario = self.data.run.get("scenario") or {}
+        self.ok_trials = self._ok_trials()
         self.points = self._points()
         self.factors = list(dict.fromkeys(k for p in self.points for k in p.labels))
         found = summarize_points(
@@ -299,6 +300,17 @@ class ReportView:
 
     # ------------------------------------------------------------- building
 
+    def _ok_trials(self) -> set[tuple[int, int]]:
+        if not self.data.trials and not self.data.samples.empty:
+            # No trial records (an imported or partial run): every sampled trial counts.
+            pairs = self.data.samples[["point", "trial"]].dropna().astype(int)
+            return set(pairs.itertuples(index=False, name=None))
+        return {
+            (int(t["point"]), int(t["trial"]))
+            for t in self.data.trials
+            if t.get("status") == OK_STATUS
+        }
+
     def _points(self) -> list[PointView]:
         labels: dict[int, dict[str, str]] = {}
         for p in self.data.points:
@@ -312,9 +324,9 @@ class ReportView:
         for point in sorted(labels):
             lab = labels[point]
             title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point}"
-            trials = [t for t in self.data.trials if int(t["point"]) == point]
-            ok = sum(1 for t in trials if t.get("status") == OK_STATUS)
-            out.append(PointView(point, lab, title, ok, len(trials)))
+            ok = sum(1 for p, _ in self.ok_trials if p == point)
+            total = sum(1 for t in self.data.trials if int(t["point"]) == point)
+            out.append(PointView(point, lab, title, ok, max(ok, total)))
         return out
 
     def _index(self, found: list[MetricSummary]) -> None:
@@ -379,15 +391,18 @@ class ReportView:
     @property
     def measured_window(self) -> float | None:
         """Median measured steady-state window over successful trials."""
-        windows = sorted(
+        windows = [
             w
             for t in self.data.trials
             if t.get("status") == OK_STATUS and (w := self.trial_window(t)) is not None
-        )
-        if not windows:
-            return None
-        mid = len(windows) // 2
-        return windows[mid] if len(windows) % 2 else (windows[mid - 1] + windows[mid]) / 2
+        ]
+        df = self.data.samples
+        if not windows and not self.data.trials and "window_start" in df:
+            spans = pd.to_numeric(df["window_end"], errors="coerce") - pd.to_numeric(
+                df["window_start"], errors="coerce"
+            )
+            windows = spans.dropna().tolist()
+        return float(statistics.median(windows)) if windows else None
 
     @property
     def window_text(self) -> str:
@@ -396,10 +411,10 @@ class ReportView:
         if nominal is None and measured is None:
             return "steady-state window not recorded"
         if nominal is None:
-            return f"{fmt_seconds(measured)} steady-state window (measured)"
-        text = f"{fmt_seconds(nominal)} steady-state window"
+            return f"{fmt_duration(measured)} steady-state window (measured)"
+        text = f"{fmt_duration(nominal)} steady-state window"
         if measured is not None and nominal > 0 and abs(measured - nominal) / nominal > 0.02:
-            text += f" (measured median {fmt_seconds(measured)})"
+            text += f" (measured median {fmt_duration(measured)})"
         return text
 
     @property

@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateNotFound
+from jinja2 import (
+    Environment,
+    FileSystemLoader,
+    StrictUndefined,
+    TemplateNotFound,
+    TemplateSyntaxError,
+)
 from markupsafe import Markup
 
 from vbench import __version__
@@ -78,7 +84,7 @@ def _header(view: ReportView) -> list[tuple[str, str]]:
         ("started", fmt_time(started, zone=True)),
         ("ended", fmt_time(ended, zone=True)),
         ("duration", duration),
-        ("vbench version", str(env.get("vbench_version") or env.get("vbench") or MISSING)),
+        ("vbench version", str(run.get("vbench_version") or env.get("vbench_version") or MISSING)),
         ("rendered by", f"vbench {__version__}"),
     ]
     if lab.get("name"):
@@ -89,10 +95,10 @@ def _header(view: ReportView) -> list[tuple[str, str]]:
 def _method(view: ReportView) -> dict[str, str]:
     ph = view.phases
     return {
-        "warmup": fmt_seconds(ph["warmup"]),
-        "steady": fmt_seconds(ph["steady"]),
-        "cooldown": fmt_seconds(ph["cooldown"]),
-        "measured_window": fmt_seconds(view.measured_window),
+        "warmup": fmt_duration(ph["warmup"]),
+        "steady": fmt_duration(ph["steady"]),
+        "cooldown": fmt_duration(ph["cooldown"]),
+        "measured_window": fmt_duration(view.measured_window),
         "trials": view.trials_text,
         "window": view.window_text,
         "cv_threshold": fmt_pct(view.cv_threshold),
@@ -249,5 +255,7 @@ def render_html(data: ReportData, template: Path | None = None) -> str:
         tpl = env.get_template(path.name)
     except TemplateNotFound as exc:
         raise ConfigError(f"report template not found: {path}") from exc
+    except TemplateSyntaxError as exc:
+        raise ConfigError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from exc
     context = build_context(ReportView(data))
     return tpl.render(css=Markup(_css_for(path)), **context)

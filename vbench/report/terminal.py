@@ -18,7 +18,13 @@ from vbench.report.data import (
     fmt_time,
 )
 
-_STATUS_STYLE = {"ok": "green", "completed": "green", "failed": "red", "running": "yellow"}
+_STATUS_STYLE = {
+    "ok": "green",
+    "completed": "green",
+    "failed": "red",
+    "interrupted": "red",
+    "running": "yellow",
+}
 
 
 def _head(metric: str, what: str) -> str:
@@ -45,17 +51,18 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
         f"{data.run.get('scenario_name', '?')} · run {data.run.get('run_id', '?')} · "
         f"mean ± 95 % CI and min–max over trials · {view.trials_text} · {view.window_text}"
     )
-    table = Table(title=title, title_justify="left", show_lines=len(shown) > 2)
+    # Text everywhere: labels and errors come from a lab and must not be read as markup.
+    table = Table(title=Text(title), title_justify="left", show_lines=len(shown) > 2)
     table.add_column("#", justify="right", style="dim")
     for factor in view.factors:
-        table.add_column(factor)
+        table.add_column(Text(factor))
     for m in shown:
-        table.add_column(_head(m, "mean ± 95 % CI"), justify="right")
-        table.add_column(_head(m, "min–max"), justify="right")
+        table.add_column(Text(_head(m, "mean ± 95 % CI")), justify="right")
+        table.add_column(Text(_head(m, "min–max")), justify="right")
     table.add_column("n trials", justify="right")
     table.add_column("noisy")
     for p in view.points:
-        cells: list[str | Text] = [str(p.point), *(p.labels.get(f, MISSING) for f in view.factors)]
+        cells = [Text(str(p.point)), *(Text(p.labels.get(f, MISSING)) for f in view.factors)]
         for m in shown:
             cell = view.cell(p.point, m)
             if not p.has_data or cell.summary is None:
@@ -63,19 +70,42 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
                 continue
             # A metric missing in some trials has fewer values than the point has trials.
             suffix = f" (n={cell.n})" if cell.n != p.ok else ""
-            cells += [cell.mean_ci + suffix, cell.range]
+            cells += [Text(cell.mean_ci + suffix), Text(cell.range)]
         trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
-        cells.append(Text(trials, style="red") if p.ok < p.total else trials)
+        cells.append(Text(trials, style="red" if p.ok < p.total else ""))
         cells.append(_noise_note(view, p.point, shown))
         table.add_row(*cells)
     return table
 
 
+def _first(row: Mapping[str, Any], *keys: str) -> Any:
+    return next((row[k] for k in keys if row.get(k) is not None), None)
+
+
 def _points_by_trials(row: Mapping[str, Any]) -> str:
-    points, trials = row.get("points"), row.get("trials", row.get("repeat"))
-    if points is None and trials is None:
+    """``points×trials per point``, plus the trials recorded when that differs
+    (a running or interrupted run)."""
+    points = _first(row, "points", "n_points")
+    scenario = row.get("scenario")
+    per_point = _first(row, "trials", "repeat")
+    if per_point is None and isinstance(scenario, Mapping):
+        per_point = scenario.get("repeat")
+    done = row.get("n_trials")
+    if per_point is None and points and done is not None and done % points == 0:
+        per_point = done // points
+    if points is None and per_point is None:
         return MISSING
-    return f"{points if points is not None else '?'}×{trials if trials is not None else '?'}"
+    text = f"{points if points is not None else '?'}×{per_point if per_point is not None else '?'}"
+    if None in (done, points, per_point) or int(done) == int(points) * int(per_point):
+        return text
+    return f"{text} ({done} run)"
+
+
+def _scenario_name(row: Mapping[str, Any]) -> str | None:
+    scenario = row.get("scenario")
+    if isinstance(scenario, Mapping):
+        return scenario.get("name")
+    return str(scenario) if scenario else None
 
 
 def _tags(value: Any) -> str:
@@ -91,8 +121,9 @@ def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
 
     Each row: ``run_id``, ``scenario_name`` (or ``scenario``), ``status``, ``started``
     and ``ended`` (epoch s; ended None while running), ``points``, ``trials`` (per
-    point; ``repeat`` is accepted too) and ``tags`` (list or string). Missing keys
-    print as a dash.
+    point; else ``repeat`` or ``scenario["repeat"]``), ``n_points``/``n_trials`` (as
+    counted by the store; n_trials is the total recorded) and ``tags`` (list or
+    string). Missing keys print as a dash.
     """
     table = Table(title="runs (times are local)", title_justify="left")
     for name, justify in (
@@ -113,12 +144,12 @@ def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         else:
             duration = "running" if status == "running" else MISSING
         table.add_row(
-            str(row.get("run_id", MISSING)),
-            str(row.get("scenario_name") or row.get("scenario") or MISSING),
+            Text(str(row.get("run_id", MISSING))),
+            Text(str(row.get("scenario_name") or _scenario_name(row) or MISSING)),
             Text(status, style=_STATUS_STYLE.get(status, "")),
-            fmt_time(started, seconds=False) if started is not None else MISSING,
+            fmt_time(started, seconds=False),
             duration,
             _points_by_trials(row),
-            _tags(row.get("tags")),
+            Text(_tags(row.get("tags"))),
         )
     return table

@@ -1,0 +1,125 @@
+"""Shared fixtures: an isolated vbench home for every test, and real SSH guests on loopback.
+
+``local_guests`` starts one OpenSSH server (through vbench's own local-lab code) listening
+on 127.0.0.2 and 127.0.0.3, each address standing for a guest, with its own host key, user
+key and pre-filled known_hosts. It lives for the whole session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from vbench.guest.locallab import (
+    SSHD_CANDIDATES,
+    lab_down,
+    lab_guest_specs,
+    lab_up,
+    local_key_file,
+    local_known_hosts,
+)
+from vbench.guest.ssh import GuestPool, GuestSpec
+
+GUEST_ADDRESSES = ("127.0.0.2", "127.0.0.3")
+
+
+def free_port(*addresses: str) -> int:
+    """A TCP port free on every given address (default 127.0.0.1) at the time of asking."""
+    addrs = addresses or ("127.0.0.1",)
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind((addrs[0], 0))
+            port = first.getsockname()[1]
+            if all(_bindable(a, port) for a in addrs[1:]):
+                return port
+    raise RuntimeError(f"no common free port on {addrs}")
+
+
+def _bindable(address: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class LocalSshd:
+    """The session's sshd: where it listens and what a client needs to log in."""
+
+    home: Path  # vbench home holding lab/ (keys, config, log)
+    port: int
+    addresses: tuple[str, ...]
+    key_file: Path
+    known_hosts: Path
+    pid: int
+    workdir: Path  # a scratch folder the guests' specs use as workdir
+    specs: tuple[GuestSpec, ...]
+
+    @property
+    def log(self) -> Path:
+        return self.home / "lab" / "sshd.log"
+
+
+class LocalGuests(list[GuestSpec]):
+    """The two guest specs (guest1, guest2), with ``.sshd`` describing their server."""
+
+    sshd: LocalSshd
+
+
+@pytest.fixture(autouse=True)
+def vbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own VBENCH_HOME: nothing touches the real user's data."""
+    home = tmp_path / "vbench-home"
+    monkeypatch.setenv("VBENCH_HOME", str(home))
+    return home
+
+
+def _have_sshd() -> bool:
+    return any(Path(p).exists() for p in SSHD_CANDIDATES) or shutil.which("sshd") is not None
+
+
+@pytest.fixture(scope="session")
+def local_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSshd]:
+    if not _have_sshd():
+        pytest.skip("OpenSSH server (sshd) is not installed")
+    home = tmp_path_factory.mktemp("sshd-home")
+    workdir = tmp_path_factory.mktemp("guest-workdir")
+    port = free_port(*GUEST_ADDRESSES)
+    status = lab_up(GUEST_ADDRESSES, port, home=home)
+    assert status.pid is not None
+    specs = lab_guest_specs(GUEST_ADDRESSES, port, home=home, workdir=str(workdir))
+    try:
+        yield LocalSshd(
+            home=home,
+            port=port,
+            addresses=GUEST_ADDRESSES,
+            key_file=local_key_file(home),
+            known_hosts=local_known_hosts(home),
+            pid=status.pid,
+            workdir=workdir,
+            specs=tuple(specs),
+        )
+    finally:
+        lab_down(home=home)
+
+
+@pytest.fixture(scope="session")
+def local_guests(local_sshd: LocalSshd) -> LocalGuests:
+    """[guest1 (127.0.0.2), guest2 (127.0.0.3)] with key_file and known_hosts set."""
+    guests = LocalGuests(local_sshd.specs)
+    guests.sshd = local_sshd
+    return guests
+
+
+@pytest.fixture
+def guest_pool(local_guests: LocalGuests) -> Iterator[GuestPool]:
+    """A pool over the local guests, its background processes killed at the end."""
+    with GuestPool(local_guests) as pool:
+        yield pool

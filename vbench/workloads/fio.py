@@ -1,0 +1,278 @@
+"""The ``fio`` workload driver: storage I/O in every guest of the ``target`` role.
+
+Per trial and guest, everything lives in one directory
+``<workdir>/<run_id>/fio-<guest>-p<point>-t<trial>/`` (guest name included because
+several loopback guests may share one filesystem): the job files, fio's JSON and
+log, and — unless ``filename`` names a device or file — the data file itself.
+Teardown removes that directory and nothing else.
+
+Parameters, pitfall checks and job-file rendering are in :mod:`.fio_jobs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
+from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
+from vbench.workloads import fio_jobs
+from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.fio_jobs import FioParams
+
+if TYPE_CHECKING:
+    from vbench.guest.ssh import Guest, RemoteProcess
+    from vbench.results.records import Sample
+
+ROLE = "target"
+DATA_FILE = "fio.data"
+MEASURE_JOB = "measure.fio"
+PREPARE_JOB = "prepare.fio"
+RESULT = "fio.json"
+LOG = "fio.log"
+PREPARE_RESULT = "prepare.json"
+PREPARE_LOG = "prepare.log"
+TAIL_LINES = 15
+# fio stops on its own after ramp_time + runtime; allow for start-up and file set-up.
+GRACE_SECONDS = 120.0
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+T = TypeVar("T")
+
+
+def fio_argv(result: str, jobfile: str) -> list[str]:
+    return ["fio", "--output-format=json", "--output", result, jobfile]
+
+
+def guest_dir(workdir: str, run_id: str, guest: str, point: int, trial: int) -> str:
+    """The per-guest, per-trial directory (removed at teardown)."""
+    name = _SAFE_NAME.sub("_", guest)
+    return f"{workdir.rstrip('/')}/{run_id}/fio-{name}-p{point}-t{trial}"
+
+
+@register
+class FioWorkload(Workload):
+    """fio on every target guest at once; one JSON result per guest."""
+
+    name: ClassVar[str] = "fio"
+    Params: ClassVar[type[FioParams]] = FioParams
+    roles: ClassVar[tuple[str, ...]] = (ROLE,)
+    required_tools: ClassVar[dict[str, tuple[str, ...]]] = {ROLE: ("fio",)}
+    headline_metrics: ClassVar[tuple[str, ...]] = (
+        "total_iops", "total_bw", "read_lat_mean", "write_lat_mean",
+        "read_clat_p99", "write_clat_p99", "read_lat_mean_median",
+    )
+
+    params: FioParams
+
+    def __init__(self, params: FioParams) -> None:
+        super().__init__(params)
+        self._procs: dict[str, RemoteProcess] = {}
+
+    @classmethod
+    def findings(cls, params: FioParams) -> list[Finding]:  # type: ignore[override]
+        return fio_jobs.findings(params)
+
+    # ------------------------------------------------------------------ planning
+
+    def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
+        d = "<workdir>/<run_id>/fio-<guest>-p<point>-t<trial>"
+        cmds: list[PlannedCommand] = []
+        if self.params.needs_prepare():
+            cmds.append(PlannedCommand(
+                ROLE, "prepare", tuple(fio_argv(f"{d}/{PREPARE_RESULT}", f"{d}/{PREPARE_JOB}")),
+                files=(PREPARE_JOB,)))
+        elif self.params.needs_layout():
+            cmds.append(PlannedCommand(
+                ROLE, "prepare", tuple(fio_argv(f"{d}/{PREPARE_RESULT}", f"{d}/{PREPARE_JOB}")),
+                files=(PREPARE_JOB,)))  # layout only: creates the data file
+        cmds.append(PlannedCommand(
+            ROLE, "run", tuple(fio_argv(f"{d}/{RESULT}", f"{d}/{MEASURE_JOB}")),
+            files=(MEASURE_JOB,), background=True))
+        cmds.append(PlannedCommand(ROLE, "collect", ("get", f"{d}/{RESULT}")))
+        cmds.append(PlannedCommand(ROLE, "teardown", ("rm", "-rf", d)))
+        return cmds
+
+    # ------------------------------------------------------------------ prepare
+
+    def prepare(self, ctx: TrialContext) -> None:
+        guests = self._guests(ctx)
+        user_job = self._read_user_job()
+        self._fan_out(ctx, guests, lambda g: self._push(ctx, g, user_job))
+        if self.params.needs_prepare() or self.params.needs_layout():
+            self._run_prepare(ctx, guests)
+
+    def _guests(self, ctx: TrialContext) -> Sequence[Guest]:
+        guests = ctx.guests.get(ROLE, ())
+        if not guests:
+            raise GuestError(ROLE, "the fio workload needs at least one guest in role 'target'")
+        return guests
+
+    def _read_user_job(self) -> str | None:
+        if self.params.job_file is None:
+            return None
+        path = Path(self.params.job_file).expanduser()
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GuestError("controller", f"cannot read fio job file {path}: {exc}") from exc
+
+    def _push(self, ctx: TrialContext, guest: Guest, user_job: str | None) -> None:
+        if guest.which("fio") is None:
+            raise GuestError(guest.name, "fio not found in PATH (install the fio package)")
+        version = guest.run(["fio", "--version"], timeout=30, check=False)
+        ctx.log("fio_version", guest=guest.name, version=version.stdout.strip())
+        d = self._dir(ctx, guest)
+        guest.mkdir(d)
+        header = f"run {ctx.run_id}, point {ctx.point}, trial {ctx.trial}, guest {guest.name}"
+        target = self.params.filename or f"{d}/{DATA_FILE}"
+        if user_job is not None:
+            measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header)
+        else:
+            measure = fio_jobs.render_measure(
+                self.params, ctx.warmup, ctx.steady, target, header=header)
+        guest.put_text(measure, f"{d}/{MEASURE_JOB}")
+        if self.params.needs_prepare():
+            guest.put_text(fio_jobs.render_prepare(self.params, target, header=header),
+                           f"{d}/{PREPARE_JOB}")
+        elif self.params.needs_layout():
+            guest.put_text(fio_jobs.render_layout(self.params, target, header=header),
+                           f"{d}/{PREPARE_JOB}")
+
+    def _run_prepare(self, ctx: TrialContext, guests: Sequence[Guest]) -> None:
+        """Fill (or lay out) the target on every guest at once; not measured."""
+        kind = "prepare" if self.params.needs_prepare() else "layout"
+        started = time.time()
+        procs = {}
+        for g in guests:
+            d = self._dir(ctx, g)
+            procs[g.name] = g.start(
+                fio_argv(f"{d}/{PREPARE_RESULT}", f"{d}/{PREPARE_JOB}"), log=f"{d}/{PREPARE_LOG}")
+            self._procs[g.name] = procs[g.name]
+        for g in guests:
+            self._wait(ctx, g, procs[g.name], None, f"fio {kind} job")
+            self._procs.pop(g.name, None)
+        ctx.log("fio_prepare", kind=kind, seconds=round(time.time() - started, 3),
+                guests=len(guests))
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, ctx: TrialContext) -> None:
+        guests = self._guests(ctx)
+        for g in guests:
+            d = self._dir(ctx, g)
+            self._procs[g.name] = g.start(
+                fio_argv(f"{d}/{RESULT}", f"{d}/{MEASURE_JOB}"), log=f"{d}/{LOG}")
+        ctx.mark("warmup_start")
+        started = time.monotonic()
+        if ctx.warmup > 0 and ctx.cancel.wait(ctx.warmup):
+            self._kill_all()
+            raise Interrupted("fio run interrupted during warm-up")
+        ctx.mark("steady_start")
+        deadline = started + ctx.warmup + ctx.steady + GRACE_SECONDS
+        for g in guests:
+            self._wait(ctx, g, self._procs[g.name], deadline, "fio")
+        ctx.mark("steady_end")
+        self._procs.clear()
+
+    def _wait(
+        self, ctx: TrialContext, guest: Guest, proc: RemoteProcess,
+        deadline: float | None, what: str,
+    ) -> None:
+        timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
+        try:
+            status = proc.wait(timeout=timeout, cancel=ctx.cancel)
+        except GuestError:  # timed out or lost the guest: stop the others too
+            self._kill_all()
+            raise
+        if status is None:  # cancelled
+            self._kill_all()
+            raise Interrupted(f"{what} interrupted")
+        if status != 0:
+            self._kill_all()
+            raise GuestError(guest.name, f"{what} exited {status}{self._tail(proc)}")
+
+    @staticmethod
+    def _tail(proc: RemoteProcess) -> str:
+        try:
+            lines = [ln for ln in proc.tail(TAIL_LINES).splitlines() if ln.strip()]
+        except (VbenchError, OSError):
+            return ""
+        return (":\n" + "\n".join(lines)) if lines else ""
+
+    def _kill_all(self) -> None:
+        for proc in list(self._procs.values()):
+            # The engine's guest.kill_all is the backstop if this fails.
+            with contextlib.suppress(VbenchError, OSError):
+                proc.kill()
+        self._procs.clear()
+
+    # ------------------------------------------------------------------ collect
+
+    def collect(self, ctx: TrialContext) -> list[Sample]:
+        guests = self._guests(ctx)
+        results = dict(zip(
+            (g.name for g in guests), self._fan_out(ctx, guests, lambda g: self._fetch(ctx, g)),
+            strict=True,
+        ))
+        samples: list[Sample] = []
+        for g in guests:
+            samples += guest_samples(results[g.name], g.name)
+        samples += aggregate_guests(results)
+        return samples
+
+    def _fetch(self, ctx: TrialContext, guest: Guest) -> FioResult:
+        d = self._dir(ctx, guest)
+        local = ctx.raw_path(guest.name, RESULT)
+        try:
+            guest.get(f"{d}/{RESULT}", local)
+        except OSError as exc:
+            raise GuestError(guest.name, f"cannot fetch {d}/{RESULT}: {exc}") from exc
+        for name in (LOG, MEASURE_JOB):  # kept beside the result for a reviewer
+            # The JSON is what counts; a missing log does not fail the trial.
+            with contextlib.suppress(VbenchError, OSError):
+                guest.get(f"{d}/{name}", ctx.raw_path(guest.name, name))
+        text = local.read_text(encoding="utf-8", errors="replace")
+        try:
+            result = parse_fio_json(text, source=f"{guest.name}:{d}/{RESULT}")
+        except ParseError as exc:
+            raise GuestError(guest.name, f"unreadable fio output: {exc}") from exc
+        if result.errors:
+            raise GuestError(guest.name, result.error_message())
+        if not result.jobs:
+            raise GuestError(guest.name, f"fio reported no jobs in {d}/{RESULT}")
+        return result
+
+    # ------------------------------------------------------------------ teardown
+
+    def teardown(self, ctx: TrialContext) -> None:
+        self._kill_all()
+        failed: dict[str, str] = {}
+        for g in ctx.guests.get(ROLE, ()):
+            try:
+                # The data file is inside this directory unless the user named one,
+                # and a user-named file is never removed.
+                g.remove(self._dir(ctx, g))
+            except VbenchError as exc:
+                failed[g.name] = str(exc)
+        if failed:
+            raise GuestError(", ".join(failed), "teardown: " + "; ".join(failed.values()))
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _dir(ctx: TrialContext, guest: Guest) -> str:
+        return guest_dir(str(guest.spec.workdir), ctx.run_id, guest.name, ctx.point, ctx.trial)
+
+    @staticmethod
+    def _fan_out(
+        ctx: TrialContext, guests: Sequence[Guest], fn: Callable[[Guest], T]
+    ) -> list[T]:
+        if len(guests) == 1:
+            return [fn(guests[0])]
+        with ThreadPoolExecutor(max_workers=max(1, min(ctx.max_parallel, len(guests)))) as ex:
+            return list(ex.map(fn, guests))

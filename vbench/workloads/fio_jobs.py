@@ -1,0 +1,526 @@
+"""fio driver, pure part: parameters, pitfall checks and job-file rendering.
+
+Nothing here touches a guest, so all of it is unit-tested. The execution part is
+:mod:`vbench.workloads.fio`. User documentation: ``drivers/fio/README.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+from pydantic import Field, field_validator, model_validator
+
+from vbench.errors import ConfigError
+from vbench.resources import driver_file
+from vbench.workloads.base import Finding, Params
+
+KIB4 = 4096
+PREPARE_IODEPTH = 32
+DEFAULT_SIZE = "1g"
+MIXED_RW = frozenset({"rw", "readwrite", "randrw"})
+DATA_KEYS = ("dedupe_percentage", "buffer_compress_percentage", "buffer_compress_chunk")
+# Extra options that shape buffer contents: the prepare job must write the same data.
+_DATA_PREFIXES = ("dedupe_", "buffer_")
+_DATA_FLAGS = frozenset({"scramble_buffers"})
+# Options vbench sets itself, or aliases of parameters (fio accepts both spellings).
+_MANAGED = frozenset(
+    {
+        "runtime", "ramp_time", "time_based", "name", "group_reporting", "output",
+        "output-format", "blocksize", "ba", "readwrite", "rwmixwrite", "directory",
+        "write_iops_log", "write_bw_log", "write_lat_log",
+    }
+)
+_VARIABLE_BS = frozenset({"bsrange", "blocksize_range", "bssplit", "bs_unaligned"})
+_SIZE_RE = re.compile(r"^(\d+)([kmgtpe]?)(i?b)?$", re.IGNORECASE)
+_PERCENT_RE = re.compile(r"^(\d{1,3})%$")
+_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:,/%+-]+$")
+_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_SCALE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50, "e": 1 << 60}
+
+RW = Literal[
+    "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
+    "trim", "randtrim", "trimwrite",
+]
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes of a fio size such as ``4k``, ``64KiB``, ``1m``, ``4096`` (1024-based)."""
+    m = _SIZE_RE.match(str(text).strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a fio size (e.g. 4k, 64k, 1m, 4096)")
+    return int(m.group(1)) * _SCALE[m.group(2).lower()]
+
+
+def fio_time(seconds: float) -> str:
+    """A duration as fio reads it: whole seconds, else milliseconds."""
+    if seconds < 0:
+        raise ConfigError(f"negative duration {seconds} s")
+    if float(seconds).is_integer():
+        return str(int(seconds))
+    return f"{round(seconds * 1000)}ms"
+
+
+def check_value(value: str, what: str) -> str:
+    """A value safe to write on one job-file line (no newline or control character)."""
+    if _CONTROL_RE.search(value):
+        raise ValueError(f"{what}: control characters (newline, tab …) are not allowed")
+    if value != value.strip():
+        raise ValueError(f"{what}: leading or trailing spaces are not allowed")
+    return value
+
+
+def _size_field(value: Any, allow_percent: bool) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError("expected a fio size such as 4k, 64k, 1m or 10g")
+    text = str(value).strip()
+    if allow_percent and _PERCENT_RE.match(text):
+        if not 1 <= int(text[:-1]) <= 100:
+            raise ValueError("a percentage size must be 1%..100%")
+        return text
+    if parse_size(text) <= 0:
+        raise ValueError("size must be greater than 0")
+    return text
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+# ----------------------------------------------------------------------------- params
+
+
+class FioParams(Params):
+    """Parameters of the ``fio`` workload (``workload.params`` in a scenario)."""
+
+    rw: RW = Field("randread", description="I/O pattern (fio rw=)")
+    rwmixread: int | None = Field(None, ge=0, le=100, description="% reads in a mixed rw")
+    bs: str = Field("4k", description="block size, e.g. 4k, 64k, 1m")
+    iodepth: int = Field(1, ge=1, le=65536, description="outstanding I/Os per job (OIO)")
+    numjobs: int = Field(1, ge=1, le=4096, description="jobs (threads of I/O) per guest")
+    size: str | None = Field(
+        None, description=f"bytes of the target to use (default {DEFAULT_SIZE} for vbench's "
+        "own data file, the whole device for a named filename); also 10%"
+    )
+    direct: bool = Field(True, description="O_DIRECT I/O, bypassing the guest page cache")
+    ioengine: str = Field("libaio", description="fio I/O engine")
+    filename: str | None = Field(
+        None, description="absolute target path in the guest, e.g. /dev/sdb "
+        "(default: a data file in the guest's run directory)"
+    )
+    dedupe_percentage: int | None = Field(None, ge=0, le=100, description="% dedupable blocks")
+    buffer_compress_percentage: int | None = Field(
+        None, ge=0, le=100, description="% compressibility of each block"
+    )
+    buffer_compress_chunk: str | None = Field(None, description="compressible chunk size")
+    randrepeat: bool | None = Field(
+        None, description="seed the random generators predictably (fio's default is true)"
+    )
+    blockalign: str | None = Field(None, description="alignment of random I/O offsets")
+    norandommap: bool | None = Field(None, description="do not track random block coverage")
+    random_distribution: str | None = Field(None, description="e.g. zipf:1.2, pareto:0.9")
+    percentage_random: int | None = Field(None, ge=0, le=100, description="% random I/O")
+    rate_iops: int | None = Field(None, ge=1, description="cap IOPS per job")
+    extra: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="further fio options (key: value)"
+    )
+    job_file: str | None = Field(
+        None, description="your own fio job file (path on the controller); replaces the "
+        "generated measure job, vbench only sets runtime/ramp_time/time_based"
+    )
+    prepare: Literal["auto", "always", "never"] = Field(
+        "auto", description="run the prepare (fill) phase; auto = when dedupe or "
+        "compression options are given"
+    )
+    prepare_size: str | None = Field(None, description="bytes the prepare phase fills "
+                                     "(default: size)")
+
+    @field_validator("bs", "buffer_compress_chunk", "blockalign", mode="before")
+    @classmethod
+    def _block_sizes(cls, v: Any) -> Any:
+        return _size_field(v, allow_percent=False)
+
+    @field_validator("size", "prepare_size", mode="before")
+    @classmethod
+    def _sizes(cls, v: Any) -> Any:
+        return _size_field(v, allow_percent=True)
+
+    @field_validator("ioengine", "random_distribution")
+    @classmethod
+    def _tokens(cls, v: str | None) -> str | None:
+        if v is not None and not _TOKEN_RE.match(v):
+            raise ValueError("only letters, digits and _ . : , / % + - are allowed")
+        return v
+
+    @field_validator("filename")
+    @classmethod
+    def _filename(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        check_value(v, "filename")
+        if not v.startswith("/"):
+            raise ValueError("filename must be an absolute path in the guest, e.g. /dev/sdb")
+        return v
+
+    @field_validator("job_file")
+    @classmethod
+    def _job_file(cls, v: str | None) -> str | None:
+        return check_value(v, "job_file") if v is not None else v
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key, value in v.items():
+            if not _KEY_RE.match(key):
+                raise ValueError(f"{key!r} is not a fio option name (lower case, digits, _)")
+            if key in cls.model_fields or key in _MANAGED:
+                raise ValueError(
+                    f"{key!r} is set by vbench or is a parameter of its own; "
+                    "use the parameter (or the scenario's phases for times)"
+                )
+            if isinstance(value, str):
+                check_value(value, f"extra.{key}")
+        return v
+
+    @model_validator(mode="after")
+    def _prepare_size_needs_prepare(self) -> FioParams:
+        if self.prepare_size is not None and self.prepare == "never":
+            raise ValueError("prepare_size is set but prepare is 'never'")
+        return self
+
+    # -- derived -------------------------------------------------------------------
+
+    def has_data_target(self) -> bool:
+        """Are dedupe or compression settings given (in params)?"""
+        return any(getattr(self, k) is not None for k in DATA_KEYS)
+
+    def needs_prepare(self) -> bool:
+        if self.prepare == "always":
+            return True
+        return self.prepare == "auto" and self.has_data_target()
+
+    def needs_layout(self) -> bool:
+        """Create vbench's own data file before the run (when nothing else fills it)."""
+        return self.filename is None and self.job_file is None and not self.needs_prepare()
+
+    def extra_options(self) -> list[tuple[str, str]]:
+        return [(k, _render_extra(v)) for k, v in self.extra.items()]
+
+    def data_options(self) -> list[tuple[str, str]]:
+        """Options shaping buffer contents, which the prepare job must repeat."""
+        opts = [(k, str(getattr(self, k))) for k in DATA_KEYS if getattr(self, k) is not None]
+        if opts:
+            # Fresh buffer contents for every I/O, else every block would be identical.
+            opts.append(("refill_buffers", "1"))
+        opts += [
+            (k, v) for k, v in self.extra_options()
+            if k.startswith(_DATA_PREFIXES) or k in _DATA_FLAGS
+        ]
+        return opts
+
+
+def _render_extra(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return _flag(value)
+    return str(value)
+
+
+# ----------------------------------------------------------------------------- findings
+
+_RANDREPEAT_MSG = (
+    "randrepeat is {state} while dedupe/compression options are set: with fio's "
+    "predictable seeds every VMDK would get the same data stream and the datastore "
+    "would report ~80% dedup for a 0% setting; {fix}"
+)
+_FIX_PARAM = "set randrepeat: false (fio randrepeat=0)"
+_FIX_FILE = "add randrepeat=0 to the [global] section"
+_NEVER_MSG = (
+    "prepare is 'never' with dedupe/compression options: data written earlier with "
+    "dd, zeros or random data gives meaningless dedup/compression ratios; let vbench "
+    "prepare the target (prepare: auto) unless you prepared it with the same settings"
+)
+_ALIGN_MSG = (
+    "{what} {value} is not a multiple of 4 KiB: fio lays out duplicate and compressible "
+    "content per block, and blocks that do not line up with the datastore's 4 KiB dedup "
+    "grain make the measured ratio meaningless"
+)
+_ZERO_MSG = (
+    "zero_buffers with dedupe/compression options writes all-zero blocks, which every "
+    "datastore dedups and compresses completely; remove zero_buffers"
+)
+_RANDSEED_MSG = (
+    "randseed with dedupe/compression options gives every guest the same seed, hence "
+    "the same data stream; remove randseed"
+)
+
+
+def findings(params: FioParams) -> list[Finding]:
+    """Pitfalls of a parameter set (errors stop the run before it starts)."""
+    out: list[Finding] = []
+    data = params.has_data_target()
+    if data and params.prepare == "never":
+        out.append(Finding("warning", "prepare", _NEVER_MSG))
+    if data and params.job_file is None:
+        out += _data_findings(params)
+    if params.rwmixread is not None and params.rw not in MIXED_RW:
+        out.append(Finding("warning", "rwmixread", f"rwmixread is ignored with rw: {params.rw}"))
+    if params.job_file is not None:
+        out += _job_file_findings(params)
+    return out
+
+
+def _data_findings(params: FioParams) -> list[Finding]:
+    out: list[Finding] = []
+    if params.randrepeat is not False:
+        state = "true" if params.randrepeat else "not set (fio's default is 1)"
+        out.append(
+            Finding("error", "randrepeat", _RANDREPEAT_MSG.format(state=state, fix=_FIX_PARAM))
+        )
+    for name in ("bs", "blockalign"):
+        value = getattr(params, name)
+        if value is not None and parse_size(value) % KIB4:
+            out.append(Finding("error", name, _ALIGN_MSG.format(what=name, value=value)))
+    if _flag_set(params.extra.get("zero_buffers")):
+        out.append(Finding("error", "extra.zero_buffers", _ZERO_MSG))
+    if "randseed" in params.extra:
+        out.append(Finding("error", "extra.randseed", _RANDSEED_MSG))
+    if _flag_set(params.extra.get("allrandrepeat")):
+        out.append(Finding("error", "extra.allrandrepeat", _RANDREPEAT_MSG.format(
+            state="forced on by allrandrepeat", fix="remove allrandrepeat")))
+    for key in sorted(_VARIABLE_BS & params.extra.keys()):
+        out.append(Finding("error", f"extra.{key}", _ALIGN_MSG.format(
+            what=key, value=params.extra[key])))
+    if not params.direct:
+        out.append(Finding(
+            "warning", "direct", "direct: false with dedupe/compression options: the guest "
+            "page cache reshapes the writes the datastore sees"))
+    return out
+
+
+def _flag_set(value: Any) -> bool:
+    if value is None:
+        return False
+    return str(value).strip().lower() not in {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class JobOption:
+    section: str
+    key: str
+    value: str  # "" for a bare flag
+    line: int
+
+
+def scan_job_file(text: str) -> list[JobOption]:
+    """The options of a fio job file, in order (comments and blank lines skipped)."""
+    out: list[JobOption] = []
+    section = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        key, _, value = line.partition("=")
+        out.append(JobOption(section, key.strip(), value.strip(), number))
+    return out
+
+
+def _job_file_findings(params: FioParams) -> list[Finding]:
+    path = Path(params.job_file or "").expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Finding("error", "job_file", f"cannot read job file {path}: {exc}")]
+    options = scan_job_file(text)
+    where = f"job file {path}"
+    out: list[Finding] = []
+    ignored = sorted(params.model_fields_set & _MEASURE_ONLY)
+    if ignored:
+        out.append(Finding("warning", "job_file", f"{', '.join(ignored)} ignored: the job "
+                           f"file {path} defines the measured job"))
+    if any(o.key.startswith("include ") or o.key == "include" for o in options):
+        out.append(Finding("warning", "job_file", f"{where} uses include: only the job "
+                           "file itself is copied to the guests"))
+    file_data = any(o.key in DATA_KEYS for o in options)
+    if file_data and not params.has_data_target() and params.prepare != "never":
+        out.append(Finding("warning", "job_file", f"{where} sets dedupe/compression options "
+                           "but params do not: the prepare phase uses params, so set the "
+                           "same dedupe_percentage/buffer_compress_percentage there"))
+    if params.needs_prepare() and params.filename is None:
+        out.append(Finding("error", "filename", "with a job_file the prepare phase cannot "
+                           "know which file or device your jobs use: set filename to it"))
+    if file_data or params.has_data_target():
+        out += [Finding(lvl, "job_file", f"{where}: {msg}") for lvl, msg in _scan_data(options)]
+    return out
+
+
+_MEASURE_ONLY = frozenset(
+    {
+        "rw", "rwmixread", "bs", "iodepth", "numjobs", "direct", "randrepeat", "blockalign",
+        "norandommap", "random_distribution", "percentage_random", "rate_iops", "extra",
+    }
+)
+
+
+def _scan_data(options: list[JobOption]) -> Iterable[tuple[str, str]]:
+    repeats = [o for o in options if o.key == "randrepeat"]
+    if not repeats or any(_flag_set(o.value) or o.value == "" for o in repeats):
+        state = "not set to 0 everywhere" if repeats else "not set (fio's default is 1)"
+        yield "error", _RANDREPEAT_MSG.format(state=state, fix=_FIX_FILE)
+    for o in options:
+        if o.key == "zero_buffers" and (o.value == "" or _flag_set(o.value)):
+            yield "error", f"line {o.line}: {_ZERO_MSG}"
+        elif o.key == "randseed":
+            yield "error", f"line {o.line}: {_RANDSEED_MSG}"
+        elif o.key in _VARIABLE_BS:
+            yield "error", f"line {o.line}: " + _ALIGN_MSG.format(what=o.key, value=o.value)
+        elif o.key in {"bs", "blocksize", "blockalign", "ba"}:
+            for part in o.value.split(","):
+                if _unaligned(part):
+                    yield "error", f"line {o.line}: " + _ALIGN_MSG.format(
+                        what=o.key, value=part)
+
+
+def _unaligned(value: str) -> bool:
+    try:
+        return parse_size(value) % KIB4 != 0
+    except ValueError:
+        return False  # ${VAR} substitutions and ranges cannot be checked here
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(driver_file("fio", ""))),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # fio job files, not HTML
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _render(template: str, **values: Any) -> str:
+    text = _env().get_template(template).render(**values)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _CONTROL_RE.search(line):  # belt and braces: a value slipped past validation
+            raise ConfigError(f"{template}: line {number} has a control character")
+    return text
+
+
+def target_size(params: FioParams, own_file: bool) -> str | None:
+    """``size=`` of the measured job: the default applies only to vbench's own file."""
+    if params.size is not None:
+        return params.size
+    return DEFAULT_SIZE if own_file else None
+
+
+def render_measure(
+    params: FioParams, warmup: float, steady: float, filename: str, *, header: str = ""
+) -> str:
+    """The measured job (time based: warm-up = ramp_time, steady state = runtime)."""
+    if steady <= 0:
+        raise ConfigError("the fio workload needs a steady phase longer than 0 s")
+    check_value(filename, "filename")
+    p = params
+    options: list[tuple[str, str]] = [("rw", p.rw)]
+    if p.rwmixread is not None and p.rw in MIXED_RW:
+        options.append(("rwmixread", str(p.rwmixread)))
+    options += [("bs", p.bs), ("iodepth", str(p.iodepth)), ("numjobs", str(p.numjobs))]
+    for key in ("randrepeat", "norandommap"):
+        value = getattr(p, key)
+        if value is not None:
+            options.append((key, _flag(value)))
+    for key in ("blockalign", "random_distribution", "percentage_random", "rate_iops"):
+        value = getattr(p, key)
+        if value is not None:
+            options.append((key, str(value)))
+    data = p.data_options()
+    data_keys = {k for k, _ in data}
+    options += data
+    options += [(k, v) for k, v in p.extra_options() if k not in data_keys]
+    return _render(
+        "measure.fio.j2",
+        header=header,
+        ioengine=p.ioengine,
+        direct=_flag(p.direct),
+        filename=filename,
+        size=target_size(p, own_file=p.filename is None),
+        ramp_time=fio_time(warmup) if warmup > 0 else None,
+        runtime=fio_time(steady),
+        options=options,
+    )
+
+
+def render_prepare(params: FioParams, filename: str, *, header: str = "") -> str:
+    """The fill job: 100 % sequential 4 KiB writes over the whole target (STUDIES.md §2)."""
+    check_value(filename, "filename")
+    size = params.prepare_size or target_size(params, own_file=params.filename is None)
+    return _render(
+        "prepare.fio.j2",
+        header=header,
+        ioengine=params.ioengine,
+        filename=filename,
+        size=size,
+        iodepth=PREPARE_IODEPTH,
+        options=params.data_options(),
+    )
+
+
+def render_layout(params: FioParams, filename: str, *, header: str = "") -> str:
+    """Create vbench's own data file before the measured run, so that fio's file
+    layout does not eat into the warm-up window."""
+    check_value(filename, "filename")
+    return _render(
+        "layout.fio.j2",
+        header=header,
+        filename=filename,
+        size=target_size(params, own_file=True),
+    )
+
+
+def adapt_user_job(
+    text: str, warmup: float, steady: float, directory: str, *, header: str = ""
+) -> str:
+    """A user's job file with vbench's timing appended to every section.
+
+    fio applies the last value of a key in a section, so appending ``runtime`` etc.
+    at the end of each section (global and jobs) makes the scenario's phases win.
+    A default ``directory`` is added only when the file names no file or directory
+    itself: fio would otherwise prefix even an absolute filename with it.
+    """
+    if steady <= 0:
+        raise ConfigError("the fio workload needs a steady phase longer than 0 s")
+    check_value(directory, "directory")
+    timing = ["time_based=1", f"runtime={fio_time(steady)}"]
+    if warmup > 0:
+        timing.append(f"ramp_time={fio_time(warmup)}")
+    keys = {o.key for o in scan_job_file(text)}
+    out = [f"; {header}"] if header else []
+    if not keys & {"filename", "directory", "filename_format"}:
+        out += ["[global]", f"directory={directory}", ""]
+    in_section = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("[") and line.endswith("]"):
+            if in_section:
+                out += [*timing, ""]
+            in_section = True
+        out.append(raw)
+    if in_section:
+        out += [*timing]
+    return "\n".join(out) + "\n"
