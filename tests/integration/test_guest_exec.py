@@ -84,7 +84,7 @@ def test_nonzero_exit_raises_command_failed(guest_pool: GuestPool) -> None:
     with pytest.raises(CommandFailed) as err:
         g.run(["sh", "-c", "echo oops >&2; exit 3"])
     assert err.value.status == 3
-    assert err.value.target == "guest1 (127.0.0.2:%d)" % g.spec.port
+    assert err.value.target == f"guest1 (127.0.0.2:{g.spec.port})"
     assert "oops" in str(err.value)
     assert g.run(["sh", "-c", "exit 3"], check=False).status == 3
 
