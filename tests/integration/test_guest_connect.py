@@ -198,3 +198,12 @@ def test_password_is_not_in_repr() -> None:
     spec = GuestSpec("g", "127.0.0.9", password="hunter2-secret")
     assert "hunter2" not in repr(spec)
     assert "hunter2" not in repr(Guest(spec))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("host_key_policy", "yolo", "host_key_policy 'yolo'"), ("port", 0, "port 0")],
+)
+def test_bad_spec_is_a_config_error(field: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        GuestSpec("g", "127.0.0.9", **{field: value})  # type: ignore[arg-type]

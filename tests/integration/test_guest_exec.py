@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import LocalGuests
 from vbench.errors import CommandFailed, ConfigError, GuestError
 from vbench.guest.ssh import GuestPool
 
@@ -133,3 +135,31 @@ def test_clock_offset_is_small_on_loopback(guest_pool: GuestPool) -> None:
     offset, rtt = guest_pool.get("guest1").clock_offset(rounds=3)
     assert abs(offset) < 0.5
     assert 0 < rtt < 1
+
+
+@pytest.mark.timeout(30)
+def test_large_stdin_does_not_deadlock(guest_pool: GuestPool) -> None:
+    # More than the SSH window in both directions: cat answers while still reading.
+    data = "0123456789abcde\n" * 300_000
+    res = guest_pool.get("guest1").run(["cat"], stdin=data, timeout=60)
+    assert len(res.stdout) == len(data) and res.stdout == data
+
+
+@pytest.fixture
+def chatty_login(local_guests: LocalGuests) -> Iterator[None]:
+    """The guests' login shell prints a greeting first (a noisy ~/.bashrc)."""
+    rc = local_guests.sshd.home / "lab" / "home" / ".bashrc"
+    rc.write_text("echo 'welcome to the lab'\n")
+    yield
+    rc.unlink()
+
+
+def test_chatty_login_shell_keeps_timeouts_working(
+    guest_pool: GuestPool, chatty_login: None
+) -> None:
+    g = guest_pool.get("guest2")
+    assert g.run(["echo", "x"]).stdout == "welcome to the lab\nx\n"
+    with pytest.raises(GuestError, match="timed out"):
+        g.run(["sh", "-c", "sleep 72.5; true"], timeout=0.4)
+    assert _live(guest_pool, "guest2", "sleep 72.5") == []
+    assert abs(g.clock_offset(rounds=2)[0]) < 0.5

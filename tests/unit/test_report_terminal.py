@@ -105,17 +105,17 @@ def test_summary_rows_show_mean_ci_and_range_with_units() -> None:
 def test_summary_flags_failed_trials_no_data_and_noise() -> None:
     table = summary_table(_data())
     out = _text(table)
-    assert table.row_count == 3
+    assert table.row_count == 3 * 2  # one row per point and headline metric
     assert "2/3" in out and "0/3" in out
-    assert out.count("no data") == 4  # two metrics x (mean, range) for point 2
-    assert "read_iops cv 23.6 %" in out  # point 1: 500 and 700
+    assert out.count("no data") == 2  # both metrics of point 2
+    assert "23.6 % noisy" in out  # point 1 read_iops: 500 and 700
 
 
 def test_summary_metrics_argument_picks_columns() -> None:
     out = _text(summary_table(_data(), metrics=["read_bw", "write_iops"]))
     assert "read_bw" in out and "MiB/s" in out
     assert "read_iops" not in out
-    assert "write_iops" in out and out.count("no data") == 3 * 2 + 2  # absent everywhere
+    assert "write_iops" in out and out.count("no data") == 3 + 1  # write_iops everywhere, read_bw of point 2
 
 
 def test_labels_are_not_rich_markup() -> None:

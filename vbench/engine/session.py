@@ -104,7 +104,8 @@ def execute(
         preflight(plan, pool)
         run_id = new_run_id()
         rundir = RunDir(results_dir, run_id)
-        scenario_doc = redact(session.scenario.source.data)
+        # The resolved scenario (defaults filled, durations in seconds, --set applied).
+        scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
         lab_doc = redact(lab.redacted())
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)

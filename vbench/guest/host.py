@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import posixpath
 import select
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -16,55 +15,15 @@ from types import TracebackType
 import paramiko
 
 from vbench.errors import CommandFailed, GuestError
-from vbench.guest import shell
-from vbench.guest.connect import open_jump_channel, open_transport
+from vbench.guest import shell, transfer
+from vbench.guest.connect import ConnectionLost, open_jump_channel, open_transport
+from vbench.guest.output import StdoutSink, parse_date
 from vbench.guest.process import RemoteProcess
 from vbench.guest.spec import CommandResult, GuestSpec
 
 _CONTROL_TIMEOUT = 30.0
 _KILL_GRACE = 2.0  # seconds a timed-out foreground command gets between TERM and KILL
 _CHUNK = 65536
-
-
-class _Stdout:
-    """Collects stdout, strips the pid marker line, hands complete lines to ``on_line``."""
-
-    def __init__(self, on_line: Callable[[str], None] | None) -> None:
-        self.on_line = on_line
-        self.pid: int | None = None
-        self._head = True
-        self._buf = bytearray()
-        self._parts: list[bytes] = []
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-        if self._head:
-            nl = self._buf.find(b"\n")
-            if nl < 0:
-                return
-            first = bytes(self._buf[:nl]).decode("ascii", "replace")
-            if first.startswith(shell.PID_MARKER):
-                self.pid = int(first[len(shell.PID_MARKER) :] or 0) or None
-                del self._buf[: nl + 1]
-            self._head = False
-        if self.on_line is None:
-            self._parts.append(bytes(self._buf))
-            self._buf.clear()
-            return
-        while (nl := self._buf.find(b"\n")) >= 0:
-            line = bytes(self._buf[: nl + 1])
-            del self._buf[: nl + 1]
-            self._parts.append(line)
-            self.on_line(line[:-1].decode("utf-8", "replace"))
-
-    def finish(self) -> str:
-        if self._buf:
-            rest = bytes(self._buf)
-            self._buf.clear()
-            self._parts.append(rest)
-            if self.on_line is not None and not self._head:
-                self.on_line(rest.decode("utf-8", "replace"))
-        return b"".join(self._parts).decode("utf-8", "replace")
 
 
 class Guest:
@@ -118,7 +77,7 @@ class Guest:
                 # Report the loss once; the next call reconnects (the next trial may work).
                 self._transport = None
                 t.close()
-                raise GuestError(self.target, "connection lost")
+                raise ConnectionLost(self.target, "connection lost")
             self._transport = open_transport(self.spec, via=self._jump_opener())
             return self._transport
 
@@ -159,7 +118,7 @@ class Guest:
                 chan = t.open_session(timeout=self.spec.connect_timeout)
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 if self._lost(t):
-                    raise GuestError(self.target, "connection lost") from exc
+                    raise ConnectionLost(self.target, "connection lost") from exc
                 raise GuestError(self.target, f"cannot open a session: {exc}") from exc
             try:
                 yield chan
@@ -184,7 +143,10 @@ class Guest:
     ) -> CommandResult:
         """Run argv (quoted with shlex.join); stream stdout lines to ``on_line``."""
         text = shell.argv_text(argv)
-        return self._execute(text, text, timeout, check, on_line, cwd, env, stdin)
+        return self._execute(
+            text, text, timeout=timeout, check=check, on_line=on_line, cwd=cwd, env=env,
+            stdin=stdin,
+        )
 
     def run_script(
         self,
@@ -201,35 +163,45 @@ class Guest:
         display = script.strip().splitlines()[0] if script.strip() else "sh"
         if script.strip().count("\n"):
             display += " …"
-        return self._execute(script, display, timeout, check, on_line, cwd, env, stdin)
+        return self._execute(
+            script, display, timeout=timeout, check=check, on_line=on_line, cwd=cwd, env=env,
+            stdin=stdin,
+        )
 
     def _execute(
         self,
         body: str,
         display: str,
+        *,
         timeout: float | None,
-        check: bool,
-        on_line: Callable[[str], None] | None,
-        cwd: str | None,
-        env: Mapping[str, str] | None,
-        stdin: str | None,
+        check: bool = True,
+        on_line: Callable[[str], None] | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
     ) -> CommandResult:
         request = shell.foreground(body, cwd, env)
         started = time.monotonic()
-        out = _Stdout(on_line)
+        out = StdoutSink(on_line)
         err = bytearray()
         with self._channel() as chan:
             try:
                 chan.exec_command(request)
                 if stdin:
-                    chan.sendall(stdin.encode())
-                chan.shutdown_write()
+                    # A separate writer: a command that answers before reading all its
+                    # input must not deadlock against us not reading yet.
+                    threading.Thread(
+                        target=_feed, args=(chan, stdin.encode()), daemon=True
+                    ).start()
+                else:
+                    chan.shutdown_write()
                 self._pump(chan, out, err, display, started, timeout)
             except GuestError:
                 raise
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 if self._lost(chan.get_transport()):
-                    raise GuestError(self.target, f"connection lost during `{display}`") from exc
+                    lost = f"connection lost during `{display}`"
+                    raise ConnectionLost(self.target, lost) from exc
                 raise GuestError(self.target, f"`{display}` failed: {exc}") from exc
             except BaseException:
                 # on_line raised, or Ctrl-C: do not leave the command running.
@@ -237,7 +209,7 @@ class Guest:
                 raise
             status = chan.recv_exit_status() if chan.exit_status_ready() else -1
             if status == -1 and self._lost(chan.get_transport()):
-                raise GuestError(self.target, f"connection lost during `{display}`")
+                raise ConnectionLost(self.target, f"connection lost during `{display}`")
         result = CommandResult(
             status=status,
             stdout=out.finish(),
@@ -251,7 +223,7 @@ class Guest:
     def _pump(
         self,
         chan: paramiko.Channel,
-        out: _Stdout,
+        out: StdoutSink,
         err: bytearray,
         display: str,
         started: float,
@@ -290,7 +262,7 @@ class Guest:
                 chan.shutdown_write()
                 chan.recv_exit_status()
         except (GuestError, paramiko.SSHException, EOFError, OSError):
-            pass  # the connection is gone; sshd ends the session's processes' pipes itself
+            pass  # the link is gone: nothing more can be done from here
 
     # ---- background processes ---------------------------------------------------------
 
@@ -305,14 +277,7 @@ class Guest:
         """Start argv in its own session; output to ``log``, exit status to ``log + '.rc'``."""
         text = shell.argv_text(argv)
         res = self._execute(
-            shell.background(argv, log, cwd, env),
-            f"start {text}",
-            _CONTROL_TIMEOUT,
-            True,
-            None,
-            None,
-            None,
-            None,
+            shell.background(argv, log, cwd, env), f"start {text}", timeout=_CONTROL_TIMEOUT
         )
         try:
             pid = int(res.stdout.split()[-1])
@@ -338,12 +303,22 @@ class Guest:
         procs = self.processes()
         if not procs:
             return
-        out = self.run_script(
-            shell.kill_groups([p.pid for p in procs], grace), timeout=grace + _CONTROL_TIMEOUT
-        ).stdout.strip()
-        signal = {"term": 15, "kill": 9}.get(out)
+        out = self.run_control(shell.kill_groups([p.pid for p in procs], grace), grace)
+        signal = {"term": 15, "kill": 9}.get(out.strip())
         for p in procs:
             p._killed(signal)
+
+    def run_control(self, script: str, extra_timeout: float = 0.0) -> str:
+        """stdout of a short housekeeping script; reconnects once if the link was lost.
+
+        Cleanup must still work after a dropped connection: the remote processes are
+        unaffected by it, only the connection needs reopening.
+        """
+        timeout = _CONTROL_TIMEOUT + extra_timeout
+        try:
+            return self.run_script(script, timeout=timeout).stdout
+        except ConnectionLost:
+            return self.run_script(script, timeout=timeout).stdout
 
     # ---- files ------------------------------------------------------------------------
 
@@ -360,7 +335,7 @@ class Guest:
                 yield self._sftp[1]
             except OSError as exc:
                 if self._lost(t):
-                    raise GuestError(self.target, f"connection lost during {what}") from exc
+                    raise ConnectionLost(self.target, f"connection lost during {what}") from exc
                 cause = exc.strerror or str(exc) or type(exc).__name__
                 raise GuestError(self.target, f"{what}: {cause}") from exc
 
@@ -370,12 +345,12 @@ class Guest:
         if not local.exists():
             raise GuestError(self.target, f"cannot copy {local}: no such local file")
         with self._sftp_client(f"put {local} -> {remote}") as sftp:
-            _makedirs(sftp, posixpath.dirname(remote))
-            _put_tree(sftp, local, remote)
+            transfer.makedirs(sftp, posixpath.dirname(remote))
+            transfer.put_tree(sftp, local, remote)
 
     def put_text(self, text: str, remote: str, mode: int = 0o644) -> None:
         with self._sftp_client(f"write {remote}") as sftp:
-            _makedirs(sftp, posixpath.dirname(remote))
+            transfer.makedirs(sftp, posixpath.dirname(remote))
             with sftp.open(remote, "wb") as fh:
                 fh.write(text.encode())
             sftp.chmod(remote, mode)
@@ -383,7 +358,7 @@ class Guest:
     def get(self, remote: str, local: Path) -> None:
         """Copy a remote file or directory (recursively) to ``local``."""
         with self._sftp_client(f"get {remote}") as sftp:
-            _get_tree(sftp, remote, Path(local))
+            transfer.get_tree(sftp, remote, Path(local))
 
     def read_text(self, remote: str) -> str:
         with self._sftp_client(f"read {remote}") as sftp, sftp.open(remote, "rb") as fh:
@@ -422,7 +397,7 @@ class Guest:
                 chan.shutdown_write()
                 raw = chan.makefile("rb").read().decode("ascii", "replace").strip()
                 t1 = time.time()
-            remote = _parse_date(raw)
+            remote = parse_date(raw)
             if remote is None:
                 raise GuestError(self.target, f"cannot read the guest clock (date printed {raw!r})")
             rtt = t1 - t0
@@ -463,47 +438,9 @@ class Guest:
             self.close()
 
 
-def _parse_date(raw: str) -> float | None:
-    # busybox date may print a literal "N" for %N: whole seconds are still usable.
-    head = raw.split()[0] if raw.split() else ""
-    whole, _, frac = head.partition(".")
-    if not whole.isdigit():
-        return None
-    return float(f"{whole}.{frac}") if frac.isdigit() else float(whole)
-
-
-def _makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
-    if path in ("", "/", "."):
-        return
+def _feed(chan: paramiko.Channel, data: bytes) -> None:
     try:
-        if stat.S_ISDIR(sftp.stat(path).st_mode or 0):
-            return
-    except FileNotFoundError:
-        pass
-    _makedirs(sftp, posixpath.dirname(path))
-    try:
-        sftp.mkdir(path)
-    except OSError:
-        # Another thread may have created it meanwhile; anything else fails on use.
-        if not stat.S_ISDIR(sftp.stat(path).st_mode or 0):
-            raise
-
-
-def _put_tree(sftp: paramiko.SFTPClient, local: Path, remote: str) -> None:
-    if local.is_dir():
-        _makedirs(sftp, remote)
-        for child in sorted(local.iterdir()):
-            _put_tree(sftp, child, posixpath.join(remote, child.name))
-        return
-    sftp.put(str(local), remote)
-    sftp.chmod(remote, local.stat().st_mode & 0o7777)
-
-
-def _get_tree(sftp: paramiko.SFTPClient, remote: str, local: Path) -> None:
-    if stat.S_ISDIR(sftp.stat(remote).st_mode or 0):
-        local.mkdir(parents=True, exist_ok=True)
-        for entry in sftp.listdir_attr(remote):
-            _get_tree(sftp, posixpath.join(remote, entry.filename), local / entry.filename)
-        return
-    local.parent.mkdir(parents=True, exist_ok=True)
-    sftp.get(remote, str(local))
+        chan.sendall(data)
+        chan.shutdown_write()
+    except (paramiko.SSHException, EOFError, OSError):
+        pass  # the command ended or the link broke: its result reports that

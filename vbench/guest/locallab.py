@@ -336,9 +336,9 @@ def _wait_ready(
         status = lab_status(addresses, port, home=home)
         if status.running and all(status.reachable.values()):
             return status
-        started = _read_pid(home) is not None
-        if time.monotonic() >= deadline or (started and not status.running):
-            break
+        pid = _read_pid(home)
+        if time.monotonic() >= deadline or (pid is not None and not _alive(pid)):
+            break  # out of time, or sshd wrote its pid file and died
         time.sleep(0.05)
     lab_down(home=home)
     down = [a for a, ok in status.reachable.items() if not ok]

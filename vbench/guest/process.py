@@ -119,10 +119,8 @@ class RemoteProcess:
         with self._lock:
             if self._group_done:
                 return
-            out = self.guest.run_script(
-                shell.kill_groups([self.pid], grace), timeout=grace + _CONTROL_TIMEOUT
-            ).stdout.strip()
-            self._killed(_SIGNALS.get(out))
+            out = self.guest.run_control(shell.kill_groups([self.pid], grace), grace)
+            self._killed(_SIGNALS.get(out.strip()))
 
     def _killed(self, signal: int | None) -> None:
         """Record a kill: a process without a recorded status reports ``-signal``."""

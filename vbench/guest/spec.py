@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vbench.errors import ConfigError
+
+HOST_KEY_POLICIES = ("strict", "accept-new")
+
 
 @dataclass(frozen=True)
 class GuestSpec:
@@ -23,6 +27,22 @@ class GuestSpec:
     # Concurrent session channels per connection: OpenSSH refuses more than MaxSessions
     # (10 by default); a few are left for SFTP and for kill commands.
     max_sessions: int = 8
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.name or not self.address:
+            problems.append("name and address are required")
+        if not 0 < self.port < 65536:
+            problems.append(f"port {self.port} is not a TCP port")
+        if self.host_key_policy not in HOST_KEY_POLICIES:
+            problems.append(
+                f"host_key_policy {self.host_key_policy!r} is not one of "
+                f"{', '.join(HOST_KEY_POLICIES)}"
+            )
+        if self.connect_timeout <= 0 or self.max_sessions < 1:
+            problems.append("connect_timeout and max_sessions must be positive")
+        if problems:
+            raise ConfigError(f"guest {self.name or '?'}: {'; '.join(problems)}")
 
     @property
     def target(self) -> str:

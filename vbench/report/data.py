@@ -282,6 +282,7 @@ class ReportView:
     unit_conflicts: list[str] = field(init=False)
     scenario: dict[str, Any] = field(init=False)
     ok_trials: set[tuple[int, int]] = field(init=False)  # (point, trial) that succeeded
+    with_data: set[str] = field(init=False)  # metrics with a value in some point
 
     def __post_init__(self) -> None:
         self.scenario = self.data.run.get("scenario") or {}
@@ -294,8 +295,11 @@ class ReportView:
             cv_threshold=self.cv_threshold,
         )
         self._index(found)
+        # A metric no trial reported (e.g. a single-guest percentile in a multi-guest
+        # run) would only be a column of "no data": leave it out unless asked for.
+        self.with_data = {m for (_p, m), ms in self.summaries.items() if ms.summary.n > 0}
         self.headline = self._headline()
-        rest = sorted(m for m in self.units if m not in self.headline)
+        rest = sorted(m for m in self.with_data if m not in self.headline)
         self.metrics = [*self.headline, *rest]
 
     # ------------------------------------------------------------- building
@@ -342,8 +346,8 @@ class ReportView:
     def _headline(self) -> list[str]:
         if self.metrics_filter:  # asked for explicitly: shown even when absent
             return list(dict.fromkeys(self.metrics_filter))
-        chosen = [m for m in dict.fromkeys(self.data.headline_metrics) if m in self.units]
-        return chosen or sorted(self.units)[:DEFAULT_HEADLINE_COUNT]
+        chosen = [m for m in dict.fromkeys(self.data.headline_metrics) if m in self.with_data]
+        return chosen or sorted(self.with_data)[:DEFAULT_HEADLINE_COUNT]
 
     # ------------------------------------------------------------- queries
 

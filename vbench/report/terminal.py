@@ -27,24 +27,10 @@ _STATUS_STYLE = {
 }
 
 
-def _head(metric: str, what: str) -> str:
-    return f"{metric}\n{what}"
-
-
-def _noise_note(view: ReportView, point: int, metrics: Sequence[str]) -> Text:
-    notes = []
-    for m in metrics:
-        cell = view.cell(point, m)
-        if cell.noisy and cell.summary is not None:
-            need = cell.summary.trials_needed
-            hint = f", ~{need} trials" if need else ""
-            notes.append(f"{m} cv {fmt_pct(cell.summary.cv)}{hint}")
-    return Text("\n".join(notes), style="yellow") if notes else Text("")
-
-
 def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Table:
-    """One row per point: factor labels, then per metric ``mean ± 95 % CI`` and
-    ``min–max`` (units on every figure), successful trials, and a noise flag."""
+    """One row per point and headline metric: the point's factor labels, ``mean ± 95 %
+    CI`` and ``min–max`` (units on every figure), successful trials, and the cv with a
+    noise flag. Long rather than wide, so it fits an 80-column cron log."""
     view = ReportView(data, metrics_filter=metrics)
     shown = view.headline
     title = (
@@ -52,29 +38,36 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
         f"mean ± 95 % CI and min–max over trials · {view.trials_text} · {view.window_text}"
     )
     # Text everywhere: labels and errors come from a lab and must not be read as markup.
-    table = Table(title=Text(title), title_justify="left", show_lines=len(shown) > 2)
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("#", justify="right", style="dim")
     for factor in view.factors:
         table.add_column(Text(factor))
-    for m in shown:
-        table.add_column(Text(_head(m, "mean ± 95 % CI")), justify="right")
-        table.add_column(Text(_head(m, "min–max")), justify="right")
-    table.add_column("n trials", justify="right")
-    table.add_column("noisy")
+    table.add_column("metric")
+    table.add_column("mean ± 95 % CI", justify="right")
+    table.add_column("min–max", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("cv", justify="right")
     for p in view.points:
-        cells = [Text(str(p.point)), *(Text(p.labels.get(f, MISSING)) for f in view.factors)]
-        for m in shown:
+        head = [Text(str(p.point)), *(Text(p.labels.get(f, MISSING)) for f in view.factors)]
+        blank = [Text("")] * len(head)
+        trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
+        for i, m in enumerate(shown):
+            cells = list(head if i == 0 else blank) + [Text(m)]
             cell = view.cell(p.point, m)
             if not p.has_data or cell.summary is None:
-                cells += [Text(NO_DATA, style="red"), Text(NO_DATA, style="red")]
-                continue
-            # A metric missing in some trials has fewer values than the point has trials.
-            suffix = f" (n={cell.n})" if cell.n != p.ok else ""
-            cells += [Text(cell.mean_ci + suffix), Text(cell.range)]
-        trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
-        cells.append(Text(trials, style="red" if p.ok < p.total else ""))
-        cells.append(_noise_note(view, p.point, shown))
-        table.add_row(*cells)
+                cells += [Text(NO_DATA, style="red"), Text(""), Text(trials), Text("")]
+            else:
+                # A metric missing in some trials has fewer values than the point has trials.
+                n = f"{cell.n}/{p.ok}" if cell.n != p.ok else trials
+                noisy = cell.noisy
+                cv = fmt_pct(cell.summary.cv) + (" noisy" if noisy else "")
+                cells += [
+                    Text(cell.mean_ci),
+                    Text(cell.range),
+                    Text(n, style="red" if p.ok < p.total else ""),
+                    Text(cv, style="yellow" if noisy else ""),
+                ]
+            table.add_row(*cells, end_section=i == len(shown) - 1)
     return table
 
 
