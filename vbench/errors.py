@@ -34,7 +34,11 @@ class ConfigIssue:
         self, file: str, line: int | None, column: int | None, path: str, message: str
     ) -> None:
         self.file, self.line, self.column, self.path, self.message = (
-            file, line, column, path, message
+            file,
+            line,
+            column,
+            path,
+            message,
         )
 
     def __str__(self) -> str:

@@ -19,14 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_scenario_reference_is_fresh() -> None:
     committed = (ROOT / "docs" / "scenario-reference.md").read_text()
-    assert committed == reference_markdown(), (
-        "docs/scenario-reference.md is stale: run `make docs`"
-    )
+    assert committed == reference_markdown(), "docs/scenario-reference.md is stale: run `make docs`"
 
 
 def test_reference_documents_every_field() -> None:
-    from vbench.config.schema import _models
     from vbench.config.scenario import Scenario
+    from vbench.config.schema import _models
 
     text = reference_markdown()
     for model in _models(Scenario):
@@ -56,7 +54,7 @@ def test_every_command_is_documented() -> None:
 
 def _yaml_blocks() -> list[tuple[str, str]]:
     blocks = []
-    for md in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+    for md in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
         for m in re.finditer(r"```yaml\n(.*?)```", md.read_text(), re.S):
             blocks.append((md.name, m.group(1)))
     return blocks
@@ -73,9 +71,7 @@ def test_every_yaml_example_in_docs_validates(tmp_path: Path, doc: str, block: s
         load_lab(p)
 
 
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml")) + sorted(
-    (ROOT / "examples").glob("*.yaml")
-)
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)

@@ -43,7 +43,8 @@ def test_cartesian_product_in_declaration_order(tmp_path: Path) -> None:
 def test_zip_group_varies_together(tmp_path: Path) -> None:
     got = points(
         tmp_path,
-        "factors:\n  vms: [1, 2, 4]\n  iodepth: [64, 32, 16]\n  bs: [4k, 8k]\nzip: [[vms, iodepth]]\n",
+        "factors:\n  vms: [1, 2, 4]\n  iodepth: [64, 32, 16]\n  bs: [4k, 8k]\n"
+        "zip: [[vms, iodepth]]\n",
     )
     assert len(got) == 6
     assert {(g["vms"], g["iodepth"]) for g in got} == {("1", "64"), ("2", "32"), ("4", "16")}
@@ -74,8 +75,7 @@ def test_exclude_unknown_level_is_located(tmp_path: Path) -> None:
 def test_level_value_is_written_to_its_path(tmp_path: Path) -> None:
     p = tmp_path / "s.yaml"
     p.write_text(
-        BASE
-        + "factors:\n  mode:\n    levels:\n"
+        BASE + "factors:\n  mode:\n    levels:\n"
         "      - {label: Native-16S, set: {workload.params.numjobs: 16, repeat: 2}}\n"
         "      - {label: short, value: 5, }\n"
         "    path: phases.steady\n"

@@ -115,7 +115,9 @@ def test_summary_metrics_argument_picks_columns() -> None:
     out = _text(summary_table(_data(), metrics=["read_bw", "write_iops"]))
     assert "read_bw" in out and "MiB/s" in out
     assert "read_iops" not in out
-    assert "write_iops" in out and out.count("no data") == 3 + 1  # write_iops everywhere, read_bw of point 2
+    assert (
+        "write_iops" in out and out.count("no data") == 3 + 1
+    )  # write_iops everywhere, read_bw of point 2
 
 
 def test_labels_are_not_rich_markup() -> None:

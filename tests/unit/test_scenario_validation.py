@@ -117,10 +117,15 @@ def test_set_override_error_names_the_option(tmp_path: Path) -> None:
 
 
 def test_factor_level_typo_is_located(tmp_path: Path) -> None:
-    text = GOOD.replace("  iodepth: [1, 16]", "  iodepth:\n    levels:\n      - {label: a, vaule: 1}")
+    text = GOOD.replace(
+        "  iodepth: [1, 16]", "  iodepth:\n    levels:\n      - {label: a, vaule: 1}"
+    )
     msgs = messages(tmp_path, text)
     assert len(msgs) == 1
-    assert ":14:20: factors.iodepth.levels.0.vaule: unknown key 'vaule' (did you mean 'value'?" in msgs[0]
+    assert (
+        ":14:20: factors.iodepth.levels.0.vaule: unknown key 'vaule' (did you mean 'value'?"
+        in msgs[0]
+    )
 
 
 def test_top_level_not_a_mapping(tmp_path: Path) -> None:

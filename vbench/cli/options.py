@@ -13,12 +13,18 @@ F = Callable[..., Any]
 
 def store_options(f: F) -> F:
     f = click.option(
-        "--store", "store_url", envvar="VBENCH_STORE", metavar="URL",
+        "--store",
+        "store_url",
+        envvar="VBENCH_STORE",
+        metavar="URL",
         help="Results store: sqlite:///path.db or postgresql://user@host/db "
         "(default: SQLite in the results directory; env VBENCH_STORE).",
     )(f)
     f = click.option(
-        "--results", "results_dir", envvar="VBENCH_RESULTS", type=click.Path(path_type=Path),
+        "--results",
+        "results_dir",
+        envvar="VBENCH_RESULTS",
+        type=click.Path(path_type=Path),
         help="Results directory (default: <vbench home>/results; env VBENCH_RESULTS).",
     )(f)
     return f
@@ -30,7 +36,10 @@ def json_option(f: F) -> F:
 
 def set_option(f: F) -> F:
     return click.option(
-        "--set", "sets", multiple=True, metavar="PATH=VALUE",
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="PATH=VALUE",
         help="Override a scenario field by its dotted path (repeatable), e.g. repeat=5.",
     )(f)
 

@@ -75,14 +75,19 @@ class RichProgress(ProgressSink):
 
     def end_trial(self, result: TrialResult) -> None:
         assert self._plan is not None
-        self._remaining_s = max(0.0, self._remaining_s - self._plan.points[result.point].trial_seconds
-                                - self._plan.overhead_per_trial)
+        self._remaining_s = max(
+            0.0,
+            self._remaining_s
+            - self._plan.points[result.point].trial_seconds
+            - self._plan.overhead_per_trial,
+        )
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, left=format_duration(self._remaining_s))
             if result.status != "ok":
                 self._progress.console.print(
                     f"[red]point {result.point + 1} trial {result.trial} {result.status}:[/] "
-                    f"{result.error}", highlight=False,
+                    f"{result.error}",
+                    highlight=False,
                 )
             return
         line = f"point {result.point + 1} trial {result.trial}: {result.status}"

@@ -93,8 +93,15 @@ def _plan_text(p: Plan) -> str:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.pass_context
 def run(
-    ctx: click.Context, scenario: Path, lab: Path, sets: tuple[str, ...], tags: tuple[str, ...],
-    store_url: str | None, results_dir: Path | None, fail_fast: bool, no_report: bool,
+    ctx: click.Context,
+    scenario: Path,
+    lab: Path,
+    sets: tuple[str, ...],
+    tags: tuple[str, ...],
+    store_url: str | None,
+    results_dir: Path | None,
+    fail_fast: bool,
+    no_report: bool,
 ) -> None:
     """Execute a scenario in a lab, store every figure and write the report."""
     import sys
@@ -103,8 +110,9 @@ def run(
     from vbench.engine.session import RunRequest, RunSession, execute
     from vbench.report.build import render_run_report, summary_for_terminal
 
-    request = RunRequest(scenario, lab, tuple(sets), tuple(tags), store_url, results_dir,
-                         fail_fast, tuple(sys.argv))
+    request = RunRequest(
+        scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast, tuple(sys.argv)
+    )
     session = RunSession.load(request)
     store, rdir = open_store(store_url, results_dir)
     try:
@@ -138,12 +146,14 @@ def drivers(as_json: bool) -> None:
     out = []
     for name in driver_names():
         d = get_driver(name)
-        out.append({
-            "name": name,
-            "roles": list(d.roles),
-            "tools": {r: list(t) for r, t in d.required_tools.items()},
-            "params": sorted(d.Params.model_fields),
-        })
+        out.append(
+            {
+                "name": name,
+                "roles": list(d.roles),
+                "tools": {r: list(t) for r, t in d.required_tools.items()},
+                "params": sorted(d.Params.model_fields),
+            }
+        )
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

@@ -23,8 +23,14 @@ def _run_dict(row: Any) -> dict[str, Any]:
 @click.option("--tag", help="Only runs with this tag.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
-def ls_cmd(store_url: str | None, results_dir: Path | None, scenario: str | None,
-           tag: str | None, limit: int, as_json: bool) -> None:
+def ls_cmd(
+    store_url: str | None,
+    results_dir: Path | None,
+    scenario: str | None,
+    tag: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
     """List stored runs, newest first."""
     from rich.console import Console
 
@@ -68,13 +74,26 @@ def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: 
 
 @click.command()
 @click.argument("run_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the HTML report.")
-@click.option("--template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A Jinja2 template to use instead of reports/default.html.j2.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the HTML report.",
+)
+@click.option(
+    "--template",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A Jinja2 template to use instead of reports/default.html.j2.",
+)
 @store_options
-def report(run_id: str, output: Path, template: Path | None, store_url: str | None,
-           results_dir: Path | None) -> None:
+def report(
+    run_id: str,
+    output: Path,
+    template: Path | None,
+    store_url: str | None,
+    results_dir: Path | None,
+) -> None:
     """Re-render a run's HTML report from the store (no guest is touched)."""
     from vbench.report.build import render_run_report
 

@@ -20,7 +20,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class Loaded(Generic[M]):  # noqa: UP046 - Python 3.11
+class Loaded(Generic[M]):
     model: M
     source: Source
 
@@ -144,9 +144,9 @@ def set_path(data: Any, path: PathT, value: Any, what: str) -> None:
         else:
             raise ConfigError(f"{what}: {dotted(path[:i])} is not a mapping")
     last = path[-1]
-    if isinstance(node, list) and isinstance(last, int) and last < len(node):
-        node[last] = value
-    elif isinstance(node, dict):
+    if (isinstance(node, list) and isinstance(last, int) and last < len(node)) or isinstance(
+        node, dict
+    ):
         node[last] = value
     else:
         raise ConfigError(f"{what}: cannot set {dotted(path)}")

@@ -64,9 +64,7 @@ def _axes(scenario: Scenario) -> list[list[dict[str, tuple[int, Level]]]]:
             done.add(name)
             continue
         n = len(factor.levels)
-        axes.append(
-            [{g: (i, scenario.factors[g].levels[i]) for g in group} for i in range(n)]
-        )
+        axes.append([{g: (i, scenario.factors[g].levels[i]) for g in group} for i in range(n)])
         done.update(group)
     return axes
 
@@ -92,7 +90,9 @@ def _check_zip_and_exclude(scenario: Scenario, src: Source) -> None:
         for name, level in rule.items():
             factor = scenario.factors.get(name)
             if factor is None:
-                issues.append(src.issue(("exclude", ei, name), _no_factor(name, scenario), key=True))
+                issues.append(
+                    src.issue(("exclude", ei, name), _no_factor(name, scenario), key=True)
+                )
             elif _label_of(level) not in factor.level_labels():
                 issues.append(
                     src.issue(
@@ -117,9 +117,7 @@ def _label_of(value: Any) -> str:
 
 
 def _excluded(labels: Mapping[str, str], rules: list[dict[str, Any]]) -> bool:
-    return any(
-        all(labels.get(k) == _label_of(v) for k, v in rule.items()) for rule in rules
-    )
+    return any(all(labels.get(k) == _label_of(v) for k, v in rule.items()) for rule in rules)
 
 
 def _overrides(
@@ -131,9 +129,8 @@ def _overrides(
         factor: Factor = scenario.factors[name]
         origin: tuple[str | int, ...] = ("factors", name, "levels", i)
         path = factor.path or f"workload.params.{name}"
-        if level.value is not None or not level.set:
-            if level.value is not None:
-                out.append((path, level.value, origin))
+        if (level.value is not None or not level.set) and level.value is not None:
+            out.append((path, level.value, origin))
         for p, v in level.set.items():
             out.append((p, v, (*origin, "set", p)))
         if level.profile:
@@ -155,7 +152,7 @@ def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpe
     point_src = Source(src.file, data, dict(src.values), dict(src.keys), dict(src.overridden))
     for path, _value, origin in spec.overrides:
         parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
-        file, line, col = src.locate(origin)
+        _file, line, col = src.locate(origin)
         point_src.values[parts] = (line or 1, col or 1)
     point_scenario = validate_model(Scenario, point_src)
     return PointSpec(

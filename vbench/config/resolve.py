@@ -65,7 +65,9 @@ def bind_roles(scenario: Scenario, driver_roles: tuple[str, ...], src: Source) -
     return roles
 
 
-def bind_groups(scenario: Scenario, lab: Lab, src: Source, lab_file: str) -> dict[str, tuple[str, ...]]:
+def bind_groups(
+    scenario: Scenario, lab: Lab, src: Source, lab_file: str
+) -> dict[str, tuple[str, ...]]:
     """Choose the lab nodes of every topology group."""
     issues: list[ConfigIssue] = []
     out: dict[str, tuple[str, ...]] = {}
@@ -103,7 +105,11 @@ def guest_spec(lab: Lab, name: str) -> GuestSpec:
     """Resolve a lab node (defaults, jump host, secrets) into a connectable GuestSpec."""
     node = lab.nodes[name]
     jump_name = node.jump or lab.defaults.jump
-    jump = _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name]) if jump_name else None
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
+        if jump_name
+        else None
+    )
     return _endpoint_spec(lab, f"nodes.{name}", name, node, jump=jump)
 
 

@@ -31,8 +31,13 @@ def _type_name(annotation: Any) -> str:
         if isinstance(annotation, type):
             if issubclass(annotation, BaseModel):
                 return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
-            return {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
-                    "NoneType": "null"}.get(annotation.__name__, annotation.__name__)
+            return {
+                "str": "string",
+                "int": "integer",
+                "float": "number",
+                "bool": "boolean",
+                "NoneType": "null",
+            }.get(annotation.__name__, annotation.__name__)
         return str(annotation).replace("typing.", "")
     args = [a for a in get_args(annotation)]
     name = getattr(origin, "__name__", str(origin))
@@ -89,11 +94,19 @@ def _nested(annotation: Any) -> list[type[BaseModel]]:
 
 def _table(model: type[BaseModel]) -> list[str]:
     doc = (model.__doc__ or "").strip().splitlines()[0] if model.__doc__ else ""
-    lines = [f"### {model.__name__}", "", doc, "", "| field | type | default | meaning |",
-             "|---|---|---|---|"]
+    lines = [
+        f"### {model.__name__}",
+        "",
+        doc,
+        "",
+        "| field | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
     for name, f in model.model_fields.items():
         desc = (f.description or "").replace("|", "\\|")
-        lines.append(f"| `{f.alias or name}` | {_type_name(f.annotation)} | {_default(f)} | {desc} |")
+        lines.append(
+            f"| `{f.alias or name}` | {_type_name(f.annotation)} | {_default(f)} | {desc} |"
+        )
     return [*lines, ""]
 
 

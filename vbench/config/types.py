@@ -38,7 +38,8 @@ def parse_duration(value: Any) -> float:
         except ValueError:
             pass
     raise PydanticCustomError(
-        "duration", "{value} is not a duration (expected seconds or e.g. 30s, 5m, 1h30m)",
+        "duration",
+        "{value} is not a duration (expected seconds or e.g. 30s, 5m, 1h30m)",
         {"value": repr(value)},
     )
 

@@ -109,8 +109,11 @@ def _walk(
             if key in seen:
                 issues.append(
                     ConfigIssue(
-                        src.file, knode.start_mark.line + 1, knode.start_mark.column + 1,
-                        dotted(child), "duplicate key (each key may appear once)",
+                        src.file,
+                        knode.start_mark.line + 1,
+                        knode.start_mark.column + 1,
+                        dotted(child),
+                        "duplicate key (each key may appear once)",
                     )
                 )
             seen.add(key)

@@ -146,8 +146,13 @@ class Engine:
             error=error,
         )
         self.rundir.log(
-            "trial_end", level="info" if status == "ok" else "error", point=point.index,
-            trial=trial, status=status, error=error, samples=len(samples),
+            "trial_end",
+            level="info" if status == "ok" else "error",
+            point=point.index,
+            trial=trial,
+            status=status,
+            error=error,
+            samples=len(samples),
             phases=result.phases.as_dict(),
         )
         return result
@@ -188,7 +193,9 @@ class Engine:
         budget = expected + (limit if limit is not None else max(120.0, expected))
         return _Watchdog(budget, self.cancel, trial_cancel, timed_out)
 
-    def _phase(self, marks: dict[str, float], name: str, key: str | None, secs: float | None) -> None:
+    def _phase(
+        self, marks: dict[str, float], name: str, key: str | None, secs: float | None
+    ) -> None:
         if key:
             marks[key] = time.time()
         self.progress.phase(name, secs)
@@ -205,8 +212,13 @@ class Engine:
         try:
             return point.workload.collect(ctx)
         except Exception as exc:  # partial output is expected to be unparseable at times
-            self.rundir.log("salvage_failed", level="warning", point=point.index,
-                            trial=ctx.trial, error=str(exc))
+            self.rundir.log(
+                "salvage_failed",
+                level="warning",
+                point=point.index,
+                trial=ctx.trial,
+                error=str(exc),
+            )
             return []
 
     def _teardown(self, point: PlannedPoint, ctx: TrialContext, error: str | None) -> str | None:
@@ -224,6 +236,7 @@ class Engine:
 
     def _cleanup_guests(self) -> None:
         """Remove the run's scratch directory from every guest (best effort, logged)."""
+
         def clean(guest: Any) -> None:
             guest.kill_all()
             guest.remove(f"{guest.spec.workdir.rstrip('/')}/{self.run_id}")
@@ -243,7 +256,10 @@ class _Watchdog:
     """Sets the trial's cancel event on a user interrupt or when the time budget is spent."""
 
     def __init__(
-        self, budget: float, run_cancel: threading.Event, trial_cancel: threading.Event,
+        self,
+        budget: float,
+        run_cancel: threading.Event,
+        trial_cancel: threading.Event,
         timed_out: threading.Event,
     ) -> None:
         self._stop = threading.Event()
@@ -253,7 +269,10 @@ class _Watchdog:
         self._thread.start()
 
     def _watch(
-        self, budget: float, run_cancel: threading.Event, trial_cancel: threading.Event,
+        self,
+        budget: float,
+        run_cancel: threading.Event,
+        trial_cancel: threading.Event,
         timed_out: threading.Event,
     ) -> None:
         deadline = time.monotonic() + budget

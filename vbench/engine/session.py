@@ -69,7 +69,9 @@ def preflight(plan: Plan, pool: GuestPool) -> None:
     def check(guest: Any) -> None:
         for tool in sorted(needs.get(guest.name, ())):
             if guest.which(tool) is None:
-                raise GuestError(guest.name, f"{tool} not found in PATH (install the {tool} package)")
+                raise GuestError(
+                    guest.name, f"{tool} not found in PATH (install the {tool} package)"
+                )
 
     pool.fan_out(plan.node_names(), check)
 
@@ -93,7 +95,10 @@ def interrupt_handler(cancel: threading.Event) -> Iterator[None]:
 
 
 def execute(
-    session: RunSession, store: Store, results_dir: Path, progress: ProgressSink | None = None,
+    session: RunSession,
+    store: Store,
+    results_dir: Path,
+    progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[RunOutcome, RunDir]:
     req, plan = session.request, session.plan
@@ -128,8 +133,16 @@ def execute(
         store.create_run(info)
         store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
         rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
-        engine = Engine(plan, pool, store, rundir, run_id, fail_fast=req.fail_fast,
-                        progress=progress, cancel=cancel)
+        engine = Engine(
+            plan,
+            pool,
+            store,
+            rundir,
+            run_id,
+            fail_fast=req.fail_fast,
+            progress=progress,
+            cancel=cancel,
+        )
         outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
             with interrupt_handler(cancel):

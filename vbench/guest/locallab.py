@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
+from vbench.config.secrets import vbench_home
 from vbench.errors import ConfigError, LabError
 from vbench.guest.spec import GuestSpec
 
@@ -44,10 +43,6 @@ class LocalLabStatus:
     user: str | None = None  # the login the lab accepts (None when not configured)
 
 
-def vbench_home() -> Path:
-    """$VBENCH_HOME, else the user's data directory for vbench."""
-    env = os.environ.get("VBENCH_HOME")
-    return Path(env).expanduser() if env else Path(platformdirs.user_data_dir("vbench"))
 
 
 def lab_dir(home: Path | None = None) -> Path:

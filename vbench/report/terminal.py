@@ -52,7 +52,7 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
         blank = [Text("")] * len(head)
         trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
         for i, m in enumerate(shown):
-            cells = list(head if i == 0 else blank) + [Text(m)]
+            cells = [*list(head if i == 0 else blank), Text(m)]
             cell = view.cell(p.point, m)
             if not p.has_data or cell.summary is None:
                 cells += [Text(NO_DATA, style="red"), Text(""), Text(trials), Text("")]
