@@ -9,13 +9,18 @@ DEB_PACKAGES := fio openssh-server openssh-client sysstat postgresql procps ipro
 
 LOCAL_LAB := examples/labs/local.yaml
 
-.PHONY: demo test lint docs system venv lab-up lab-down clean
+# vcsim (the vCenter simulator) and govc, pinned, built from the Go module proxy into .tools/.
+GOVMOMI_VERSION := v0.46.0
+TOOLS_BIN := $(CURDIR)/.tools/bin
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-demo: venv system
+.PHONY: demo test lint docs system venv tools lab-up lab-down clean
+
+demo: venv system tools
 	$(BIN)/vbench lab up $(LOCAL_LAB)
 	$(BIN)/vbench run examples/quickstart.yaml --lab $(LOCAL_LAB) --tag demo
 
-test: venv system
+test: venv system tools
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
@@ -46,7 +51,19 @@ system:
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-lab-up: venv system
+# Idempotent: a binary already built from $(GOVMOMI_VERSION) is kept.
+tools:
+	@for t in vcsim govc; do \
+	  if $(GO) version -m $(TOOLS_BIN)/$$t 2>/dev/null | \
+	    grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/vmware/govmomi[[:space:]]+$(GOVMOMI_VERSION)[[:space:]]"; \
+	  then continue; fi; \
+	  test -x "$(GO)" || command -v "$(GO)" >/dev/null || \
+	    { echo "Go (1.22 or later) is needed to build $$t: https://go.dev/dl"; exit 1; }; \
+	  echo "building $$t $(GOVMOMI_VERSION) into $(TOOLS_BIN)"; \
+	  GOBIN=$(TOOLS_BIN) $(GO) install github.com/vmware/govmomi/$$t@$(GOVMOMI_VERSION) || exit 1; \
+	done
+
+lab-up: venv system tools
 	$(BIN)/vbench lab up $(LOCAL_LAB)
 
 lab-down: venv

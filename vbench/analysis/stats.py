@@ -8,6 +8,7 @@ figure ``None`` (never 0.0).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ def _median(xs: list[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
 
 
+@functools.lru_cache(maxsize=4096)  # called per point and metric: thousands of times
 def t_quantile(n: int, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student-t critical value for a sample of ``n`` (n >= 2)."""
     return float(_sp.t.ppf(0.5 + confidence / 2.0, n - 1))

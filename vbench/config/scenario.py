@@ -115,19 +115,32 @@ class CollectorSpec(Strict):
 
 
 class QosCriterion(Strict):
-    """A pass/fail criterion on one metric."""
+    """A pass/fail criterion on one metric (or derived figure), checked at every point."""
 
     name: str | None = Field(None, description="label in reports (default: derived)")
-    metric: str = Field(description="metric name, e.g. read_clat_p99 or response_time_avg")
-    where: dict[str, str] = Field(
-        default_factory=dict, description="sample labels to match, e.g. {operation: HomePage}"
+    metric: str = Field(
+        description="metric or derived figure name, e.g. read_clat_p99 or response_time_avg"
     )
-    stat: Literal["mean", "median", "min", "max"] = Field(
-        "mean", description="how trials of a point are combined before the comparison"
+    where: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="sample labels to match, e.g. {operation: HomePage}; a list of values "
+        "makes one check per value (default: the aggregate figure, no labels)",
+    )
+    at: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="factor -> level(s) of the points the criterion applies to (default: all)",
+    )
+    stat: str = Field(
+        "mean",
+        pattern=r"^(mean|median|min|max|p(100|[1-9]?[0-9])(\.[0-9]+)?)$",
+        description="how the trials of a point are combined before the comparison: "
+        "mean, median, min, max, or a percentile over trials such as p90",
     )
     op: Literal["<=", ">=", "<", ">"] = Field(description="comparison")
-    threshold: float = Field(description="the limit, in the metric's unit")
-    unit: str | None = Field(None, description="unit of the threshold (checked against data)")
+    threshold: float = Field(description="the limit, in the metric's unit (or `unit`)")
+    unit: str | None = Field(
+        None, description="unit of the threshold; time and rate units are converted"
+    )
 
 
 class Derived(Strict):
@@ -136,30 +149,44 @@ class Derived(Strict):
     name: str = Field(pattern=NAME, description="name of the derived figure")
     kind: Literal["normalize", "speedup", "ratio", "expr", "geomean"] = Field(
         description="normalize to a baseline point, speedup of one point over another, "
-        "ratio/expr over metrics, or geometric mean across metrics"
+        "ratio/expr over metrics, or geometric mean across metrics or factor levels"
     )
     metric: str | None = Field(None, description="metric it is computed from")
     metrics: list[str] = Field(default_factory=list, description="metrics (geomean)")
     baseline: dict[str, str] | None = Field(
-        None, description="factor -> level selecting the baseline point (= 1.0)"
+        None,
+        description="factor -> level selecting the baseline point (= 1.0); the other "
+        "factors keep the level of the point being computed",
     )
     target: dict[str, str] | None = Field(
-        None, description="factor -> level selecting the compared point (speedup)"
+        None,
+        description="factor -> level selecting the compared point (speedup; "
+        "default: every point that is not a baseline)",
     )
     ideal: float | str | None = Field(
-        None, description="ideal speedup: a number or a factor/parameter holding N"
+        None,
+        description="ideal speedup: a number, or a factor whose numeric level holds N "
+        "(ideal = N / N at the baseline)",
     )
-    expr: str | None = Field(None, description="expression over metric names (ratio/expr)")
+    expr: str | None = Field(
+        None, description="expression over metric and derived names: + - * / ( ) and numbers"
+    )
+    across: str | None = Field(
+        None, description="geomean of `metric` across the levels of this factor"
+    )
+    better: Literal["higher", "lower"] | None = Field(
+        None, description="direction of improvement (default: from the metric it is built on)"
+    )
     unit: str = Field("", description="unit of the result")
 
     @model_validator(mode="after")
     def _needs(self) -> Derived:
         need = {
             "normalize": ("metric", "baseline"),
-            "speedup": ("metric", "baseline", "target"),
+            "speedup": ("metric", "baseline"),
             "ratio": ("expr",),
             "expr": ("expr",),
-            "geomean": ("metrics",),
+            "geomean": ("metric", "across") if self.across else ("metrics",),
         }[self.kind]
         missing = [n for n in need if not getattr(self, n)]
         if missing:
@@ -180,6 +207,32 @@ class ReportSpec(Strict):
         default_factory=list, description="metrics to lead with (default: the driver's)"
     )
     charts: list[Chart] = Field(default_factory=list, description="extra charts")
+    error_bars: Literal["range", "ci"] = Field(
+        "range", description="whiskers of bar charts: min–max over trials, or the 95 % CI"
+    )
+    better: dict[str, Literal["higher", "lower"]] = Field(
+        default_factory=dict,
+        description="metric -> direction of improvement, where the name and unit do not "
+        "tell (latency and time units are lower-is-better, the rest higher-is-better)",
+    )
+
+
+class RegressionSpec(Strict):
+    """How `vbench run --check-regression` judges a run against its baseline."""
+
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="metrics and derived figures checked (default: the headline metrics)",
+    )
+    min_effect: float = Field(
+        0.05, ge=0, lt=10, description="smallest relative change counted as a regression"
+    )
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="significance level of the test")
+    baseline: str = Field(
+        "auto",
+        description="auto (the baseline set with `vbench baseline set`, else last), last, "
+        "last:K (the last K compatible runs pooled), tag:NAME, or a run id",
+    )
 
 
 class Settings(Strict):
@@ -215,6 +268,9 @@ class Scenario(Strict):
     qos: list[QosCriterion] = Field(default_factory=list, description="pass/fail criteria")
     derived: list[Derived] = Field(
         default_factory=list, description="figures computed from stored metrics"
+    )
+    regression: RegressionSpec = Field(
+        default_factory=RegressionSpec, description="regression check against a baseline"
     )
     report: ReportSpec = Field(default_factory=ReportSpec, description="report layout")
     settings: Settings = Field(default_factory=Settings, description="engine settings")

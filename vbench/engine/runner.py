@@ -125,6 +125,9 @@ class Engine:
             error = str(exc)
         except VbenchError as exc:
             status, error = "failed", str(exc)
+            if self.cancel.is_set():
+                # The driver saw its processes killed because the user interrupted.
+                status, error = "interrupted", f"interrupted by the user ({exc})"
         except Exception as exc:  # a driver bug must not lose the run
             status, error = "failed", f"internal error: {type(exc).__name__}: {exc}"
             self.rundir.log("trial_traceback", level="error", traceback=traceback.format_exc())

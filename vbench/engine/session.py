@@ -20,7 +20,7 @@ from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
-from vbench.errors import GuestError
+from vbench.errors import GuestError, VbenchError
 from vbench.guest.ssh import GuestPool
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
@@ -105,7 +105,8 @@ def execute(
     lab = session.lab.model
     cancel = cancel or threading.Event()
     specs = [guest_spec(lab, n) for n in plan.node_names()]
-    with GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel) as pool:
+    pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
+    try:
         preflight(plan, pool)
         run_id = new_run_id()
         rundir = RunDir(results_dir, run_id)
@@ -150,7 +151,19 @@ def execute(
         finally:
             store.finish_run(run_id, outcome.status, time.time())
             rundir.log("run_end", status=outcome.status, failed=len(outcome.failed))
+    finally:
+        _release(pool)
     return outcome, rundir
+
+
+def _release(pool: GuestPool) -> None:
+    """Stop whatever is still tracked and close every connection. A guest that died
+    during the run has already failed its trials; it must not turn the end of the run
+    into an error as well."""
+    for guest in pool.guests():
+        with contextlib.suppress(VbenchError):
+            guest.kill_all()
+    pool.close()
 
 
 def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:

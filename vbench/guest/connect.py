@@ -243,7 +243,13 @@ def _candidate_keys(spec: GuestSpec) -> list[paramiko.PKey]:
 def _load_key(spec: GuestSpec, path: Path, *, required: bool) -> paramiko.PKey | None:
     target = target_of(spec)
     try:
-        return paramiko.PKey.from_path(path, spec.password)
+        try:
+            return paramiko.PKey.from_path(path)
+        except paramiko.PasswordRequiredException:
+            # An encrypted key: the lab's password doubles as its passphrase.
+            if spec.password is None:
+                raise
+            return paramiko.PKey.from_path(path, spec.password.encode())
     except FileNotFoundError as exc:
         raise GuestError(target, f"key file {path} not found") from exc
     except paramiko.PasswordRequiredException as exc:

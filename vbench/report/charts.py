@@ -11,8 +11,10 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from matplotlib import rc_context
 from matplotlib.axes import Axes
@@ -25,6 +27,12 @@ _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
 _ID = re.compile(r'(\sid=)"([^"]*)"')
 _REF = re.compile(r'((?:xlink:)?href="|url\()#')
 _BAR_COLOR = "#4c72b0"
+_PASS = "#2e7d32"
+_FAIL = "#b00020"
+# A colour-blind-safe qualitative palette (Okabe–Ito, then greys).
+_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
+            "#f0e442", "#000000", "#777777", "#bbbbbb")  # fmt: skip
+_RC = {"svg.fonttype": "none", "svg.hashsalt": "vbench", "font.size": 9}
 _MANY_POINTS = 6  # rotate tick labels beyond this
 _LABEL_BARS_UP_TO = 12
 _MAX_TICK_LABEL = 28  # print the mean on each bar up to this many points
@@ -79,11 +87,12 @@ def _whiskers(bars: Sequence[Bar]) -> tuple[list[float], list[float]]:
     return below, above
 
 
-def _draw(ax: Axes, bars: Sequence[Bar]) -> list[float]:
-    """Bars, min–max whiskers and "no data" marks; returns the means drawn."""
+def _draw(ax: Axes, bars: Sequence[Bar], colors: Sequence[str] | None = None) -> list[float]:
+    """Bars, whiskers and "no data" marks; returns the means drawn."""
     xs = [i for i, b in enumerate(bars) if b.has_data]
     means = [float(bars[i].mean) for i in xs]  # type: ignore[arg-type]
-    rects = ax.bar(xs, means, color=_BAR_COLOR, width=0.65)
+    color: Any = [colors[i] for i in xs] if colors is not None else _BAR_COLOR
+    rects = ax.bar(xs, means, color=color, width=0.65)
     if xs:
         below, above = _whiskers([bars[i] for i in xs])
         ax.errorbar(xs, means, yerr=[below, above], fmt="none", ecolor="#222222", capsize=4)
@@ -114,27 +123,130 @@ def _style(ax: Axes, bars: Sequence[Bar], means: list[float], rotate: bool) -> N
 
 
 def bar_chart_svg(
-    bars: Sequence[Bar], ylabel: str, *, chart_id: str, xlabel: str = "", title: str = ""
+    bars: Sequence[Bar],
+    ylabel: str,
+    *,
+    chart_id: str,
+    xlabel: str = "",
+    title: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+    thresholds: Sequence[float | None] | None = None,
+    passed: Sequence[bool | None] | None = None,
 ) -> str:
     """A bar per point, whiskers from ``low`` to ``high``; returns inline SVG text.
 
     ``chart_id`` (an HTML id: letters, digits, ``-``) becomes the root element's id and
     prefixes every inner id, so that several charts can live in one page.
+    ``reference`` draws a dashed line across the chart (1.0 for normalised figures);
+    ``thresholds`` a limit per bar (QoS), with bars coloured by ``passed``.
     """
     n = len(bars)
     rotate = n > _MANY_POINTS or any(len(b.label) > 14 for b in bars)
     size = (max(5.0, min(16.0, 1.2 + 0.55 * n)), 4.4 if rotate else 3.6)
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "vbench", "font.size": 9}):
+    with chart_figure(size) as (fig, ax):
+        colors = None
+        if passed is not None:
+            colors = [_PASS if ok else _FAIL if ok is False else _BAR_COLOR for ok in passed]
+        _style(ax, bars, _draw(ax, bars, colors), rotate)
+        if reference is not None:
+            ax.axhline(reference, color="#444444", linestyle="--", linewidth=1,
+                       label=reference_label or None)
+        if thresholds is not None:
+            _threshold_marks(ax, thresholds)
+        if reference_label or thresholds is not None:
+            ax.legend(loc="best", fontsize=7, frameon=False)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title)
+        return finish(fig, chart_id)
+
+
+def _threshold_marks(ax: Axes, thresholds: Sequence[float | None]) -> None:
+    """A red segment over each bar at its limit (one line when all limits are equal)."""
+    known = [t for t in thresholds if t is not None]
+    if not known:
+        return
+    if len(set(known)) == 1:
+        ax.axhline(known[0], color=_FAIL, linestyle="--", linewidth=1.2, label="QoS limit")
+        return
+    first = True
+    for i, t in enumerate(thresholds):
+        if t is None:
+            continue
+        ax.hlines(t, i - 0.42, i + 0.42, colors=_FAIL, linestyles="--", linewidth=1.5,
+                  label="QoS limit" if first else None)
+        first = False
+
+
+def grouped_bar_chart_svg(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[Bar]]],
+    ylabel: str,
+    *,
+    chart_id: str,
+    xlabel: str = "",
+    title: str = "",
+    legend_title: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+) -> str:
+    """Bars grouped by category, one colour per series (each series has one Bar per
+    category, in order); whiskers as in :func:`bar_chart_svg`."""
+    n_cat, n_ser = len(categories), max(1, len(series))
+    width = 0.8 / n_ser
+    rotate = n_cat > _MANY_POINTS or any(len(c) > 14 for c in categories)
+    size = (max(5.0, min(16.0, 1.6 + 0.35 * n_cat * n_ser)), 4.4 if rotate else 3.8)
+    with chart_figure(size) as (fig, ax):
+        means: list[float] = []
+        for k, (name, bars) in enumerate(series):
+            offset = (k - (n_ser - 1) / 2) * width
+            xs = [i + offset for i, b in enumerate(bars) if b.has_data]
+            ms = [float(b.mean) for b in bars if b.has_data]  # type: ignore[arg-type]
+            ax.bar(xs, ms, width=width * 0.95, label=_short(name), color=_PALETTE[k % 10])
+            if xs:
+                below, above = _whiskers([b for b in bars if b.has_data])
+                ax.errorbar(xs, ms, yerr=[below, above], fmt="none", ecolor="#222222",
+                            capsize=2)
+            for i, b in enumerate(bars):
+                if not b.has_data:
+                    ax.text(i + offset, 0, "no data", rotation=90, ha="center", va="bottom",
+                            color=_FAIL, fontsize=6)
+            means += ms
+        ax.set_xticks(range(n_cat))
+        ax.set_xticklabels([_short(c) for c in categories], rotation=40 if rotate else 0,
+                           ha="right" if rotate else "center")
+        if all(m >= 0 for m in means):
+            ax.set_ylim(bottom=0)
+        if reference is not None:
+            ax.axhline(reference, color="#444444", linestyle="--", linewidth=1,
+                       label=reference_label or None)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.legend(title=legend_title or None, fontsize=7, title_fontsize=7, frameon=False,
+                  loc="best")
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title)
+        return finish(fig, chart_id)
+
+
+@contextmanager
+def chart_figure(size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
+    """A figure on its own Agg canvas with the report's style."""
+    with rc_context(_RC):
         # An Agg canvas of our own, not pyplot: no GUI and no global backend switch
         # for a caller that uses pyplot itself.
         fig = Figure(figsize=size)
         FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-        _style(ax, bars, _draw(ax, bars), rotate)
-        ax.set_ylabel(ylabel)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title)
+        yield fig, fig.add_subplot()
+
+
+def finish(fig: Figure, chart_id: str, *, tight: bool = True) -> str:
+    """The figure as inline SVG (call inside :func:`chart_figure`)."""
+    if tight:
         fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     return clean_svg(buf.getvalue(), chart_id)

@@ -128,7 +128,8 @@ def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         ("points×trials", "right"),
         ("tags", "left"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # A run id is copied into other commands: never wrap it.
+        table.add_column(name, justify=justify, no_wrap=name == "run id")  # type: ignore[arg-type]
     for row in rows:
         status = str(row.get("status") or MISSING)
         started, ended = row.get("started"), row.get("ended")

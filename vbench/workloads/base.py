@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from vbench.config.types import Strict
 from vbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,10 +30,11 @@ if TYPE_CHECKING:
     from vbench.results.records import Sample
 
 
-class Params(BaseModel):
-    """Base of every driver's parameter model: unknown keys are refused."""
+class Params(Strict):
+    """Base of every driver's parameter model: unknown keys are refused, with the
+    closest known key suggested, like everywhere else in a scenario."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 @dataclass(frozen=True)

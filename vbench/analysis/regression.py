@@ -1,0 +1,285 @@
+"""Regression checks for nightly jobs: a run against its baseline.
+
+The baseline is chosen by a spec:
+
+- ``auto`` (default): the baseline set with ``vbench baseline set`` for the scenario in
+  this lab, else ``last``;
+- ``last``: the newest earlier run of the same scenario that completed (status ok) and
+  is *compatible*; ``last:K``: the newest K such runs, their trials pooled;
+- ``tag:NAME``: the newest earlier run of the scenario carrying the tag;
+- a run id (or unique prefix); a bare word that is no run id is tried as a tag.
+
+"Earlier" means started before the run being checked, so re-checking an old run later
+gives the same answer. Compatible: the same measured experiment (the scenario's
+topology, workload, factors and phases hash alike) and no hardware difference in the
+testbed facts (host or CPU model, memory, vCPUs, NICs …); a new ESXi build or guest
+kernel is what a nightly check is meant to catch, so versions do not break
+compatibility.
+
+A check (one metric at one point) is a regression when the run is worse than the
+baseline by more than ``min_effect`` (relative to the baseline mean, in the metric's
+direction of improvement) *and* the difference is significant (see
+:func:`vbench.analysis.compare.significance`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.analysis.compare import Significance, match_points, significance
+from vbench.analysis.figures import (
+    RunFigures,
+    better,
+    fact_differences,
+    measurement_hash,
+    present,
+)
+from vbench.analysis.stats import Summary, summarize
+from vbench.errors import ConfigError, RunNotFound
+from vbench.results.store import RunRow, Store, baseline_scope
+
+REGRESSION, IMPROVED, OK, MISSING = "regression", "improved", "ok", "missing"
+_LAST = re.compile(r"^last(?::(\d+))?$")
+CANDIDATES = 500  # earlier runs of the scenario looked at for last / last:K
+
+
+@dataclass(frozen=True)
+class BaselineChoice:
+    spec: str
+    run_ids: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    title: str
+    labels: Mapping[str, str]
+    metric: str
+    unit: str
+    better: str
+    baseline: Summary
+    current: Summary
+    sig: Significance
+    worse_by: float | None  # relative, > 0 when worse than the baseline
+    status: str  # regression | improved | ok | missing
+
+    @property
+    def change(self) -> float | None:
+        b, c = self.baseline.mean, self.current.mean
+        if b is None or c is None or b == 0:
+            return None
+        return (c - b) / abs(b)
+
+    @property
+    def message(self) -> str:
+        if self.status == MISSING:
+            return "no data on one side"
+        change = self.change
+        pct = f"{change * 100:+.1f} %" if change is not None else "n/a"
+        return f"{pct} ({self.better} is better); {self.sig.reason}"
+
+
+@dataclass(frozen=True)
+class RegressionResult:
+    baseline: BaselineChoice | None
+    checks: tuple[RegressionCheck, ...]
+    min_effect: float
+    alpha: float
+    note: str = ""  # why the check was skipped, when it was
+
+    @property
+    def skipped(self) -> bool:
+        return self.baseline is None
+
+    @property
+    def regressions(self) -> list[RegressionCheck]:
+        return [c for c in self.checks if c.status == REGRESSION]
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    def verdict(self) -> str:
+        if self.baseline is None:
+            return f"regression check skipped: {self.note}"
+        bad = self.regressions
+        head = f"against {self.baseline.description}"
+        if bad:
+            return f"REGRESSION in {len(bad)} of {len(self.checks)} checks {head}"
+        return f"no regression in {len(self.checks)} checks {head}"
+
+
+# ------------------------------------------------------------- baseline choice
+
+
+def incompatibility(run: RunRow, other: RunRow) -> str | None:
+    """Why ``other`` cannot serve as a baseline for ``run`` (None: it can)."""
+    if other.scenario_name != run.scenario_name:
+        return f"scenario {other.scenario_name} is not {run.scenario_name}"
+    if measurement_hash(other.scenario) != measurement_hash(run.scenario):
+        return "the scenario measures something else (topology, workload, factors or phases)"
+    hw = [d for d in fact_differences(_as_dict(other), _as_dict(run)) if d.hardware]
+    if hw:
+        d = hw[0]
+        return f"hardware differs: {d.key} {d.a} → {d.b}" + (
+            f" (+{len(hw) - 1} more)" if len(hw) > 1 else ""
+        )
+    return None
+
+
+def _as_dict(run: RunRow) -> dict[str, Any]:
+    return dataclasses.asdict(run)
+
+
+def _earlier(store: Store, run: RunRow, tag: str | None = None) -> list[RunRow]:
+    rows = store.list_runs(scenario=run.scenario_name, tag=tag, limit=CANDIDATES)
+    return [r for r in rows if r.run_id != run.run_id and r.started < run.started]
+
+
+def _last(store: Store, run: RunRow, k: int) -> BaselineChoice | None:
+    found = [
+        r for r in _earlier(store, run) if r.status == "ok" and incompatibility(run, r) is None
+    ][:k]
+    if not found:
+        return None
+    ids = tuple(r.run_id for r in found)
+    if k == 1:
+        return BaselineChoice("last", ids, f"the last compatible run {ids[0]}")
+    return BaselineChoice(f"last:{k}", ids, f"the last {len(ids)} compatible runs, pooled")
+
+
+def _tagged(store: Store, run: RunRow, tag: str) -> BaselineChoice | None:
+    found = [r for r in _earlier(store, run, tag) if r.status == "ok"]
+    if not found:
+        return None
+    return BaselineChoice(f"tag:{tag}", (found[0].run_id,), f"run {found[0].run_id} (tag {tag})")
+
+
+def resolve_baseline(store: Store, run: RunRow, spec: str = "auto") -> BaselineChoice | None:
+    """The baseline run(s) for ``run`` (None when there is none yet: first nightly run)."""
+    spec = spec.strip() or "auto"
+    if spec == "auto":
+        scope = baseline_scope(run.lab)
+        for b in store.baselines(run.scenario_name):
+            if b.scope == scope and b.run_id != run.run_id:
+                note = f" ({b.note})" if b.note else ""
+                return BaselineChoice("auto", (b.run_id,), f"the baseline run {b.run_id}{note}")
+        return _last(store, run, 1)
+    m = _LAST.match(spec)
+    if m:
+        k = int(m.group(1) or 1)
+        if k < 1:
+            raise ConfigError(f"baseline {spec!r}: K must be at least 1")
+        return _last(store, run, k)
+    if spec.startswith("tag:"):
+        return _tagged(store, run, spec[4:])
+    run_id = spec[4:] if spec.startswith("run:") else spec
+    try:
+        other = store.get_run(run_id)
+    except RunNotFound:
+        if spec.startswith("run:"):
+            raise
+        tagged = _tagged(store, run, spec)
+        if tagged is None:
+            raise ConfigError(
+                f"baseline {spec!r}: no such run id, and no earlier run of "
+                f"{run.scenario_name} tagged {spec!r}"
+            ) from None
+        return tagged
+    if other.run_id == run.run_id:
+        raise ConfigError(f"baseline {spec!r} is the run being checked")
+    return BaselineChoice("run", (other.run_id,), f"run {other.run_id}")
+
+
+# ------------------------------------------------------------------ checking
+
+
+def _pooled(baselines: Sequence[RunFigures], labels: Mapping[str, str], metric: str) -> list[float]:
+    key = sorted(labels.items())
+    out: list[float] = []
+    for f in baselines:
+        for p, lab in f.points.items():
+            if sorted(lab.items()) == key:
+                out += present(f.trial_values(p, metric))
+    return out
+
+
+def check_regression(
+    current: RunFigures,
+    baselines: Sequence[RunFigures],
+    metrics: Sequence[str],
+    *,
+    min_effect: float = 0.05,
+    alpha: float = 0.05,
+    better_overrides: Mapping[str, str] | None = None,
+) -> list[RegressionCheck]:
+    """One check per metric and point the current run shares with the baseline(s)."""
+    checks: list[RegressionCheck] = []
+    shared = set()
+    for base in baselines:
+        shared |= {p for p, _ in match_points(current, base)}
+    for p in sorted(shared):
+        labels = current.points[p]
+        for m in metrics:
+            cur = present(current.trial_values(p, m))
+            base = _pooled(baselines, labels, m)
+            if not cur and not base:
+                continue
+            unit = current.units.get(m) or next(
+                (b.units[m] for b in baselines if m in b.units), ""
+            )
+            direction = better(m, unit, better_overrides)
+            checks.append(_judge(current.title(p), labels, m, unit, direction, base, cur,
+                                 min_effect, alpha))
+    return checks
+
+
+def _judge(
+    title: str, labels: Mapping[str, str], metric: str, unit: str, direction: str,
+    base: list[float], cur: list[float], min_effect: float, alpha: float,
+) -> RegressionCheck:
+    sb, sc = summarize(base), summarize(cur)
+    sig = significance(base, cur, alpha)
+    worse_by: float | None = None
+    status = MISSING
+    if sb.mean is not None and sc.mean is not None and sb.mean != 0:
+        delta = (sc.mean - sb.mean) / abs(sb.mean)
+        worse_by = -delta if direction == "higher" else delta
+        status = OK
+        if sig.significant and worse_by > min_effect:
+            status = REGRESSION
+        elif sig.significant and -worse_by > min_effect:
+            status = IMPROVED
+    return RegressionCheck(title, dict(labels), metric, unit, direction, sb, sc, sig,
+                           worse_by, status)
+
+
+def run_regression(
+    store: Store,
+    run_id: str,
+    load: Callable[[str], RunFigures],
+    metrics: Sequence[str],
+    *,
+    spec: str = "auto",
+    min_effect: float = 0.05,
+    alpha: float = 0.05,
+    better_overrides: Mapping[str, str] | None = None,
+) -> RegressionResult:
+    """Resolve the baseline of ``run_id`` and check it; ``load`` gives a run's figures
+    (derived figures included, so that they can be checked too)."""
+    run = store.get_run(run_id)
+    choice = resolve_baseline(store, run, spec)
+    if choice is None:
+        note = (f"no earlier compatible run of {run.scenario_name} completed"
+                if spec in ("auto", "last") or _LAST.match(spec) else
+                f"no run matches baseline {spec!r}")
+        return RegressionResult(None, (), min_effect, alpha, note)
+    current = load(run.run_id)
+    bases = [load(r) for r in choice.run_ids]
+    checks = check_regression(current, bases, metrics, min_effect=min_effect, alpha=alpha,
+                              better_overrides=better_overrides)
+    return RegressionResult(choice, tuple(checks), min_effect, alpha)

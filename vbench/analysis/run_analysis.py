@@ -1,0 +1,70 @@
+"""Everything computed from one stored run: its figures, derived figures and QoS verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from vbench.analysis.derived import DerivedResult, compute_derived, parse_specs
+from vbench.analysis.figures import RunFigures, build_figures
+from vbench.analysis.qos import QosResult, evaluate_qos, parse_criteria
+from vbench.analysis.stats import DEFAULT_CV_THRESHOLD
+from vbench.results.store import Store
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    figures: RunFigures  # measured and point-level derived figures
+    derived: DerivedResult
+    qos: QosResult
+    problems: tuple[str, ...]  # derived/QoS declarations that could not be honoured
+
+
+def cv_threshold_of(scenario: Mapping[str, Any]) -> float:
+    value = (scenario.get("settings") or {}).get("cv_threshold")
+    return float(value) if isinstance(value, int | float) and value > 0 else DEFAULT_CV_THRESHOLD
+
+
+def better_overrides(scenario: Mapping[str, Any]) -> dict[str, str]:
+    raw = (scenario.get("report") or {}).get("better") or {}
+    return {str(k): str(v) for k, v in raw.items() if v in ("higher", "lower")}
+
+
+def analyze(
+    run: Mapping[str, Any],
+    points: Sequence[Mapping[str, Any]],
+    trials: Sequence[Mapping[str, Any]],
+    samples: pd.DataFrame,
+) -> RunAnalysis:
+    scenario = run.get("scenario") or {}
+    figures = build_figures(run, points, trials, samples)
+    specs, problems = parse_specs(scenario)
+    derived = compute_derived(
+        figures,
+        specs,
+        cv_threshold=cv_threshold_of(scenario),
+        better_overrides=better_overrides(scenario),
+    )
+    criteria, qos_problems = parse_criteria(scenario)
+    qos = evaluate_qos(derived.extended, criteria)
+    all_problems = [*problems, *derived.problems, *qos_problems, *qos.problems]
+    return RunAnalysis(derived.extended, derived, qos, tuple(dict.fromkeys(all_problems)))
+
+
+def load_analysis(store: Store, run_id: str) -> RunAnalysis:
+    run = store.get_run(run_id)
+    return analyze(
+        dataclasses.asdict(run),
+        [dataclasses.asdict(p) for p in store.points(run.run_id)],
+        [dataclasses.asdict(t) for t in store.trials(run.run_id)],
+        store.samples_frame(run.run_id),
+    )
+
+
+def load_figures(store: Store, run_id: str) -> RunFigures:
+    """A run's figures with its point-level derived figures."""
+    return load_analysis(store, run_id).figures

@@ -1,0 +1,343 @@
+"""govmomi's vCenter simulator (vcsim): find it, start it on loopback, stop it.
+
+The project's setup builds ``vcsim`` and ``govc`` at a pinned govmomi version into
+``.tools/bin`` (``make tools``). Tests and benchmarks start a simulator they own
+(:func:`start_vcsim`); ``vbench lab up`` starts one per simulated vCenter of the lab file
+as a daemon with a pid file under ``<vbench home>/vcsim/<name>/`` (:func:`sim_up`), with
+a certificate vbench generated so that TLS verification stays on (the lab trusts it
+through ``ca_file:``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import vbench
+from vbench.config.secrets import vbench_home
+from vbench.errors import LabError
+
+GOVMOMI_VERSION = "v0.46.0"
+READY_MARK = "GOVC_URL="
+TOOLS_ENV = {"vcsim": "VBENCH_VCSIM", "govc": "VBENCH_GOVC"}
+
+
+def find_tool(name: str) -> str:
+    """``$VBENCH_VCSIM``/``$VBENCH_GOVC``, else the checkout's ``.tools/bin``, else PATH."""
+    override = os.environ.get(TOOLS_ENV.get(name, ""), "")
+    if override:
+        return override
+    local = Path(vbench.__file__).resolve().parents[1] / ".tools" / "bin" / name
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise LabError(
+        name,
+        f"not found (run `make tools` to build govmomi {GOVMOMI_VERSION}'s {name} into "
+        f".tools/bin, or set {TOOLS_ENV.get(name, 'PATH')})",
+    )
+
+
+@dataclass(frozen=True)
+class VcsimOptions:
+    """The simulated inventory and behaviour (vcsim's command-line flags)."""
+
+    datacenters: int = 1
+    clusters: int = 1
+    hosts: int = 3  # per cluster
+    standalone_hosts: int = 1
+    vms: int = 2  # per resource pool and per standalone host
+    datastores: int = 1
+    folders: int = 0
+    pools: int = 0
+    portgroups: int = 1
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    method_delay_ms: tuple[tuple[str, int], ...] = ()
+    delay_jitter: float = 0.0
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+
+def vcsim_argv(binary: str, address: str, port: int, o: VcsimOptions) -> list[str]:
+    argv = [
+        binary, "-l", f"{address}:{port}",
+        "-dc", str(o.datacenters), "-cluster", str(o.clusters), "-host", str(o.hosts),
+        "-standalone-host", str(o.standalone_hosts), "-vm", str(o.vms),
+        "-ds", str(o.datastores), "-folder", str(o.folders), "-pool", str(o.pools),
+        "-pg", str(o.portgroups),
+    ]  # fmt: skip
+    if o.username:
+        argv += ["-username", o.username]
+    if o.password:
+        # vcsim takes it on the command line only; it guards a loopback simulator.
+        argv += ["-password", o.password]
+    if o.method_delay_ms:
+        argv += ["-method-delay", ",".join(f"{m}:{ms}" for m, ms in o.method_delay_ms)]
+    if o.delay_jitter:
+        argv += ["-delay-jitter", str(o.delay_jitter)]
+    if o.tls_cert and o.tls_key:
+        argv += ["-tlscert", o.tls_cert, "-tlskey", o.tls_key]
+    return argv
+
+
+@dataclass
+class VcsimProcess:
+    """A running simulator."""
+
+    pid: int
+    address: str
+    port: int
+    log: Path
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}:{self.port}/sdk"
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return _alive(self.pid)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.terminate()
+                try:
+                    self.popen.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.popen.kill()
+                    self.popen.wait(timeout)
+            return
+        _terminate(self.pid, timeout)
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+def start_vcsim(
+    options: VcsimOptions,
+    log: Path,
+    *,
+    address: str = "127.0.0.1",
+    port: int | None = None,
+    detach: bool = False,
+    timeout: float = 60.0,
+) -> VcsimProcess:
+    """Start vcsim and wait until it serves; a free port is picked when none is given."""
+    binary = find_tool("vcsim")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    attempts = 1 if port is not None else 5
+    last = ""
+    for _ in range(attempts):
+        p = port if port is not None else free_port(address)
+        with open(log, "wb") as out:
+            popen = subprocess.Popen(
+                vcsim_argv(binary, address, p, options),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=detach,
+            )
+        proc = VcsimProcess(popen.pid, address, p, log, popen)
+        if _wait_ready(proc, timeout):
+            return proc
+        last = _tail(log)
+        proc.stop()
+        if "address already in use" not in last:
+            break
+    raise LabError(f"vcsim ({address})", f"did not start: {last or 'no output'}")
+
+
+def _wait_ready(proc: VcsimProcess, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if READY_MARK in _tail(proc.log, 4096):
+            return True
+        if not proc.alive():
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def _tail(path: Path, size: int = 2000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-size:].decode(errors="replace").strip()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        # A zombie (exited, not yet reaped) counts as gone.
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# --- a certificate the lab can trust -------------------------------------------------
+
+
+def ensure_certificate(folder: Path, hosts: Sequence[str]) -> tuple[Path, Path]:
+    """A self-signed certificate (and key) for ``hosts``, created once in ``folder``."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    if cert.is_file() and key.is_file():
+        return cert, key
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    alt: list[x509.GeneralName] = []
+    for h in hosts:
+        try:
+            alt.append(x509.IPAddress(ipaddress.ip_address(h)))
+        except ValueError:
+            alt.append(x509.DNSName(h))
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(private.public_key()), critical=False
+        )
+    )
+    certificate = builder.sign(private, hashes.SHA256())
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key.chmod(0o600)
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    return cert, key
+
+
+# --- simulators started by `vbench lab up` ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimStatus:
+    name: str
+    running: bool
+    pid: int | None
+    address: str
+    port: int
+    folder: Path
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}:{self.port}/sdk"
+
+
+def sim_dir(name: str, home: Path | None = None) -> Path:
+    return Path(os.path.abspath(home or vbench_home())) / "vcsim" / name
+
+
+def _read_pid(folder: Path) -> int | None:
+    try:
+        return int((folder / "vcsim.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _is_our_vcsim(pid: int, port: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return _alive(pid)
+    return bool(argv) and Path(argv[0].decode()).name == "vcsim" and (
+        f":{port}".encode() in b" ".join(argv)
+    )
+
+
+def sim_status(name: str, address: str, port: int, home: Path | None = None) -> SimStatus:
+    folder = sim_dir(name, home)
+    pid = _read_pid(folder)
+    running = pid is not None and _alive(pid) and _is_our_vcsim(pid, port)
+    return SimStatus(name, running, pid if running else None, address, port, folder)
+
+
+def sim_up(
+    name: str, options: VcsimOptions, address: str, port: int, home: Path | None = None
+) -> SimStatus:
+    """Start the named simulator as a daemon unless it already runs (idempotent)."""
+    status = sim_status(name, address, port, home)
+    if status.running:
+        return status
+    folder = status.folder
+    cert, key = ensure_certificate(folder, (address, "localhost"))
+    opts = VcsimOptions(**{**options.__dict__, "tls_cert": str(cert), "tls_key": str(key)})
+    proc = start_vcsim(opts, folder / "vcsim.log", address=address, port=port, detach=True)
+    (folder / "vcsim.pid").write_text(f"{proc.pid} {address}:{port}\n")
+    return SimStatus(name, True, proc.pid, address, port, folder)
+
+
+def sim_down(home: Path | None = None) -> list[str]:
+    """Stop every simulator `lab up` started; returns their names."""
+    root = Path(os.path.abspath(home or vbench_home())) / "vcsim"
+    stopped = []
+    for pidfile in sorted(root.glob("*/vcsim.pid")):
+        pid = _read_pid(pidfile.parent)
+        if pid is not None and _alive(pid):
+            _terminate(pid, 5.0)
+            stopped.append(pidfile.parent.name)
+        pidfile.unlink(missing_ok=True)
+    return stopped
+
+
+def ensure_password_file(path: Path) -> None:
+    """Create a simulator's password file (random, mode 600) when it does not exist."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(18) + "\n")
