@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,18 +23,25 @@ from tests.conftest import LocalGuests, free_port
 SSHD = "/usr/sbin/sshd"
 
 
-def vbench(*args: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def vbench(
+    *args: str, timeout: float = 180, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would (a real process: signals and exit codes are real)."""
     return subprocess.run(
         [sys.executable, "-m", "vbench", *args],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 
 def vbench_popen(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "vbench", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -66,9 +74,7 @@ def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:
 
 def write_lab(path: Path, guests: LocalGuests, extra_nodes: dict[str, dict] | None = None) -> Path:
     sshd = guests.sshd
-    nodes = {
-        g.name: {"address": g.address, "roles": ["storage"]} for g in guests
-    }
+    nodes = {g.name: {"address": g.address, "roles": ["storage"]} for g in guests}
     nodes.update(extra_nodes or {})
     lab = {
         "version": 1,
@@ -85,8 +91,16 @@ def write_lab(path: Path, guests: LocalGuests, extra_nodes: dict[str, dict] | No
     return path
 
 
-def write_scenario(path: Path, *, groups: int = 2, steady: str = "1s", warmup: str = "1s",
-                   repeat: int = 2, factors: str = "  bs: [4k, 64k]\n", extra: str = "") -> Path:
+def write_scenario(
+    path: Path,
+    *,
+    groups: int = 2,
+    steady: str = "1s",
+    warmup: str = "1s",
+    repeat: int = 2,
+    factors: str = "  bs: [4k, 64k]\n",
+    extra: str = "",
+) -> Path:
     path.write_text(
         f"""version: 1
 name: e2e-fio
@@ -124,10 +138,8 @@ class ExtraSshd:
         # The guest "dies": its sshd and every connection it serves go at once. sshd
         # moves each connection into a session of its own, so follow the parent links.
         for pid in [self.proc.pid, *_descendants(self.proc.pid)]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=10)
 
 
@@ -145,7 +157,9 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def start_extra_sshd(guests: LocalGuests, tmp: Path, address: str, path_env: str | None = None) -> ExtraSshd:
+def start_extra_sshd(
+    guests: LocalGuests, tmp: Path, address: str, path_env: str | None = None
+) -> ExtraSshd:
     lab = guests.sshd.home / "lab"
     port = free_port(address)
     lines = []
@@ -160,8 +174,9 @@ def start_extra_sshd(guests: LocalGuests, tmp: Path, address: str, path_env: str
     lines.insert(1, f"ListenAddress {address}:{port}")
     conf = tmp / "extra_sshd_config"
     conf.write_text("\n".join(lines) + "\n")
-    proc = subprocess.Popen([SSHD, "-D", "-f", str(conf), "-E", str(tmp / "extra-sshd.log")],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-f", str(conf), "-E", str(tmp / "extra-sshd.log")], start_new_session=True
+    )
 
     def answers() -> bool:
         try:
@@ -199,6 +214,13 @@ def extra_node(s: ExtraSshd, tmp: Path) -> dict:
 
 
 __all__: Sequence[str] = (
-    "extra_node", "remote_processes", "run_id_of", "show", "vbench", "vbench_popen",
-    "wait_for", "write_lab", "write_scenario",
+    "extra_node",
+    "remote_processes",
+    "run_id_of",
+    "show",
+    "vbench",
+    "vbench_popen",
+    "wait_for",
+    "write_lab",
+    "write_scenario",
 )

@@ -58,7 +58,8 @@ def test_valid_scenario_validates_and_plans(tmp_path: Path) -> None:
 def test_unreachable_guest_exits_3_naming_it(local_guests: LocalGuests, tmp_path: Path) -> None:
     closed = free_port("127.0.0.5")
     lab = write_lab(
-        tmp_path / "lab.yaml", local_guests,
+        tmp_path / "lab.yaml",
+        local_guests,
         {"ghost": {"address": "127.0.0.5", "port": closed, "roles": ["storage"]}},
     )
     s = write_scenario(tmp_path / "s.yaml", groups=3)
@@ -133,8 +134,9 @@ def test_ctrl_c_stops_at_once_keeps_data_and_cleans_up(
     s = write_scenario(tmp_path / "s.yaml", steady="1s", repeat=3, factors="  bs: [4k, 64k]\n")
     s.write_text(s.read_text().replace("repeat: 3", "repeat: 3\nsettings: {trial_timeout: 5m}"))
     # Long steady state for trial 2 onwards is not needed: interrupt during point 0 trial 2.
-    proc = vbench_popen("run", str(s), "--lab", str(lab), "--set", "phases.steady=30s",
-                        "--set", "repeat=2")
+    proc = vbench_popen(
+        "run", str(s), "--lab", str(lab), "--set", "phases.steady=30s", "--set", "repeat=2"
+    )
     wait_for(lambda: len(remote_processes("fio-guest1-p0-t1")) > 0, 60, "fio to start")
     time.sleep(1.5)
     t0 = time.monotonic()
@@ -176,4 +178,7 @@ def test_secrets_never_reach_the_run_directory_or_store(
     for f in (vbench_home / "results").rglob("*"):
         if f.is_file():
             assert b"pa55-w0rd-xyz" not in f.read_bytes(), f
-    assert "${env:E2E_LAB_SECRET}" in (vbench_home / "results" / run_id_of(res.stdout) / "lab.yaml").read_text()
+    assert (
+        "${env:E2E_LAB_SECRET}"
+        in (vbench_home / "results" / run_id_of(res.stdout) / "lab.yaml").read_text()
+    )

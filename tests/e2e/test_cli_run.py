@@ -31,7 +31,14 @@ def finished_run(
     lab = write_lab(tmp / "lab.yaml", local_guests)
     scenario = write_scenario(tmp / "s.yaml")
     res = vbench(
-        "run", str(scenario), "--lab", str(lab), "--tag", "e2e", "--tag", "ci",
+        "run",
+        str(scenario),
+        "--lab",
+        str(lab),
+        "--tag",
+        "e2e",
+        "--tag",
+        "ci",
         env={"VBENCH_HOME": str(tmp / "home")},
     )
     return {"res": res, "home": tmp / "home", "tmp": tmp, "guests": local_guests}
@@ -59,7 +66,10 @@ def test_store_holds_every_trial_and_sample(run_env: dict[str, object]) -> None:
     assert data["run"]["status"] == "ok" and data["run"]["tags"] == ["e2e", "ci"]
     assert [p["labels"] for p in data["points"]] == [{"bs": "4k"}, {"bs": "64k"}]
     assert [(t["point"], t["trial"], t["status"]) for t in data["trials"]] == [
-        (0, 1, "ok"), (0, 2, "ok"), (1, 1, "ok"), (1, 2, "ok"),
+        (0, 1, "ok"),
+        (0, 2, "ok"),
+        (1, 1, "ok"),
+        (1, 2, "ok"),
     ]
     for t in data["trials"]:
         ph = t["phases"]
@@ -75,7 +85,8 @@ def test_aggregate_iops_is_the_sum_of_the_guests(run_env: dict[str, object]) -> 
     con = sqlite3.connect(db)
     rows = con.execute(
         "SELECT point, trial, guest, value FROM samples WHERE run_id = ? "
-        "AND metric = 'total_iops' AND labels = '{}'", (run_id,)
+        "AND metric = 'total_iops' AND labels = '{}'",
+        (run_id,),
     ).fetchall()
     by_trial: dict[tuple[int, int], dict[str | None, float]] = {}
     for point, trial, guest, value in rows:
@@ -89,8 +100,14 @@ def test_aggregate_iops_is_the_sum_of_the_guests(run_env: dict[str, object]) -> 
 def test_run_directory_keeps_inputs_raw_outputs_and_log(run_env: dict[str, object]) -> None:
     run_id = run_id_of(run_env["res"].stdout)  # type: ignore[union-attr]
     d = Path(run_env["home"]) / "results" / run_id  # type: ignore[arg-type]
-    for name in ("scenario.yaml", "lab.yaml", "plan.json", "environment.json", "log.jsonl",
-                 "report.html"):
+    for name in (
+        "scenario.yaml",
+        "lab.yaml",
+        "plan.json",
+        "environment.json",
+        "log.jsonl",
+        "report.html",
+    ):
         assert (d / name).is_file(), name
     scenario = yaml.safe_load((d / "scenario.yaml").read_text())
     assert scenario["phases"]["steady"] == 1.0  # resolved: durations in seconds
