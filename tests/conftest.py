@@ -27,6 +27,9 @@ from vbench.guest.ssh import GuestPool, GuestSpec
 
 GUEST_ADDRESSES = ("127.0.0.2", "127.0.0.3")
 
+# vcsim fixtures (vcsim, vcsim_factory, vc_password) for every test module.
+pytest_plugins = ("tests.vcsim",)
+
 
 def free_port(*addresses: str) -> int:
     """A TCP port free on every given address (default 127.0.0.1) at the time of asking."""

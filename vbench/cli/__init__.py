@@ -26,11 +26,19 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from vbench.cli import lab_cmds, parse_cmds, run_cmds, store_cmds
+    from vbench.cli import esxtop_cmds, lab_cmds, parse_cmds, run_cmds, store_cmds
 
     for module in (run_cmds, store_cmds, lab_cmds, parse_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
+    for command in esxtop_cmds.COMMANDS:
+        cli.add_command(command)
+    from vbench.cli import analysis_cmds
+
+    for command in analysis_cmds.COMMANDS:
+        cli.add_command(command)
+    for command in esxtop_cmds.PARSE_COMMANDS:
+        parse_cmds.parse.add_command(command)
 
 
 _register()

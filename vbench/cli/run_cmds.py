@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from vbench.cli.options import json_option, open_store, set_option, store_options
 from vbench.config.types import format_duration
 from vbench.engine.plan import Plan
+
+if TYPE_CHECKING:
+    from vbench.analysis.regression import RegressionResult
+    from vbench.results.store import Store
 
 FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 
@@ -91,6 +97,20 @@ def _plan_text(p: Plan) -> str:
 @store_options
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed trial.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.option(
+    "--fail-on-qos", is_flag=True, help="Exit 1 when a QoS criterion of the scenario fails."
+)
+@click.option(
+    "--check-regression",
+    "regression_spec",
+    is_flag=False,
+    flag_value="auto",
+    default=None,
+    metavar="[BASELINE]",
+    help="Compare with a baseline and exit 1 on a significant regression: auto (default), "
+    "last, last:K, tag:NAME or a run id. Put it after SCENARIO.",
+)
+@json_option
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -102,13 +122,16 @@ def run(
     results_dir: Path | None,
     fail_fast: bool,
     no_report: bool,
+    fail_on_qos: bool,
+    regression_spec: str | None,
+    as_json: bool,
 ) -> None:
     """Execute a scenario in a lab, store every figure and write the report."""
     import sys
 
     from vbench.cli.progress import RichProgress
     from vbench.engine.session import RunRequest, RunSession, execute
-    from vbench.report.build import render_run_report, summary_for_terminal
+    from vbench.report.build import summary_for_terminal
 
     request = RunRequest(
         scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast, tuple(sys.argv)
@@ -119,13 +142,62 @@ def run(
         progress = RichProgress()
         outcome, rundir = execute(session, store, rdir, progress=progress)
         summary_for_terminal(store, outcome.run_id, progress.console)
+        verdict = _verdicts(store, outcome.run_id, regression_spec, fail_on_qos,
+                            outcome.exit_code)
+        report = None
         if not no_report:
-            path = render_run_report(store, outcome.run_id, rundir.path / "report.html")
-            click.echo(f"report: {path}")
-        click.echo(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
+            from vbench.report.build import render_run_report
+
+            report = render_run_report(store, outcome.run_id, rundir.path / "report.html",
+                                       regression=verdict.regression)
+        # With --json, stdout carries the JSON document only.
+        say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
+        if verdict.text:
+            say(verdict.text.rstrip("\n"))
+        if report is not None:
+            say(f"report: {report}")
+        say(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
+        if as_json:
+            from vbench.report.build import run_summary_json
+
+            doc = run_summary_json(store, outcome.run_id, verdict.regression)
+            doc.update(exit_code=verdict.exit_code, report=str(report) if report else None,
+                       run_dir=str(rundir.path))
+            click.echo(json.dumps(doc, indent=2, default=str))
     finally:
         store.close()
-    ctx.exit(outcome.exit_code)
+    ctx.exit(verdict.exit_code)
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    text: str
+    exit_code: int
+    regression: RegressionResult | None
+
+
+def _verdicts(
+    store: Store, run_id: str, spec: str | None, fail_on_qos: bool, exit_code: int
+) -> _Verdict:
+    """QoS and regression verdicts and the exit code they lead to: 1 for a failed QoS
+    criterion (with --fail-on-qos) or a regression, unless the run itself failed (3) or
+    was interrupted (130), which take precedence."""
+    from vbench.analysis.run_analysis import load_analysis
+    from vbench.errors import EXIT_OK, EXIT_QOS
+    from vbench.report.build import check_regression
+    from vbench.report.textfmt import format_qos, format_regression
+
+    qos = load_analysis(store, run_id).qos
+    text = format_qos(qos) if qos.declared else ""
+    failed = fail_on_qos and not qos.passed
+    regression = None
+    if spec is not None:
+        regression = check_regression(store, run_id, spec)
+        text += format_regression(regression)
+        failed = failed or regression.regressed
+    if exit_code == EXIT_OK and failed:
+        exit_code = EXIT_QOS
+    return _Verdict(text, exit_code, regression)
 
 
 @click.command()

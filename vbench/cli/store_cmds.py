@@ -73,36 +73,58 @@ def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: 
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_ids", metavar="RUN_ID [RUN_ID ...]", nargs=-1, required=True)
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
     required=True,
-    help="Where to write the HTML report.",
+    help="Where to write the report; - for standard output.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "json", "csv", "junit", "markdown"]),
+    help="Output format (default: from the file name: .json, .csv, .xml, .md, else html).",
 )
 @click.option(
     "--template",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A Jinja2 template to use instead of reports/default.html.j2.",
 )
+@click.option(
+    "--baseline",
+    metavar="SPEC",
+    help="Also check the first run for regressions against this baseline "
+    "(auto, last, last:K, tag:NAME or a run id).",
+)
 @store_options
 def report(
-    run_id: str,
+    run_ids: tuple[str, ...],
     output: Path,
+    fmt: str | None,
     template: Path | None,
+    baseline: str | None,
     store_url: str | None,
     results_dir: Path | None,
 ) -> None:
-    """Re-render a run's HTML report from the store (no guest is touched)."""
-    from vbench.report.build import render_run_report
+    """Render stored runs (no guest is touched): the first in full, the others overlaid
+    and compared with it. HTML, JSON, CSV, JUnit XML or Markdown."""
+    from vbench.report.build import render_report
+    from vbench.report.exports import format_for
 
+    kind = format_for(str(output), fmt)
     store, _ = open_store(store_url, results_dir)
     try:
-        path = render_run_report(store, run_id, output, template=template)
+        text = render_report(store, run_ids, kind, template=template, baseline=baseline)
     finally:
         store.close()
-    click.echo(f"report: {path}")
+    if str(output) == "-":
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"report: {output}")
 
 
 COMMANDS = [ls_cmd, show, report]

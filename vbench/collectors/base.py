@@ -1,44 +1,172 @@
 """The collector interface and registry (esxtop, vCenter counters, guest sysstat).
 
-Collectors start before warm-up and stop after cool-down of every trial; their
-series are stored whole and summarised over the steady-state window only.
+A collector samples one *target* (an ESXi host, a guest, a vCenter entity) while a trial
+runs: :meth:`Collector.start` before warm-up, :meth:`Collector.stop` after cool-down.
+``stop`` returns the whole series in the target's clock, as tidy rows; the runtime
+(:mod:`vbench.collectors.runtime`) shifts it onto controller time, stores it as Parquet
+and summarises it over the steady-state window only.
+
+A collector module registers one :class:`Collector` subclass with :func:`register`.
+Its options are a pydantic model (unknown keys refused), validated when the plan is
+built, so a mistake is located in the scenario file before anything runs.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from vbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
-    from vbench.workloads.base import TrialContext
+
+# Columns of the frame a collector returns (time: epoch seconds in the target's clock).
+SERIES_COLUMNS = ("time", "object", "instance", "counter", "value", "unit")
+
+
+class CollectorOptions(BaseModel):
+    """Base of every collector's options model: unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one collector instance samples."""
+
+    name: str
+    kind: str  # "host" (ESXi over SSH) | "guest" (SSH) | "entity" (vCenter object)
+    guest: Guest | None = field(default=None, compare=False, repr=False)
+    detail: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class CollectorContext:
+    """Everything one collector instance may use during one trial."""
+
+    run_id: str
+    point: int
+    trial: int
+    planned_seconds: float  # warm-up + steady + cool-down, as planned
+    raw_dir: Path  # local folder for this target's raw files (created on demand)
+    log: Callable[..., None]
+
+    def remote_dir(self, guest: Guest) -> str:
+        """A scratch folder on an SSH target, removed with the run's directory."""
+        return f"{guest.spec.workdir.rstrip('/')}/{self.run_id}/collect-{self.point}-{self.trial}"
+
+    def raw_path(self, name: str) -> Path:
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        return self.raw_dir / name
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a collector measured: tidy rows (see :data:`SERIES_COLUMNS`), notes on what
+    was irregular, and figures about the collector itself (e.g. its CPU cost)."""
+
+    frame: pd.DataFrame
+    notes: tuple[str, ...] = ()
+    samples: tuple[Sample, ...] = ()
+    error: str | None = None  # it failed part-way; ``frame`` holds what it got
+
+    @staticmethod
+    def empty() -> pd.DataFrame:
+        return pd.DataFrame({c: pd.Series(dtype="float64" if c in ("time", "value") else "object")
+                             for c in SERIES_COLUMNS})  # fmt: skip
 
 
 class Collector(ABC):
-    name: ClassVar[str]
+    """One collector on one target for one trial."""
+
+    kind: ClassVar[str]
+    target_kind: ClassVar[str]  # the Target.kind it samples
+    Options: ClassVar[type[CollectorOptions]] = CollectorOptions
+    # Smallest interval the tool supports (seconds) and whether it must be whole.
+    min_interval: ClassVar[float] = 1.0
+    whole_seconds: ClassVar[bool] = True
+
+    def __init__(self, name: str, interval: float, options: CollectorOptions, target: Target):
+        self.name = name
+        self.interval = interval
+        self.options = options
+        self.target = target
+
+    @classmethod
+    def check(cls, options: CollectorOptions, interval: float) -> list[str]:
+        """Problems beyond what the options model rejects (checked before a run)."""
+        problems = []
+        if interval < cls.min_interval:
+            problems.append(f"{cls.kind} samples at most every {cls.min_interval:g} s")
+        elif cls.whole_seconds and interval != math.floor(interval):
+            problems.append(f"{cls.kind} takes whole seconds (interval {interval:g} s)")
+        return problems
+
+    @classmethod
+    def metric_name(cls, obj: str, instance: str, counter: str) -> str:
+        """The metric a series row is stored and summarised under."""
+        inst = f"({instance})" if instance else ""
+        return f"{obj}{inst}\\{counter}"
+
+    def samples_needed(self, planned_seconds: float) -> int:
+        """A sample count that outlasts the trial even when phases overrun (the collector
+        is stopped explicitly; the count only bounds a run-away tool)."""
+        return max(2, math.ceil(planned_seconds * 2 / self.interval) + 60)
 
     @abstractmethod
-    def start(self, ctx: TrialContext) -> None:
-        """Begin sampling (called before warm-up)."""
+    def start(self, ctx: CollectorContext) -> None:
+        """Begin sampling (called before warm-up). Raise a VbenchError on failure."""
 
     @abstractmethod
-    def stop(self, ctx: TrialContext) -> list[Sample]:
-        """Stop sampling (after cool-down) and return window summaries."""
+    def stop(self, ctx: CollectorContext) -> Series:
+        """Stop sampling (after cool-down), fetch and parse what was measured."""
+
+    def abort(self, ctx: CollectorContext) -> None:  # noqa: B027 - optional hook
+        """Stop without collecting (the trial is being torn down); best effort."""
 
 
 _REGISTRY: dict[str, type[Collector]] = {}
 
 
 def register(cls: type[Collector]) -> type[Collector]:
-    _REGISTRY[cls.name] = cls
+    """Class decorator: make a collector available under ``cls.kind``."""
+    _REGISTRY[cls.kind] = cls
     return cls
 
 
-def get_collector(name: str) -> type[Collector]:
+def _load_builtin() -> None:
+    # Importing the modules runs their @register decorators.
+    from vbench.collectors import esxtop, guest_sysstat  # noqa: F401
+
     try:
-        return _REGISTRY[name]
+        from vbench.collectors import vcenter_perf  # noqa: F401
+    except ImportError:  # the vSphere layer is optional in a trimmed install
+        pass
+
+
+def get_collector(kind: str) -> type[Collector]:
+    _load_builtin()
+    try:
+        return _REGISTRY[kind]
     except KeyError:
-        known = ", ".join(sorted(_REGISTRY)) or "none in this version"
-        raise ConfigError(f"unknown collector {name!r} (available: {known})") from None
+        import difflib
+
+        close = difflib.get_close_matches(kind, list(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"unknown collector {kind!r} (available: {', '.join(sorted(_REGISTRY))}){hint}"
+        ) from None
+
+
+def collector_kinds() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)

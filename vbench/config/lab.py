@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -47,14 +49,61 @@ class NodeDefaults(Strict):
     connect_timeout: Duration = Field(10.0, gt=0)
 
 
+class IpPool(Strict):
+    """Fixed addresses handed to cloned VMs by guest customization (networks without DHCP)."""
+
+    addresses: list[str] = Field(
+        min_length=1, description="IPv4 addresses, or ranges such as 10.0.0.11-10.0.0.40"
+    )
+    netmask: str = Field("255.255.255.0", description="subnet mask")
+    gateway: str | None = Field(None, description="default gateway")
+    dns: list[str] = Field(default_factory=list, description="DNS servers")
+    domain: str = Field("local", description="DNS domain of the guests")
+
+
+class Simulator(Strict):
+    """A vcsim simulator `vbench lab up` starts for this vCenter (the url must be loopback)."""
+
+    datacenters: int = Field(1, ge=1, le=100, description="datacenters")
+    clusters: int = Field(1, ge=0, le=1000, description="clusters per datacenter")
+    hosts: int = Field(3, ge=0, le=10000, description="hosts per cluster")
+    standalone_hosts: int = Field(1, ge=0, le=10000, description="standalone hosts")
+    vms: int = Field(2, ge=0, le=10000, description="VMs per resource pool and standalone host")
+    datastores: int = Field(1, ge=1, le=100, description="local datastores")
+    templates: list[str] = Field(
+        default_factory=list, description="templates to create (clones of the first VM)"
+    )
+    method_delay: dict[str, Duration] = Field(
+        default_factory=dict, description="API method -> added latency, e.g. CloneVM_Task: 500ms"
+    )
+
+
 class VCenter(Strict):
     """A vCenter Server (used by the vSphere layer)."""
 
     url: str = Field(description="https://vcenter.example.com")
-    user: str
-    password: SecretRef
-    thumbprint: str | None = Field(None, description="SHA-256 thumbprint to pin")
+    user: str = Field(description="login, e.g. administrator@vsphere.local")
+    password: SecretRef = Field(description="password reference (never literal)")
+    thumbprint: str | None = Field(
+        None,
+        pattern=r"^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$",
+        description="SHA-256 thumbprint of its certificate to pin (AB:CD:... or 64 hex digits)",
+    )
     insecure: bool = Field(False, description="skip TLS verification (prints a warning)")
+    ca_file: str | None = Field(
+        None, description="PEM file of CA certificates to trust, e.g. the VMCA root"
+    )
+    datacenter: str | None = Field(
+        None, description="datacenter to work in (default: the only one)"
+    )
+    keepalive: Duration = Field(600.0, ge=0, description="touch the session this often (0: never)")
+    timeout: Duration = Field(30.0, gt=0, description="connect and call timeout")
+    ip_pool: IpPool | None = Field(
+        None, description="fixed addresses for cloned VMs (default: DHCP, reported by Tools)"
+    )
+    simulator: Simulator | None = Field(
+        None, description="a local vcsim `vbench lab up` starts (simulated labs)"
+    )
 
 
 class EsxiHost(SshEndpoint):
@@ -103,6 +152,11 @@ class Lab(Strict):
     hosts: dict[str, EsxiHost] = Field(default_factory=dict, description="ESXi hosts")
     profiles: dict[str, Profile] = Field(default_factory=dict)
     local: LocalLab | None = Field(None, description="local loopback lab settings")
+    address_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="address or VM name -> host[:port] SSH really connects to (NAT, "
+        "simulated labs)",
+    )
 
     @model_validator(mode="after")
     def _references(self) -> Lab:
@@ -110,8 +164,23 @@ class Lab(Strict):
             jump = node.jump or self.defaults.jump
             if jump and jump not in self.jump_hosts:
                 raise ValueError(f"node {name}: jump host {jump!r} is not in jump_hosts")
+        for name, host in self.hosts.items():
+            if host.vcenter and host.vcenter not in self.vcenters:
+                raise ValueError(f"host {name}: vcenter {host.vcenter!r} is not in vcenters")
+        for name, vc in self.vcenters.items():
+            if vc.simulator is not None and not _loopback_url(vc.url):
+                raise ValueError(f"vcenter {name}: a simulator needs a loopback url (127.x)")
+        for key, target in self.address_map.items():
+            if not re.match(r"^[^\s:]+(:\d{1,5})?$", target):
+                raise ValueError(f"address_map {key}: {target!r} is not host or host:port")
         return self
 
     def redacted(self) -> dict[str, Any]:
         # Secrets are references only, so the dump itself holds none; still mark them.
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def _loopback_url(url: str) -> bool:
+    host = urlsplit(url if "://" in url else f"https://{url}").hostname or ""
+    return host.startswith("127.") or host == "localhost"
+

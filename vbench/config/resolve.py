@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vbench.config.lab import Lab, Node, SshEndpoint
-from vbench.config.scenario import Scenario
+from vbench.config.scenario import GroupSpec, Scenario
 from vbench.config.secrets import expand_path, resolve_secret
 from vbench.config.yamlsrc import Source
-from vbench.errors import ConfigIssue, ConfigValidationError
+from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.guest.ssh import GuestSpec
 
 
@@ -65,6 +66,78 @@ def bind_roles(scenario: Scenario, driver_roles: tuple[str, ...], src: Source) -
     return roles
 
 
+def provisioning_vcenter(group: GroupSpec, lab: Lab) -> str | None:
+    """The lab vCenter a `vm:` group's VMs come from; None when the group binds to lab
+    nodes (no `vm:`, or a lab without vCenters). Raises ConfigError when ambiguous."""
+    if group.vm is None or not lab.vcenters:
+        return None
+    if group.vm.vcenter:
+        return group.vm.vcenter
+    if len(lab.vcenters) == 1:
+        return next(iter(lab.vcenters))
+    raise ConfigError(
+        f"the lab has several vCenters ({', '.join(lab.vcenters)}): name one in `vm.vcenter`"
+    )
+
+
+def vm_guest_names(name: str, group: GroupSpec) -> tuple[str, ...]:
+    """Guest names of a `vm:` group: the existing VMs' names, else ``<group>-<i>``."""
+    assert group.vm is not None
+    if group.vm.existing is not None:
+        return tuple(group.vm.existing[: group.count])
+    return tuple(f"{name}-{i + 1}" for i in range(group.count))
+
+
+def vm_groups(scenario: Scenario, lab: Lab) -> dict[str, str]:
+    """Group name -> vCenter name, for the groups vSphere provides in this lab."""
+    out = {}
+    for name, group in scenario.topology.items():
+        vc = provisioning_vcenter(group, lab)
+        if vc is not None:
+            out[name] = vc
+    return out
+
+
+def _bind_vm_group(
+    name: str, group: GroupSpec, lab: Lab, src: Source, lab_file: str
+) -> tuple[tuple[str, ...] | None, list[ConfigIssue]]:
+    """(guest names, issues) of a group provisioned in vSphere; (None, []) otherwise."""
+    try:
+        vc = provisioning_vcenter(group, lab)
+    except ConfigError as exc:
+        return (), [src.issue(("topology", name, "vm"), str(exc))]
+    if vc is None:
+        return None, []
+    assert group.vm is not None
+    issues = []
+    if vc not in lab.vcenters:
+        close = difflib.get_close_matches(vc, list(lab.vcenters), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        issues.append(
+            src.issue(
+                ("topology", name, "vm", "vcenter"), f"no vCenter {vc!r} in lab {lab_file}{hint}"
+            )
+        )
+    names = vm_guest_names(name, group)
+    if group.vm.existing is not None and len(group.vm.existing) < group.count:
+        issues.append(
+            src.issue(
+                ("topology", name, "count"),
+                f"needs {group.count} guests but `vm.existing` names {len(group.vm.existing)}",
+            )
+        )
+    clash = [n for n in names if n in lab.nodes]
+    if clash:
+        issues.append(
+            src.issue(
+                ("topology", name),
+                f"guest names {', '.join(clash)} are also lab nodes in {lab_file}: rename "
+                "the group or the nodes",
+            )
+        )
+    return names, issues
+
+
 def bind_groups(
     scenario: Scenario, lab: Lab, src: Source, lab_file: str
 ) -> dict[str, tuple[str, ...]]:
@@ -72,6 +145,11 @@ def bind_groups(
     issues: list[ConfigIssue] = []
     out: dict[str, tuple[str, ...]] = {}
     for name, group in scenario.topology.items():
+        vm_names, vm_issues = _bind_vm_group(name, group, lab, src, lab_file)
+        if vm_names is not None:
+            issues.extend(vm_issues)
+            out[name] = vm_names
+            continue
         if group.nodes is not None:
             for i, node in enumerate(group.nodes):
                 if node not in lab.nodes:
@@ -121,10 +199,11 @@ def _endpoint_spec(
     key_file = ep.key_file or d.key_file
     known = ep.known_hosts or d.known_hosts
     workdir = (ep.workdir if isinstance(ep, Node) else None) or d.workdir
+    address, port = map_address(lab.address_map, ep.address, ep.port or d.port)
     return GuestSpec(
         name=name,
-        address=ep.address,
-        port=ep.port or d.port,
+        address=address,
+        port=port,
         user=ep.user or d.user,
         key_file=expand_path(key_file) if key_file else None,
         password=resolve_secret(password_ref, f"{where}.password") if password_ref else None,
@@ -134,3 +213,33 @@ def _endpoint_spec(
         workdir=workdir,
         connect_timeout=d.connect_timeout,
     )
+
+
+def map_address(
+    address_map: Mapping[str, str], address: str, port: int, *also: str
+) -> tuple[str, int]:
+    """Where SSH really connects for ``address`` (or one of the names in ``also``, e.g. a
+    VM name, tried first): the lab's ``address_map`` entry ``host[:port]``, else as is."""
+    for key in (*also, address):
+        target = address_map.get(key)
+        if target is not None:
+            host, sep, mapped_port = target.rpartition(":")
+            if sep and mapped_port.isdigit():
+                return host, int(mapped_port)
+            return target, port
+    return address, port
+
+
+def vm_guest_spec(lab: Lab, name: str, vm_name: str, ip: str) -> GuestSpec:
+    """A provisioned (or existing) VM as an SSH guest: the lab's defaults, reached at its
+    IP, or where the address map sends its name or IP."""
+    d = lab.defaults
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{d.jump}", d.jump, lab.jump_hosts[d.jump])
+        if d.jump
+        else None
+    )
+    spec = _endpoint_spec(lab, f"VM {vm_name}", name, SshEndpoint(address=ip), jump=jump)
+    address, port = map_address(lab.address_map, ip, d.port, vm_name)
+    return dataclasses.replace(spec, address=address, port=port)
+

@@ -2,14 +2,109 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from vbench.config.types import Duration, Strict
 
 Scalar = str | int | float | bool
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+_MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
+_MEM_MIB = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def _memory_mib(value: Any) -> Any:
+    """``4096`` (MiB), ``"512m"``, ``"4g"``, ``"4GiB"`` -> MiB; other values pass through."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return int(value)
+    m = _MEM.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a memory size (e.g. 4096, 512m, 4g)")
+    return int(float(m.group(1)) * _MEM_MIB[m.group(2).lower()])
+
+
+MemoryMiB = Annotated[
+    int,
+    BeforeValidator(_memory_mib),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}],
+            "description": "MiB, or a size such as 512m, 4g",
+        }
+    ),
+]
+
+
+class Reservations(Strict):
+    """Guaranteed resources of each VM."""
+
+    cpu_mhz: int | None = Field(None, ge=0, description="CPU reservation in MHz")
+    memory: MemoryMiB | Literal["all"] | None = Field(
+        None, description="memory reservation (MiB, 4g …), or `all` to reserve all memory"
+    )
+
+
+class VmSpec(Strict):
+    """VMs of a group: cloned from a template, or existing VMs named."""
+
+    template: str | None = Field(None, description="template (or VM) to clone from")
+    existing: list[str] | None = Field(
+        None, description="existing VMs to use as they are (never modified or deleted)"
+    )
+    linked: bool = Field(False, description="linked clone, from the template's current snapshot")
+    vcenter: str | None = Field(None, description="lab vCenter (default: the lab's only one)")
+    host: str | None = Field(None, description="host to place the VMs on")
+    cluster: str | None = Field(None, description="cluster to place the VMs in")
+    resource_pool: str | None = Field(None, description="resource pool (name or inventory path)")
+    datastore: str | None = Field(None, description="datastore (default: the template's)")
+    folder: str | None = Field(None, description="VM folder (default: the datacenter's)")
+    network: str | None = Field(
+        None, description="port group of the first vNIC (default: the template's)"
+    )
+    spread: bool = Field(
+        False, description="place VMs round-robin across the hosts of the cluster or host"
+    )
+    cpus: int | None = Field(None, ge=1, le=768, description="vCPUs")
+    memory: MemoryMiB | None = Field(None, description="memory (MiB, or 512m, 4g …)")
+    reservations: Reservations | None = Field(None, description="CPU and memory reservations")
+    latency_sensitivity: Literal["low", "normal", "medium", "high"] | None = Field(
+        None, description="latency sensitivity (high needs a full memory reservation)"
+    )
+    nic_type: Literal["vmxnet3", "e1000", "e1000e"] | None = Field(
+        None, description="virtual NIC type (replaces the template's NICs)"
+    )
+    scsi_type: Literal["pvscsi", "lsilogic", "lsilogic-sas", "buslogic"] | None = Field(
+        None, description="SCSI controller type (disks stay on their bus)"
+    )
+    ip_timeout: Duration = Field(
+        300.0, gt=0, description="how long to wait for VMware Tools to report an IP"
+    )
+    keep: bool = Field(False, description="keep the VMs after the run; later runs reuse them")
+
+    @model_validator(mode="after")
+    def _source(self) -> VmSpec:
+        if (self.template is None) == (self.existing is None):
+            raise ValueError("give either `template` (clone) or `existing` (VM names)")
+        if self.existing is not None:
+            changes = [
+                n
+                for n in ("linked", "cpus", "memory", "reservations", "latency_sensitivity",
+                          "nic_type", "scsi_type", "keep", "spread")
+                if getattr(self, n) not in (None, False)
+            ]  # fmt: skip
+            if changes:
+                raise ValueError(
+                    f"existing VMs are used as they are: remove {', '.join(changes)}"
+                )
+        if self.host and self.spread:
+            raise ValueError("`spread` places VMs across a cluster's hosts: name no `host`")
+        return self
 
 
 class GroupSpec(Strict):
@@ -21,6 +116,11 @@ class GroupSpec(Strict):
     )
     role: str | None = Field(
         None, description="pick `count` lab nodes carrying this role (default: the group name)"
+    )
+    vm: VmSpec | None = Field(
+        None,
+        description="VMs vbench provisions (or existing VMs) through the lab's vCenter; in a "
+        "lab without vCenter the group binds to lab nodes as without `vm`",
     )
 
 
@@ -104,14 +204,26 @@ class Phases(Strict):
 
 
 class CollectorSpec(Strict):
-    """A metric collector (esxtop, vcenter_perf, guest_sysstat)."""
+    """A metric collector (esxtop, vcenter_perf, guest_sysstat) running beside every trial."""
 
-    kind: str = Field(description="collector name")
+    kind: str = Field(description="collector: esxtop, guest_sysstat or vcenter_perf")
+    name: str | None = Field(
+        None, pattern=NAME, description="label of its series and figures (default: the kind)"
+    )
     interval: Duration = Field(5.0, gt=0, description="sampling interval")
     targets: list[str] = Field(
-        default_factory=list, description="groups, hosts or entities (default: all of the run)"
+        default_factory=list,
+        description="esxtop: lab hosts; guest_sysstat: topology groups or guests; "
+        "vcenter_perf: host:/vm:/datastore: entities (default: all of the run)",
     )
-    options: dict[str, Any] = Field(default_factory=dict, description="collector options")
+    required: bool = Field(
+        False,
+        description="a failure of this collector fails the trial (default: it is recorded "
+        "and shown, and the workload's figures are kept)",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="collector options (see docs/metrics.md)"
+    )
 
 
 class QosCriterion(Strict):
@@ -237,6 +349,9 @@ class RegressionSpec(Strict):
 
 class Settings(Strict):
     max_parallel: int = Field(16, ge=1, le=1024, description="guests acted on at once")
+    provision_parallel: int = Field(
+        8, ge=1, le=256, description="vCenter tasks (clone, power, destroy) run at once"
+    )
     trial_timeout: Duration | None = Field(
         None, description="a trial still running this long after its phases is failed"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vbench.errors import ConfigError
 
-_REF = re.compile(r"^\$\{(env|file):([^}]+)\}$")
+_REF = re.compile(r"^\$\{(env|file):((?:[^${}]|\$\{vbench:[^}]*\})+)\}$")
 _VBENCH = re.compile(r"\$\{vbench:([^}]*)\}")
 
 

@@ -70,7 +70,8 @@ Duration = Annotated[
     ),
 ]
 
-_SECRET_REF = re.compile(r"^\$\{(env|file):([^}]+)\}$")
+# A file reference may name its path under vbench's data directory: ${file:${vbench:x}}.
+_SECRET_REF = re.compile(r"^\$\{(env|file):((?:[^${}]|\$\{vbench:[^}]*\})+)\}$")
 
 
 def _check_secret_ref(value: Any) -> str:
@@ -91,7 +92,7 @@ SecretRef = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": r"^\$\{(env|file):[^}]+\}$",
+            "pattern": r"^\$\{(env|file):([^${}]|\$\{vbench:[^}]*\})+\}$",
             "description": "secret reference: ${env:NAME} or ${file:PATH}",
         }
     ),

@@ -126,6 +126,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             else:
                 findings[(f.level, f.path, f.message)] = f
         points.append(point)
+    issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
     if issues:
         unique = {str(i): i for i in issues}
         raise ConfigValidationError(list(unique.values()))
@@ -138,6 +139,14 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings=tuple(findings.values()),
         bound_to_lab=lab is not None,
     )
+
+
+def analysis_issues(scenario: Scenario) -> list[tuple[tuple[Any, ...], str]]:
+    """Mistakes in derived figures and QoS criteria, found before anything runs."""
+    from vbench.analysis.derived import check_derived
+    from vbench.analysis.qos import check_qos
+
+    return [*check_derived(scenario), *check_qos(scenario)]
 
 
 def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ...]]:

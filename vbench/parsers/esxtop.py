@@ -40,6 +40,7 @@ from vbench.parsers.esxtop_names import ColumnName, Selection, compile_selection
 
 DEFAULT_BLOCK = 16 << 20  # bytes read at a time
 _MAX_HEADER = 256 << 20  # a header longer than this is not an esxtop header
+_GZ_STEP = 64 << 10
 _NL, _COMMA, _QUOTE, _CR = 10, 44, 34, 13
 
 
@@ -86,6 +87,7 @@ class EsxtopReader:
         self.rows_read = 0
         self.max_buffer = 0  # the largest block held at once (bytes), for tests and bench
         self._day = day
+        self._gz_broken = False
         selection = select if isinstance(select, Selection) else compile_selection(select or ())
         self.selection = selection
         self._fh = open_capture(self.path)
@@ -116,14 +118,35 @@ class EsxtopReader:
         self.close()
 
     # -- header --------------------------------------------------------------------------
-    def _read(self) -> bytes:
-        try:
-            return self._fh.read(self.block_bytes)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            # A capture compressed as it arrived and cut off (collector killed): keep
-            # what was written up to the last complete line.
-            self.notes.append(f"compressed stream ends early ({exc}); read up to that point")
-            return b""
+    def _read(self, size: int | None = None) -> bytes:
+        size = size or self.block_bytes
+        if not isinstance(self._fh, gzip.GzipFile):
+            return self._fh.read(size)
+        # Small reads: a stream cut short raises on the read that reaches the cut, and
+        # everything that read had decompressed is lost with it.
+        parts: list[bytes] = []
+        got = 0
+        while got < size and not self._gz_broken:
+            try:
+                part = self._fh.read(min(_GZ_STEP, size - got))
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                # A capture compressed as it arrived and cut off (collector killed):
+                # keep what was written up to the last complete line.
+                self.notes.append(f"compressed stream ends early ({exc}); read up to there")
+                self._gz_broken = True
+                break
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+
+    def _read_into(self, view: memoryview) -> int:
+        if not isinstance(self._fh, gzip.GzipFile):
+            return self._fh.readinto(view)  # type: ignore[attr-defined]
+        data = self._read(len(view))
+        view[: len(data)] = data
+        return len(data)
 
     def _read_header(self) -> tuple[str, bytes, bytes]:
         buf = b""
@@ -150,30 +173,35 @@ class EsxtopReader:
         return text, buf[end + term_len :], newline
 
     # -- rows ----------------------------------------------------------------------------
-    def _blocks(self) -> Iterator[tuple[bytes, bool]]:
-        """Blocks of whole lines ending in b"\\n" (the last one maybe not), and is-last."""
-        pending = [self._rest]
-        size = len(self._rest)
+    def _blocks(self) -> Iterator[tuple[memoryview, bool]]:
+        """Blocks of whole lines (the last block may lack its final line end), and
+        whether it is the last. Read into one reused buffer: no per-block copies."""
+        buf = bytearray(max(self.block_bytes, 2 * len(self._rest)))
+        cr_only = self._newline == b"\r"
+        filled = len(self._rest)
+        buf[:filled] = self._rest.replace(b"\r", b"\n") if cr_only else self._rest
         while True:
-            data = self._read()
-            if data:
-                pending.append(data)
-                size += len(data)
-                if size < self.block_bytes:
-                    continue
-            buf = b"".join(pending)
-            if self._newline != b"\n":
-                buf = buf.replace(self._newline, b"\n")
-            self.max_buffer = max(self.max_buffer, len(buf))
-            if not data:
-                yield buf, True
-                return
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                pending, size = [buf], len(buf)
+            got = self._read_into(memoryview(buf)[filled:]) if filled < len(buf) else 0
+            if cr_only and got:
+                buf[filled : filled + got] = buf[filled : filled + got].replace(b"\r", b"\n")
+            filled += got
+            if got and filled < len(buf):
                 continue
-            pending, size = [buf[cut + 1 :]], len(buf) - cut - 1
-            yield buf[: cut + 1], False
+            self.max_buffer = max(self.max_buffer, len(buf))
+            if not got and filled < len(buf):  # end of file
+                if filled:
+                    yield memoryview(buf)[:filled], True
+                return
+            cut = buf.rfind(b"\n", 0, filled)
+            if cut < 0:  # a line longer than the buffer: grow it
+                bigger = bytearray(2 * len(buf))
+                bigger[:filled] = buf[:filled]
+                buf = bigger
+                continue
+            yield memoryview(buf)[: cut + 1], False
+            tail = filled - cut - 1
+            buf[:tail] = buf[cut + 1 : filled]  # same-size move: the buffer is reused
+            filled = tail
 
     def batches(self) -> Iterator[EsxtopBatch]:
         """The samples, block by block, in file order (duplicates dropped; see notes)."""
@@ -194,8 +222,10 @@ class EsxtopReader:
             self.notes.append(f"{state.dropped} repeated samples dropped (same time and values)")
 
     # -- conveniences --------------------------------------------------------------------
-    def arrow_batches(self, target: str | None = None, shift: float = 0.0) -> Iterator[pa.RecordBatch]:
-        """Tidy Arrow record batches (see :data:`TIDY_SCHEMA`; a ``target`` column replaces
+    def arrow_batches(
+        self, target: str | None = None, shift: float = 0.0
+    ) -> Iterator[pa.RecordBatch]:
+        """Tidy Arrow record batches (see :func:`tidy_schema`; a ``target`` column replaces
         ``host`` when ``target`` is given). ``shift`` is subtracted from every time."""
         dicts = _column_dictionaries(self.columns, self.units, target)
         schema = tidy_schema(target is not None)
@@ -252,14 +282,14 @@ class _RowState:
         self.dropped = 0
         self.skipped = 0
 
-    def block(self, block: bytes, last: bool) -> EsxtopBatch | None:
-        if not block.endswith(b"\n"):
-            block += b"\n"  # the file's last line had no line end
+    def block(self, block: memoryview | bytes, last: bool) -> EsxtopBatch | None:
+        if block[-1:] != b"\n":
+            block = bytes(block) + b"\n"  # the file's last line had no line end
+        nl = _line_ends(block)
         if self.layout is None and not self.layout_tried:
-            self._first_row(block)
+            self._first_row(block, int(nl[0]))
         k = len(self.r.selected)
         arr = np.frombuffer(block, dtype=np.uint8)
-        nl = np.flatnonzero(arr == _NL)
         starts = np.empty_like(nl)
         starts[0] = 0
         starts[1:] = nl[:-1] + 1
@@ -270,16 +300,15 @@ class _RowState:
         if self.layout is not None:
             regular = self._fast(block, arr, nl, starts, times, values)
         for i in np.flatnonzero(~regular):
-            keep[i] = self._slow(block, int(starts[i]), int(nl[i]), times, values, int(i),
-                                 last and i == len(nl) - 1)  # fmt: skip
+            final = last and i == len(nl) - 1
+            keep[i] = self._slow(block, int(starts[i]), int(nl[i]), times, values, int(i), final)
         keep &= self._order(times, values, keep)
         self.line += len(nl)
         return EsxtopBatch(times[keep], values[keep])
 
-    def _first_row(self, block: bytes) -> None:
+    def _first_row(self, block: memoryview | bytes, end: int) -> None:
         self.layout_tried = True
-        end = block.find(b"\n")
-        row = block[:end].decode("latin-1")
+        row = str(block[:end], "latin-1")
         if not row.strip():
             return
         first = row.split(",", 1)[0].strip().strip('"')
@@ -295,7 +324,7 @@ class _RowState:
 
     def _fast(
         self,
-        block: bytes,
+        block: memoryview | bytes,
         arr: np.ndarray,
         nl: np.ndarray,
         starts: np.ndarray,
@@ -314,7 +343,7 @@ class _RowState:
         base = first[rows]
         ends0 = commas[base] if layout.commas else nl[rows]
         for n, i in enumerate(rows):
-            text = block[starts[i] : ends0[n]].decode("latin-1").strip().strip('"')
+            text = str(block[starts[i] : ends0[n]], "latin-1").strip().strip('"')
             times[i] = self.stamps(text, self.line + 1 + int(i))
         if len(layout.fields):
             s, e = _field_spans(layout, commas, base, starts[rows], nl[rows], arr)
@@ -325,7 +354,7 @@ class _RowState:
 
     def _glued(
         self,
-        block: bytes,
+        block: memoryview | bytes,
         layout: Layout,
         s: np.ndarray,
         e: np.ndarray,
@@ -337,13 +366,13 @@ class _RowState:
                 continue
             for n, i in enumerate(rows):
                 # s/e were trimmed of an outer quote; the piece split needs the raw field.
-                raw = block[max(0, s[n, j] - 1) : e[n, j] + 1].decode("latin-1").strip(",\n")
+                raw = str(block[max(0, s[n, j] - 1) : e[n, j] + 1], "latin-1").strip(",\r\n")
                 cells, _ = split_cells(raw)
                 values[i, j] = _value(cells[piece].text if piece < len(cells) else "")
 
     def _slow(
         self,
-        block: bytes,
+        block: memoryview | bytes,
         start: int,
         end: int,
         times: np.ndarray,
@@ -352,7 +381,7 @@ class _RowState:
         final: bool,
     ) -> bool:
         line_no = self.line + 1 + i
-        row = block[start:end].decode("latin-1")
+        row = str(block[start:end], "latin-1").rstrip("\r")
         if not row.strip():
             return False
         cells, notes = split_cells(row)
@@ -380,8 +409,10 @@ class _RowState:
         for i in np.flatnonzero(keep):
             t = float(times[i])
             digest = hash(values[i].tobytes())
-            if self.last_time is not None and (t < self.last_time or t == self.last_time
-                                               and not minute):  # fmt: skip
+            back = self.last_time is not None and (
+                t < self.last_time or (t == self.last_time and not minute)
+            )
+            if back:
                 if self.seen.get(t) == digest:
                     ok[i] = False
                     self.dropped += 1
@@ -395,6 +426,18 @@ class _RowState:
             self.seen[t] = digest
             self.last_time = t
         return ok
+
+
+def _line_ends(block: memoryview | bytes) -> np.ndarray:
+    """Offsets of every b"\\n": a C-speed find per line (esxtop lines are long and few)."""
+    raw = block.obj if isinstance(block, memoryview) else block
+    stop = len(block)
+    out = []
+    pos = raw.find(b"\n", 0, stop)
+    while pos >= 0:
+        out.append(pos)
+        pos = raw.find(b"\n", pos + 1, stop)
+    return np.array(out, dtype=np.int64)
 
 
 def _field_spans(
@@ -483,6 +526,7 @@ def _spread(parts: Sequence[EsxtopBatch], notes: list[str]) -> EsxtopBatch:
 
 
 # -- tidy Arrow output --------------------------------------------------------------------
+
 
 def tidy_schema(with_target: bool = False) -> pa.Schema:
     """time (UTC), host|target, object, instance, counter, value (null = missing), unit."""

@@ -172,7 +172,7 @@ class StampReader:
         if self.style == STAMP_TIME:
             return self._time_only(text, line)
         # Stamps of one day share the date part: cache the midnight epoch per date text.
-        head, _, tail = text.strip().partition(" ")
+        head = text.strip().partition(" ")[0]
         base = self._cache.get(head)
         m = (_FULL if self.style == STAMP_FULL else _MINUTE).match(text) or _ISO.match(text)
         if m is None:

@@ -137,6 +137,14 @@ class Pattern:
             _glob(self.counter),
         )
 
+    @property
+    def exact_key(self) -> tuple[str, str, str] | None:
+        """(object, instance, counter) in lower case when no part has a wildcard."""
+        parts = (self.object, self.instance, self.counter)
+        if self.instance is None or any("*" in x or "?" in x for x in parts if x):
+            return None
+        return (self.object.lower(), self.instance.lower(), self.counter.lower())
+
     def matches_kind(self, obj: str, counter: str) -> bool:
         _, o, _, c = self._res
         return bool(o.fullmatch(obj) and c.fullmatch(counter))
@@ -205,17 +213,28 @@ class Selection:
         """(indexes of the matched columns, a message per pattern that matched none)."""
         if self.everything:
             return list(range(len(columns))), []
-        # Patterns are tried once per distinct (object, counter), not once per column:
-        # a wide capture has ~20,000 columns but only a few hundred distinct kinds.
+        # Exact names are looked up; other patterns are tried once per distinct
+        # (object, counter), not once per column: a wide capture has ~20,000 columns
+        # but only a few hundred distinct kinds.
+        exact: dict[tuple[str, str, str], list[Pattern]] = {}
+        globbed = []
+        for p in self.patterns:
+            key = p.exact_key
+            if key is None:
+                globbed.append(p)
+            else:
+                exact.setdefault(key, []).append(p)
         kinds: dict[tuple[str, str], list[Pattern]] = {}
         used: set[str] = set()
         out = []
         for i, col in enumerate(columns):
-            key = (col.object, col.counter)
-            pats = kinds.get(key)
+            pats = kinds.get((col.object, col.counter))
             if pats is None:
-                pats = [p for p in self.patterns if p.matches_kind(*key)]
-                kinds[key] = pats
+                pats = [p for p in globbed if p.matches_kind(col.object, col.counter)]
+                kinds[(col.object, col.counter)] = pats
+            if exact:
+                key = (col.object.lower(), col.instance.lower(), col.counter.lower())
+                pats = pats + exact.get(key, [])
             hit = False
             for p in pats:
                 # Once the column is taken, only patterns not yet seen matching need a try.
@@ -243,7 +262,8 @@ def _suggest(p: Pattern, columns: Sequence[ColumnName], objects: list[str]) -> s
         return f": no object {p.object!r}{_closest_text(p.object, objects)}"
     counters = sorted({c.counter for c in columns if c.object in objs})
     if not any(_glob(p.counter).fullmatch(c) for c in counters):
-        return f": no counter {p.counter!r} in {', '.join(objs)}{_closest_text(p.counter, counters)}"
+        near = _closest_text(p.counter, counters)
+        return f": no counter {p.counter!r} in {', '.join(objs)}{near}"
     instances = sorted({c.instance for c in columns if c.object in objs and c.instance})
     return f": no instance {p.instance!r}{_closest_text(p.instance or '', instances)}"
 

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from vbench.analysis.figures import RunFigures
+from vbench.analysis.regression import RegressionResult, run_regression
+from vbench.analysis.run_analysis import analyze, better_overrides, load_figures
+from vbench.config.scenario import RegressionSpec
 from vbench.report.data import ReportData
 from vbench.results.store import Store
 
 
-def report_data(store: Store, run_id: str) -> ReportData:
+def report_data(
+    store: Store, run_id: str, *, regression: RegressionResult | None = None
+) -> ReportData:
     run = store.get_run(run_id)
     run_d = dataclasses.asdict(run)
     trials = [dataclasses.asdict(t) for t in store.trials(run.run_id)]
@@ -32,17 +39,21 @@ def report_data(store: Store, run_id: str) -> ReportData:
         )
     if run.status != "ok":
         warnings.append(f"run status: {run.status}")
+    points = [dataclasses.asdict(p) for p in store.points(run.run_id)]
     return ReportData(
         run=run_d,
-        points=[dataclasses.asdict(p) for p in store.points(run.run_id)],
+        points=points,
         trials=trials,
         samples=samples,
-        headline_metrics=_headline(run_d),
+        headline_metrics=headline_metrics(run_d),
         warnings=tuple(warnings),
+        analysis=analyze(run_d, points, trials, samples),
+        regression=regression,
     )
 
 
-def _headline(run: dict[str, Any]) -> tuple[str, ...]:
+def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:
+    """``report.headline`` of the run's scenario, else its driver's headline metrics."""
     from vbench.workloads.base import get_driver
 
     scenario = run.get("scenario") or {}
@@ -55,15 +66,80 @@ def _headline(run: dict[str, Any]) -> tuple[str, ...]:
         return ()
 
 
+_headline = headline_metrics
+
+
+def check_regression(
+    store: Store,
+    run_id: str,
+    spec: str | None = None,
+    *,
+    metrics: Sequence[str] = (),
+    min_effect: float | None = None,
+) -> RegressionResult:
+    """The run against its baseline, as its scenario's ``regression`` section says
+    (``spec``, ``metrics`` and ``min_effect`` override it)."""
+    run = store.get_run(run_id)
+    raw = (run.scenario or {}).get("regression") or {}
+    try:
+        conf = RegressionSpec.model_validate(raw)
+    except ValueError:  # a shape another version stored: the defaults still apply
+        conf = RegressionSpec()
+    cache: dict[str, RunFigures] = {}
+
+    def load(rid: str) -> RunFigures:
+        if rid not in cache:
+            cache[rid] = load_figures(store, rid)
+        return cache[rid]
+
+    chosen = list(metrics) or conf.metrics or list(headline_metrics(dataclasses.asdict(run)))
+    return run_regression(
+        store, run.run_id, load, chosen,
+        spec=spec or conf.baseline,
+        min_effect=conf.min_effect if min_effect is None else min_effect,
+        alpha=conf.alpha,
+        better_overrides=better_overrides(run.scenario or {}),
+    )
+
+
 def render_run_report(
-    store: Store, run_id: str, output: Path, template: Path | None = None
+    store: Store,
+    run_id: str,
+    output: Path,
+    template: Path | None = None,
+    *,
+    regression: RegressionResult | None = None,
 ) -> Path:
     from vbench.report.html import render_html
 
-    html = render_html(report_data(store, run_id), template=template)
+    html = render_html(report_data(store, run_id, regression=regression), template=template)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(html, encoding="utf-8")
     return output
+
+
+def render_report(
+    store: Store,
+    run_ids: Sequence[str],
+    fmt: str,
+    *,
+    template: Path | None = None,
+    baseline: str | None = None,
+) -> str:
+    """One or several runs in one of :data:`exports.FORMATS`; the first run is the one
+    reported in full (and checked against ``baseline`` when given)."""
+    from vbench.report import exports
+    from vbench.report.html import render_html
+
+    first, *rest = run_ids
+    reg = check_regression(store, first, baseline) if baseline is not None else None
+    datas = [report_data(store, first, regression=reg), *(report_data(store, r) for r in rest)]
+    if fmt == "html":
+        main = dataclasses.replace(datas[0], others=tuple(datas[1:]))
+        return render_html(main, template=template)
+    writer = {"json": exports.to_json, "csv": exports.to_csv, "junit": exports.to_junit,
+              "markdown": exports.to_markdown}[fmt]
+    return writer(datas)
 
 
 def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
@@ -124,3 +200,43 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
                 highlight=False,
             )
     console.print(summary_table(data))
+
+
+def run_summary_json(
+    store: Store, run_id: str, regression: RegressionResult | None = None
+) -> dict[str, Any]:
+    """What `vbench run --json` prints: per point the headline and derived figures
+    (trial statistics), the QoS and regression verdicts and the warnings."""
+    from vbench.analysis.figures import present
+    from vbench.analysis.stats import summarize
+    from vbench.report.exports import STAT_FIELDS, qos_json, regression_json
+
+    data = report_data(store, run_id, regression=regression)
+    a = data.analyzed()
+    f = a.figures
+    names = [m for m in (*data.headline_metrics, *a.derived.names()) if m in f.units]
+    ok = {}
+    for t in data.trials:
+        ok.setdefault(int(t["point"]), [0, 0])
+        ok[int(t["point"])][1] += 1
+        ok[int(t["point"])][0] += t["status"] == "ok"
+    points = []
+    for p in sorted(f.points):
+        figures = {}
+        for m in names:
+            s = summarize(present(f.trial_values(p, m)))
+            figures[m] = {"unit": f.units.get(m, ""), **{k: getattr(s, k) for k in STAT_FIELDS}}
+        done, total = ok.get(p, [0, 0])
+        points.append({"point": p, "labels": dict(f.points[p]), "title": f.title(p),
+                       "trials_ok": done, "trials": total, "figures": figures})
+    run = data.run
+    return {
+        "run_id": run["run_id"],
+        "scenario": run["scenario_name"],
+        "status": run["status"],
+        "tags": list(run.get("tags") or ()),
+        "points": points,
+        "qos": qos_json(a.qos),
+        "regression": regression_json(regression),
+        "warnings": [*data.warnings, *a.problems],
+    }

@@ -93,7 +93,7 @@ def _draw(ax: Axes, bars: Sequence[Bar], colors: Sequence[str] | None = None) ->
     means = [float(bars[i].mean) for i in xs]  # type: ignore[arg-type]
     color: Any = [colors[i] for i in xs] if colors is not None else _BAR_COLOR
     rects = ax.bar(xs, means, color=color, width=0.65)
-    if xs:
+    if any(bars[i].low is not None or bars[i].high is not None for i in xs):
         below, above = _whiskers([bars[i] for i in xs])
         ax.errorbar(xs, means, yerr=[below, above], fmt="none", ecolor="#222222", capsize=4)
         if len(bars) <= _LABEL_BARS_UP_TO:
@@ -133,6 +133,7 @@ def bar_chart_svg(
     reference_label: str = "",
     thresholds: Sequence[float | None] | None = None,
     passed: Sequence[bool | None] | None = None,
+    limit_label: str = "QoS limit",
 ) -> str:
     """A bar per point, whiskers from ``low`` to ``high``; returns inline SVG text.
 
@@ -153,7 +154,7 @@ def bar_chart_svg(
             ax.axhline(reference, color="#444444", linestyle="--", linewidth=1,
                        label=reference_label or None)
         if thresholds is not None:
-            _threshold_marks(ax, thresholds)
+            _threshold_marks(ax, thresholds, limit_label)
         if reference_label or thresholds is not None:
             ax.legend(loc="best", fontsize=7, frameon=False)
         ax.set_ylabel(ylabel)
@@ -162,20 +163,22 @@ def bar_chart_svg(
         return finish(fig, chart_id)
 
 
-def _threshold_marks(ax: Axes, thresholds: Sequence[float | None]) -> None:
-    """A red segment over each bar at its limit (one line when all limits are equal)."""
+def _threshold_marks(ax: Axes, thresholds: Sequence[float | None], label: str) -> None:
+    """A dashed segment over each bar at its limit (one line when all are equal): red
+    for a QoS limit, grey for anything else (an ideal)."""
     known = [t for t in thresholds if t is not None]
     if not known:
         return
+    color = _FAIL if "QoS" in label else "#555555"
     if len(set(known)) == 1:
-        ax.axhline(known[0], color=_FAIL, linestyle="--", linewidth=1.2, label="QoS limit")
+        ax.axhline(known[0], color=color, linestyle="--", linewidth=1.2, label=label)
         return
     first = True
     for i, t in enumerate(thresholds):
         if t is None:
             continue
-        ax.hlines(t, i - 0.42, i + 0.42, colors=_FAIL, linestyles="--", linewidth=1.5,
-                  label="QoS limit" if first else None)
+        ax.hlines(t, i - 0.42, i + 0.42, colors=color, linestyles="--", linewidth=1.5,
+                  label=label if first else None)
         first = False
 
 

@@ -18,6 +18,9 @@ from typing import Any
 import pandas as pd
 
 from vbench.analysis.aggregate import MetricSummary, summarize_points
+from vbench.analysis.figures import factor_order
+from vbench.analysis.regression import RegressionResult
+from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
 
 NO_DATA = "no data"
@@ -42,6 +45,16 @@ class ReportData:
     samples: pd.DataFrame
     headline_metrics: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    # Computed from the above when None (see vbench.analysis.run_analysis).
+    analysis: RunAnalysis | None = None
+    regression: RegressionResult | None = None
+    series: pd.DataFrame | None = None  # collectors' time series, when stored
+    others: tuple[ReportData, ...] = ()  # further runs overlaid on this one
+
+    def analyzed(self) -> RunAnalysis:
+        if self.analysis is not None:
+            return self.analysis
+        return analyze(self.run, self.points, self.trials, self.samples)
 
 
 # ---------------------------------------------------------------- formatting
@@ -288,7 +301,7 @@ class ReportView:
         self.scenario = self.data.run.get("scenario") or {}
         self.ok_trials = self._ok_trials()
         self.points = self._points()
-        self.factors = list(dict.fromkeys(k for p in self.points for k in p.labels))
+        self.factors = list(factor_order(self.scenario, [p.labels for p in self.points]))
         found = summarize_points(
             self.data.samples,
             include_trials=self.ok_trials,
@@ -325,8 +338,9 @@ class ReportView:
             for p in self.data.samples["point"].dropna().unique():
                 labels.setdefault(int(p), {})
         out = []
+        order = factor_order(self.scenario, labels.values())
         for point in sorted(labels):
-            lab = labels[point]
+            lab = {k: labels[point][k] for k in order if k in labels[point]}
             title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point}"
             ok = sum(1 for p, _ in self.ok_trials if p == point)
             total = sum(1 for t in self.data.trials if int(t["point"]) == point)

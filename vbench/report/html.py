@@ -8,6 +8,7 @@ are marked safe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,20 @@ from markupsafe import Markup
 
 from vbench import __version__
 from vbench.analysis.aggregate import summarize_points
+from vbench.analysis.run_analysis import better_overrides, cv_threshold_of
 from vbench.errors import ConfigError
-from vbench.report.charts import Bar, bar_chart_svg
+from vbench.report.chartplan import (
+    ChartIds,
+    Series,
+    caption,
+    derived_charts,
+    derived_series,
+    draw_series,
+    error_text,
+    explicit_charts,
+    metric_series,
+    qos_charts,
+)
 from vbench.report.data import (
     MISSING,
     NO_DATA,
@@ -40,6 +53,19 @@ from vbench.report.data import (
     scalar_text,
     tabulate,
 )
+from vbench.report.overlay import overlay_section
+from vbench.report.sections import (
+    badges,
+    derived_tables,
+    extra_warnings,
+    footer,
+    headline_rows,
+    qos_rows,
+    regression_section,
+    scenario_section,
+    testbed_tables,
+)
+from vbench.report.series import read_series, series_charts
 from vbench.resources import data_dir
 
 DEFAULT_TEMPLATE = "default.html.j2"
@@ -129,42 +155,27 @@ def _result_tables(view: ReportView) -> list[dict[str, Any]]:
     return tables
 
 
-def _n_text(counts: list[int]) -> str:
-    counts = [c for c in counts if c > 0]
-    if not counts:
-        return "n = 0"
-    lo, hi = min(counts), max(counts)
-    return f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
-
-
-def _chart(view: ReportView, index: int, metric: str) -> dict[str, Any]:
-    unit = view.units.get(metric, "")
-    bars, counts, rel = [], [], []
-    for p in view.points:
-        s = view.cell(p.point, metric).summary
-        label = " / ".join(p.labels.get(f, MISSING) for f in view.factors) or p.title
-        if s is None or s.n == 0 or not p.has_data:
-            bars.append(Bar(label, None, None, None))
-            continue
-        bars.append(Bar(label, s.mean, s.min, s.max))
-        counts.append(s.n)
-        if s.ci_half_rel is not None:
-            rel.append(s.ci_half_rel)
-    ylabel = f"{metric} ({unit})" if unit else metric
-    svg = bar_chart_svg(
-        bars, ylabel, chart_id=f"vbench-chart-{index}", xlabel=" / ".join(view.factors)
-    )
+def _headline_chart(
+    view: ReportView, metric: str, ids: ChartIds, mode: str, overrides: Mapping[str, str]
+) -> dict[str, Any]:
+    series = metric_series(view, metric, overrides)
+    rel = [
+        s.ci_half_rel for _, s in series.rows if s is not None and s.ci_half_rel is not None
+    ]
     ci = (
         f"95 % CI half-width {fmt_pct(min(rel))}–{fmt_pct(max(rel))} of the mean"
         if rel
         else "no 95 % CI (fewer than 2 trials)"
     )
-    caption = (
-        f"{metric} in {unit or 'no unit'}: bar = mean over successful trials "
-        f"({_n_text(counts)} per point, {view.window_text}); whiskers = min–max over "
-        f"trials; {ci} (see the results table)."
+    spec = next(
+        (c for c in view.scenario.get("report", {}).get("charts", []) or []
+         if c.get("metric") == metric and c.get("x")),
+        None,
     )
-    return {"metric": metric, "svg": Markup(svg), "caption": caption}
+    svg, shows = draw_series(series, view.factors, ids, mode=mode,
+                             x=spec.get("x") if spec else None)
+    cap = caption(series, shows, mode, f"{ci} (see the results table)", view.window_text)
+    return {"metric": metric, "svg": Markup(svg), "caption": cap, "title": metric}
 
 
 def _guest_table(view: ReportView) -> dict[str, Any] | None:
@@ -218,27 +229,104 @@ def _trial_rows(view: ReportView) -> tuple[list[str], list[dict[str, Any]]]:
     return [k.replace("_", " ") for k in phases], rows
 
 
+def _sources(view: ReportView) -> list[dict[str, Any]]:
+    """Metrics per source other than the workload driver (collectors: esxtop, vCenter,
+    guest sysstat …), so host and guest metrics are easy to find."""
+    df = view.data.samples
+    if df.empty or "source" not in df:
+        return []
+    driver = str((view.scenario.get("workload") or {}).get("driver") or "")
+    out = []
+    for source, rows in df.groupby("source", sort=True):
+        if str(source) == driver:
+            continue
+        aggregate = sorted(set(rows.loc[rows["guest"].isna(), "metric"].astype(str)))
+        per_entity = sorted(set(rows.loc[rows["guest"].notna(), "metric"].astype(str)))
+        entities = sorted(set(rows["guest"].dropna().astype(str)))
+        out.append({"source": str(source), "aggregate": aggregate, "per_entity": per_entity,
+                    "entities": entities})
+    return out
+
+
+def _scenario_title(view: ReportView) -> str:
+    run = view.data.run
+    title = (view.scenario.get("report") or {}).get("title")
+    return str(title or run.get("scenario_name") or "vbench")
+
+
 def build_context(view: ReportView) -> dict[str, Any]:
     """The template's variables (see reports/README.md)."""
     run = view.data.run
+    analysis = view.data.analyzed()
+    overrides = better_overrides(view.scenario)
+    mode = str((view.scenario.get("report") or {}).get("error_bars") or "range")
+    ids = ChartIds()
     phase_names, trials = _trial_rows(view)
+    charts = [_headline_chart(view, m, ids, mode, overrides)
+              for m in view.headline if m in view.units]
+    derived_figs = derived_charts(analysis.derived, view.factors, ids, mode, view.window_text)
+
+    def lookup(name: str) -> Series | None:
+        figs = [f for f in analysis.derived.named(name) if f.point is not None]
+        if figs:
+            return derived_series(figs)
+        return metric_series(view, name, overrides) if name in view.units else None
+
+    extra, chart_problems = explicit_charts(
+        [c for c in (view.scenario.get("report") or {}).get("charts") or []
+         if not (c.get("metric") in view.headline and c.get("x"))],
+        lookup, view.factors, ids, mode, view.window_text,
+    )
+    series_charts_, series_problems = _series(view, ids)
+    others = [o.analyzed().figures for o in view.data.others]
+    compared = list(dict.fromkeys([*view.headline, *analysis.derived.names()]))
+    warnings = [*view.warnings(), *extra_warnings(view, analysis), *chart_problems,
+                *series_problems]
     return {
         "title": f"{run.get('scenario_name', 'vbench')} · run {run.get('run_id', '?')}",
+        "heading": _scenario_title(view),
         "header": _header(view),
-        "warnings": view.warnings(),
+        "warnings": list(dict.fromkeys(warnings)),
+        "summary": {"badges": badges(view, analysis, view.data.regression),
+                    "headline": headline_rows(view, overrides)},
+        "scenario_info": scenario_section(view),
         "method": _method(view),
         "factors": view.factors,
         "points": view.points,
         "results": _result_tables(view),
-        "charts": [_chart(view, i, m) for i, m in enumerate(view.headline) if m in view.units],
+        "derived": derived_tables(analysis.derived, view.factors),
+        "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
+                "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids)}
+        if analysis.qos.declared else None,
+        "regression": regression_section(view.data.regression),
+        "charts": charts,
+        "derived_charts": derived_figs,
+        "extra_charts": extra,
+        "series_charts": series_charts_,
+        "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
+        "sources": _sources(view),
         "guests": _guest_table(view),
         "trial_phases": phase_names,
         "trials": trials,
         "environment": tabulate(run.get("environment"), "controller"),
-        "testbed": tabulate(run.get("testbed"), "testbed") if run.get("testbed") else None,
+        "testbed": testbed_tables(run.get("testbed")) if run.get("testbed") else None,
+        "footer": footer(view),
+        "error_bars": error_text(mode),
         "fmt_num": fmt_num,
         "version": __version__,
     }
+
+
+def _series(view: ReportView, ids: ChartIds) -> tuple[list[dict[str, Any]], list[str]]:
+    frame = view.data.series
+    problems: list[str] = []
+    if frame is None:
+        frame, problems = read_series(view.data.run.get("run_dir"))
+    if frame is None or frame.empty:
+        return [], problems
+    titles = {p.point: p.title for p in view.points}
+    ok = [t for t in view.data.trials if t.get("status") == "ok"]
+    return series_charts(frame, ok, titles, ids.next), problems
 
 
 def render_html(data: ReportData, template: Path | None = None) -> str:
@@ -257,5 +345,6 @@ def render_html(data: ReportData, template: Path | None = None) -> str:
         raise ConfigError(f"report template not found: {path}") from exc
     except TemplateSyntaxError as exc:
         raise ConfigError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from exc
-    context = build_context(ReportView(data))
+    view = ReportView(data, cv_threshold=cv_threshold_of(data.run.get("scenario") or {}))
+    context = build_context(view)
     return tpl.render(css=Markup(_css_for(path)), **context)

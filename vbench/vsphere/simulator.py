@@ -111,7 +111,7 @@ class VcsimProcess:
     def alive(self) -> bool:
         if self.popen is not None:
             return self.popen.poll() is None
-        return _alive(self.pid)
+        return pid_alive(self.pid)
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.popen is not None:
@@ -185,7 +185,7 @@ def _tail(path: Path, size: int = 2000) -> str:
     return data[-size:].decode(errors="replace").strip()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -203,9 +203,9 @@ def _terminate(pid: int, timeout: float) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -292,16 +292,18 @@ def _is_our_vcsim(pid: int, port: int) -> bool:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return _alive(pid)
-    return bool(argv) and Path(argv[0].decode()).name == "vcsim" and (
-        f":{port}".encode() in b" ".join(argv)
+        return pid_alive(pid)
+    return (
+        bool(argv)
+        and Path(argv[0].decode()).name == "vcsim"
+        and (f":{port}".encode() in b" ".join(argv))
     )
 
 
 def sim_status(name: str, address: str, port: int, home: Path | None = None) -> SimStatus:
     folder = sim_dir(name, home)
     pid = _read_pid(folder)
-    running = pid is not None and _alive(pid) and _is_our_vcsim(pid, port)
+    running = pid is not None and pid_alive(pid) and _is_our_vcsim(pid, port)
     return SimStatus(name, running, pid if running else None, address, port, folder)
 
 
@@ -326,7 +328,7 @@ def sim_down(home: Path | None = None) -> list[str]:
     stopped = []
     for pidfile in sorted(root.glob("*/vcsim.pid")):
         pid = _read_pid(pidfile.parent)
-        if pid is not None and _alive(pid):
+        if pid is not None and pid_alive(pid):
             _terminate(pid, 5.0)
             stopped.append(pidfile.parent.name)
         pidfile.unlink(missing_ok=True)

@@ -1,0 +1,196 @@
+"""compare, history, baseline: read stored runs and judge them against each other."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vbench.cli.options import json_option, open_store, store_options
+
+metric_option = click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A metric or derived figure (repeatable; default: the headline metrics).",
+)
+
+
+def _stats(s: Any) -> dict[str, Any]:
+    return {k: getattr(s, k) for k in ("n", "mean", "stdev", "min", "max", "ci_low", "ci_high")}
+
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@metric_option
+@click.option("--alpha", type=click.FloatRange(0.0, 0.5, min_open=True), default=0.05,
+              show_default=True, help="Significance level.")
+@store_options
+@json_option
+def compare(
+    run_a: str,
+    run_b: str,
+    metrics: tuple[str, ...],
+    alpha: float,
+    store_url: str | None,
+    results_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Compare two runs point by point: values, ratio B/A and significance."""
+    from vbench.analysis.compare import compare_figures
+    from vbench.analysis.run_analysis import better_overrides, load_analysis
+    from vbench.report.build import headline_metrics
+    from vbench.report.textfmt import format_compare
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        a, b = load_analysis(store, run_a), load_analysis(store, run_b)
+    finally:
+        store.close()
+    chosen = list(metrics) or [
+        *headline_metrics(a.figures.run), *a.derived.names()
+    ] or a.figures.metrics()
+    result = compare_figures(a.figures, b.figures, chosen, alpha=alpha,
+                             better_overrides=better_overrides(a.figures.scenario))
+    if not as_json:
+        click.echo(format_compare(result), nl=False)
+        return
+    click.echo(json.dumps({
+        "a": result.run_a.get("run_id"),
+        "b": result.run_b.get("run_id"),
+        "alpha": alpha,
+        "differences": [dataclasses.asdict(d) | {"hardware": d.hardware}
+                        for d in result.differences],
+        "only_a": list(result.only_a),
+        "only_b": list(result.only_b),
+        "rows": [
+            {"point": r.title, "labels": dict(r.labels), "metric": r.metric, "unit": r.unit,
+             "better": r.better, "a": _stats(r.a), "b": _stats(r.b), "ratio": r.ratio,
+             "significant": r.sig.significant, "test": r.sig.method, "p_value": r.sig.p_value,
+             "reason": r.sig.reason, "verdict": r.verdict}
+            for r in result.rows
+        ],
+    }, indent=2))
+
+
+@click.command()
+@click.argument("scenario")
+@metric_option
+@click.option("--tag", help="Only runs with this tag (e.g. nightly).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="The newest N runs.")
+@click.option("--all", "include_failed", is_flag=True,
+              help="Include runs that did not complete (status other than ok).")
+@store_options
+@json_option
+def history(
+    scenario: str,
+    metrics: tuple[str, ...],
+    tag: str | None,
+    limit: int,
+    include_failed: bool,
+    store_url: str | None,
+    results_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Show the trend of a scenario's figures, per point, over its stored runs."""
+    from vbench.analysis.history import load_history
+    from vbench.report.build import headline_metrics
+    from vbench.report.textfmt import format_history
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        newest = store.list_runs(scenario=scenario, tag=tag, limit=1)
+        chosen = list(metrics)
+        if not chosen and newest:
+            chosen = list(headline_metrics(dataclasses.asdict(newest[0])))
+        hist = load_history(store, scenario, chosen, tag=tag, limit=limit,
+                            include_failed=include_failed)
+    finally:
+        store.close()
+    if not as_json:
+        click.echo(format_history(hist), nl=False)
+        return
+    click.echo(json.dumps({
+        "scenario": hist.scenario,
+        "runs": [dataclasses.asdict(r) for r in hist.runs],
+        "series": [
+            {"metric": s.metric, "unit": s.unit, "better": s.better, "point": s.title,
+             "labels": dict(s.labels), "change": s.change,
+             "values": [_stats(x) if x is not None else None for x in s.summaries]}
+            for s in hist.series
+        ],
+    }, indent=2, default=str))
+
+
+@click.group()
+def baseline() -> None:
+    """The reference run of a scenario for `vbench run --check-regression`."""
+
+
+@baseline.command(name="set")
+@click.argument("run_id")
+@click.option("--note", help="Why this run is the new reference (shown in reports).")
+@store_options
+def baseline_set(run_id: str, note: str | None, store_url: str | None,
+                 results_dir: Path | None) -> None:
+    """Make RUN_ID the baseline of its scenario (in its lab), e.g. after an intended change."""
+    store, _ = open_store(store_url, results_dir)
+    try:
+        run = store.get_run(run_id)
+        if run.status != "ok":
+            click.echo(f"warning: run {run.run_id} has status {run.status}", err=True)
+        row = store.set_baseline(run.run_id, note)
+    finally:
+        store.close()
+    lab = f" in lab {row.scope}" if row.scope else ""
+    click.echo(f"baseline of {row.scenario_name}{lab}: {row.run_id}")
+
+
+@baseline.command(name="show")
+@click.argument("scenario", required=False)
+@store_options
+@json_option
+def baseline_show(scenario: str | None, store_url: str | None, results_dir: Path | None,
+                  as_json: bool) -> None:
+    """List the baselines (of one scenario, or all)."""
+    from vbench.report.textfmt import table, utc
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        rows = store.baselines(scenario)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no baseline set" + (f" for {scenario}" if scenario else ""))
+        return
+    lines = table(["scenario", "lab", "run id", "set", "note"],
+                  [[r.scenario_name, r.scope or "-", r.run_id, utc(r.set_at), r.note or ""]
+                   for r in rows])
+    click.echo("\n".join(lines))
+
+
+@baseline.command(name="clear")
+@click.argument("scenario")
+@click.option("--lab", "scope", help="Only the baseline kept for this lab name.")
+@store_options
+def baseline_clear(scenario: str, scope: str | None, store_url: str | None,
+                   results_dir: Path | None) -> None:
+    """Forget the baseline of SCENARIO (regression checks fall back to the last run)."""
+    store, _ = open_store(store_url, results_dir)
+    try:
+        n = store.clear_baseline(scenario, scope)
+    finally:
+        store.close()
+    click.echo(f"{n} baseline{'s' if n != 1 else ''} cleared")
+
+
+COMMANDS = [compare, history, baseline]

@@ -1,0 +1,324 @@
+"""Which charts a report shows, and their captions.
+
+- Headline metrics: a scaling curve when a numeric factor with three or more levels
+  varies (one line per level of a second factor; the ideal linear scaling from the
+  first point dashed, for higher-is-better figures); grouped bars when two factors
+  vary; a bar per point otherwise. Whiskers: min–max or the 95 % CI
+  (``report.error_bars``), stated in every caption.
+- Derived figures: normalised bars with the 1.0 line; speedup curves (or bars) with
+  the ideal; other derived figures as bars.
+- QoS: the combined value of each check against its limit, bars coloured pass/fail.
+- ``report.charts``: extra charts the scenario asks for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from vbench.analysis.derived import DerivedFigure, DerivedResult
+from vbench.analysis.figures import better
+from vbench.analysis.qos import QosCheck, QosResult
+from vbench.analysis.stats import Summary
+from vbench.report.charts import Bar, bar_chart_svg, grouped_bar_chart_svg
+from vbench.report.charts_xy import Line, line_chart_svg
+from vbench.report.data import MISSING, ReportView
+
+MIN_CURVE_LEVELS = 3
+MAX_QOS_SERIES = 6
+
+
+@dataclass
+class ChartIds:
+    """Unique element ids across every chart of one page."""
+
+    prefix: str = "vbench-chart"
+    n: int = 0
+
+    def next(self) -> str:
+        self.n += 1
+        return f"{self.prefix}-{self.n - 1}"
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        f = float(str(text))
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def varying(points: Sequence[Mapping[str, str]], factors: Sequence[str]) -> list[str]:
+    return [f for f in factors if len({p.get(f) for p in points}) > 1]
+
+
+def numeric_factor(points: Sequence[Mapping[str, str]], factor: str) -> bool:
+    levels = {p.get(factor) for p in points}
+    return len(levels) >= MIN_CURVE_LEVELS and all(_num(x) is not None for x in levels)
+
+
+def whiskers(s: Summary | None, mode: str) -> tuple[float | None, float | None]:
+    if s is None:
+        return None, None
+    if mode == "ci":
+        return s.ci_low, s.ci_high
+    return s.min, s.max
+
+
+def error_text(mode: str) -> str:
+    return ("whiskers = 95 % confidence interval of the mean (Student t)" if mode == "ci"
+            else "whiskers = min–max over trials")
+
+
+@dataclass(frozen=True)
+class Series:
+    """A figure over the points of a run: per point its labels and summary."""
+
+    name: str
+    unit: str
+    better: str
+    rows: list[tuple[Mapping[str, str], Summary | None]]
+    ideals: list[float | None] | None = None
+
+
+def _n_text(rows: Sequence[tuple[Mapping[str, str], Summary | None]]) -> str:
+    ns = [s.n for _, s in rows if s is not None and s.n > 0]
+    if not ns:
+        return "n = 0"
+    return f"n = {min(ns)}" if min(ns) == max(ns) else f"n = {min(ns)}–{max(ns)}"
+
+
+def _ylabel(name: str, unit: str) -> str:
+    return f"{name} ({unit})" if unit else name
+
+
+def _group_title(labels: Mapping[str, str], keys: Sequence[str]) -> str:
+    return ", ".join(f"{k}={labels.get(k, MISSING)}" for k in keys) or "all"
+
+
+def draw_series(
+    series: Series,
+    factors: Sequence[str],
+    ids: ChartIds,
+    *,
+    mode: str,
+    prefer: str | None = None,
+    x: str | None = None,
+    reference: float | None = None,
+    reference_label: str = "",
+    title: str = "",
+) -> tuple[str, str]:
+    """Pick the chart for ``series`` and draw it; returns (svg, what the chart shows)."""
+    labels = [lab for lab, _ in series.rows]
+    vary = varying(labels, factors)
+    if x is None and prefer != "bar":
+        x = next((f for f in vary if numeric_factor(labels, f)), None)
+        if x is not None and len(vary) > 2:
+            x = None  # three varying factors read better as tables and bars
+    ylabel = _ylabel(series.name, series.unit)
+    if x is None and len(vary) < 2 and series.ideals is not None:
+        return _bars_with_ideal(series, vary, ids, mode, ylabel, title)
+    if x is not None and (prefer in (None, "line")):
+        return _curve(series, vary, x, ids, mode, ylabel, reference, reference_label, title)
+    if len(vary) == 2:
+        return _grouped(series, vary, ids, mode, ylabel, reference, reference_label, title)
+    bars = []
+    for lab, s in series.rows:
+        low, high = whiskers(s, mode)
+        name = " / ".join(lab.get(f, MISSING) for f in vary) or "all"
+        bars.append(Bar(name, s.mean if s and s.n else None, low, high))
+    svg = bar_chart_svg(bars, ylabel, chart_id=ids.next(), xlabel=" / ".join(vary),
+                        title=title, reference=reference, reference_label=reference_label)
+    return svg, "bar = mean per point"
+
+
+def _bars_with_ideal(series: Series, vary: Sequence[str], ids: ChartIds, mode: str,
+                     ylabel: str, title: str) -> tuple[str, str]:
+    bars = []
+    for lab, s in series.rows:
+        low, high = whiskers(s, mode)
+        name = " / ".join(lab.get(f, MISSING) for f in vary) or "all"
+        bars.append(Bar(name, s.mean if s and s.n else None, low, high))
+    svg = bar_chart_svg(bars, ylabel, chart_id=ids.next(), xlabel=" / ".join(vary),
+                        title=title, thresholds=series.ideals, limit_label="ideal")
+    return svg, "bar = mean per point; dashed grey = the ideal"
+
+
+def _grouped(series: Series, vary: Sequence[str], ids: ChartIds, mode: str, ylabel: str,
+             reference: float | None, reference_label: str, title: str) -> tuple[str, str]:
+    xf, hue = vary[0], vary[1]
+    cats = list(dict.fromkeys(lab.get(xf, MISSING) for lab, _ in series.rows))
+    hues = list(dict.fromkeys(lab.get(hue, MISSING) for lab, _ in series.rows))
+    index = {(lab.get(xf), lab.get(hue)): s for lab, s in series.rows}
+    groups = []
+    for h in hues:
+        bars = []
+        for c in cats:
+            s = index.get((c, h))
+            low, high = whiskers(s, mode)
+            bars.append(Bar(c, s.mean if s and s.n else None, low, high))
+        groups.append((h, bars))
+    svg = grouped_bar_chart_svg(cats, groups, ylabel, chart_id=ids.next(), xlabel=xf,
+                                legend_title=hue, reference=reference,
+                                reference_label=reference_label, title=title)
+    return svg, f"bars grouped by {xf}, one colour per {hue}; bar = mean"
+
+
+def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str, ylabel: str,
+           reference: float | None, reference_label: str, title: str) -> tuple[str, str]:
+    others = [f for f in vary if f != x]
+    groups: dict[str, list[int]] = {}
+    for i, (lab, _) in enumerate(series.rows):
+        groups.setdefault(_group_title(lab, others), []).append(i)
+    lines, ideal = [], []
+    for name, idx in groups.items():
+        idx = sorted(idx, key=lambda i: _num(series.rows[i][0].get(x)) or 0.0)
+        xs = [_num(series.rows[i][0].get(x)) or 0.0 for i in idx]
+        sums = [series.rows[i][1] for i in idx]
+        ys = [s.mean if s and s.n else None for s in sums]
+        ends = [whiskers(s, mode) for s in sums]
+        lines.append(Line(name, xs, ys, [e[0] for e in ends], [e[1] for e in ends]))
+        ideal.extend(_ideal_line(series, idx, xs, ys, name, len(groups) > 1))
+    note = "line = mean per point"
+    if ideal:
+        note += "; dashed = ideal " + (
+            "speedup" if series.ideals is not None else "linear scaling from the smallest level"
+        )
+    svg = line_chart_svg(lines, ylabel, chart_id=ids.next(), xlabel=x, ideal=ideal,
+                         threshold=reference, title=title,
+                         legend_title=", ".join(others))
+    if reference is not None:
+        note += f"; dashed red line = {reference_label or 'reference'}"
+    return svg, note
+
+
+def _ideal_line(series: Series, idx: list[int], xs: list[float], ys: list[float | None],
+                name: str, many: bool) -> list[Line]:
+    label = "ideal" + (f" ({name})" if many else "")
+    if series.ideals is not None:
+        ideal = [series.ideals[i] for i in idx]
+        return [Line(label, xs, ideal)] if any(v is not None for v in ideal) else []
+    if series.better != "higher" or not xs or ys[0] is None or xs[0] <= 0:
+        return []
+    y0, x0 = ys[0], xs[0]
+    return [Line(label, xs, [y0 * xv / x0 for xv in xs])]
+
+
+def caption(series: Series, shows: str, mode: str, extra: str, window: str) -> str:
+    unit = series.unit or "no unit"
+    return (f"{series.name} in {unit} ({series.better} is better): {shows} over successful "
+            f"trials ({_n_text(series.rows)} per point, {window}); {error_text(mode)}"
+            f"{'; ' + extra if extra else ''}.")
+
+
+# ------------------------------------------------------------------ builders
+
+
+def metric_series(view: ReportView, metric: str, overrides: Mapping[str, str]) -> Series:
+    unit = view.units.get(metric, "")
+    rows = []
+    for p in view.points:
+        s = view.cell(p.point, metric).summary if p.has_data else None
+        rows.append((p.labels, s))
+    return Series(metric, unit, better(metric, unit, overrides), rows)
+
+
+def derived_series(figs: Sequence[DerivedFigure]) -> Series:
+    first = figs[0]
+    rows = [(f.labels, f.summary) for f in figs]
+    ideals = [f.ideal for f in figs] if any(f.ideal is not None for f in figs) else None
+    return Series(first.name, first.unit, first.better, rows, ideals)
+
+
+def chart(svg: str, cap: str, title: str, kind: str) -> dict[str, Any]:
+    return {"svg": Markup(svg), "caption": cap, "title": title, "kind": kind}
+
+
+def derived_charts(
+    derived: DerivedResult, factors: Sequence[str], ids: ChartIds, mode: str, window: str
+) -> list[dict[str, Any]]:
+    out = []
+    for name in derived.names():
+        figs = [f for f in derived.named(name) if f.point is not None]
+        if not figs or all(f.summary.n == 0 for f in figs):
+            continue
+        series = derived_series(figs)
+        kind = figs[0].kind
+        ref, ref_label, prefer = None, "", None
+        if kind == "normalize":
+            ref, ref_label, prefer = 1.0, "baseline = 1.0", "bar"
+        svg, shows = draw_series(series, factors, ids, mode=mode, prefer=prefer,
+                                 reference=ref, reference_label=ref_label)
+        extra = figs[0].reference
+        out.append(chart(svg, caption(series, shows, mode, extra, window), name, kind))
+    return out
+
+
+def qos_charts(qos: QosResult, ids: ChartIds) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[QosCheck]] = {}
+    for c in qos.checks:
+        groups.setdefault((c.metric, c.stat), []).append(c)
+    out = []
+    for (metric, stat), checks in groups.items():
+        subjects = list(dict.fromkeys(c.subject_text for c in checks))
+        points = list(dict.fromkeys(c.point_title for c in checks))
+        unit = checks[0].unit
+        ylabel = _ylabel(f"{metric} ({stat})", "") + (f" [{unit}]" if unit else "")
+        if len(subjects) == 1 or len(points) > MAX_QOS_SERIES:
+            for subject in subjects:
+                mine = [c for c in checks if c.subject_text == subject]
+                out.append(_qos_bar(mine, [c.point_title for c in mine], ylabel, ids,
+                                    f"{metric} {subject}".strip()))
+        else:
+            for point in points:
+                mine = [c for c in checks if c.point_title == point]
+                out.append(_qos_bar(mine, [c.subject_text for c in mine], ylabel, ids,
+                                    f"{metric} at {point}"))
+    return out
+
+
+def _qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids: ChartIds,
+             title: str) -> dict[str, Any]:
+    bars = [Bar(n, c.value, None, None) for n, c in zip(names, checks, strict=True)]
+    svg = bar_chart_svg(
+        bars, ylabel, chart_id=ids.next(), title=title,
+        thresholds=[c.threshold for c in checks],
+        passed=[None if c.status in ("missing", "error") else c.passed for c in checks],
+    )
+    failed = sum(1 for c in checks if not c.passed)
+    cap = (f"{title}: bar = {checks[0].stat} over the trials of each point, green = pass, "
+           f"red = fail; dashed red = the QoS limit. {failed} of {len(checks)} checks fail.")
+    return chart(svg, cap, title, "qos")
+
+
+def explicit_charts(
+    specs: Sequence[Mapping[str, Any]],
+    lookup: Callable[[str], Series | None],
+    factors: Sequence[str],
+    ids: ChartIds,
+    mode: str,
+    window: str,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    out, problems = [], []
+    for spec in specs:
+        metric = str(spec.get("metric"))
+        series = lookup(metric)
+        if series is None:
+            problems.append(f"report.charts: no data for {metric!r}; chart left out")
+            continue
+        kind = str(spec.get("kind") or "bar")
+        x = spec.get("x")
+        if kind == "line" and x and not all(_num(lab.get(x)) is not None
+                                            for lab, _ in series.rows):
+            problems.append(f"report.charts: {metric} over {x}: levels are not numbers; "
+                            "drawn as bars")
+            x, kind = None, "bar"
+        title = str(spec.get("title") or "")
+        svg, shows = draw_series(series, factors, ids, mode=mode, prefer=kind,
+                                 x=x if kind == "line" else None, title=title)
+        out.append(chart(svg, caption(series, shows, mode, "", window), title or metric, kind))
+    return out, problems

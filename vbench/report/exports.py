@@ -1,0 +1,298 @@
+"""Machine-readable exports of stored runs: JSON (samples and aggregates), CSV
+(aggregates), JUnit XML (QoS criteria and regression checks, for CI servers) and
+Markdown (a short summary for a merge request or an e-mail)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import Any
+
+from vbench.analysis.compare import compare_figures
+from vbench.analysis.figures import better, present
+from vbench.analysis.qos import QosResult
+from vbench.analysis.regression import RegressionResult
+from vbench.analysis.run_analysis import RunAnalysis, better_overrides
+from vbench.analysis.stats import Summary, summarize
+from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
+
+FORMATS = ("html", "json", "csv", "junit", "markdown")
+SUFFIXES = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".xml": "junit",
+            ".md": "markdown", ".markdown": "markdown"}  # fmt: skip
+STAT_FIELDS = ("n", "mean", "median", "stdev", "min", "max", "cv", "ci_low", "ci_high",
+               "noisy", "trials_needed")  # fmt: skip
+
+
+def format_for(path: str, given: str | None) -> str:
+    """``--format`` if given, else from the output's suffix, else html."""
+    if given:
+        return given
+    for suffix, fmt in SUFFIXES.items():
+        if path.lower().endswith(suffix):
+            return fmt
+    return "html"
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _stats(s: Summary) -> dict[str, Any]:
+    return {k: _clean(getattr(s, k)) for k in STAT_FIELDS}
+
+
+def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, Any]]:
+    """One row per (point, metric) and per derived figure, with the trial statistics."""
+    f = analysis.figures
+    derived = set(analysis.derived.names())
+    cv = (data.run.get("scenario") or {}).get("settings", {}).get("cv_threshold", 0.05)
+    rows = []
+    for (point, metric), values in sorted(f.values.items()):
+        rows.append({
+            "run_id": f.run_id, "point": point, "labels": dict(f.points.get(point, {})),
+            "metric": metric, "kind": "derived" if metric in derived else "measured",
+            "unit": f.units.get(metric, ""), **_stats(summarize(present(values), cv)),
+        })
+    for fig in analysis.derived.figures:
+        if fig.point is None:  # across points: not in f.values
+            rows.append({
+                "run_id": f.run_id, "point": None, "labels": dict(fig.labels),
+                "metric": fig.name, "kind": "derived", "unit": fig.unit,
+                **_stats(fig.summary),
+            })
+    return rows
+
+
+def qos_json(qos: QosResult) -> dict[str, Any]:
+    return {
+        "declared": qos.declared,
+        "passed": qos.passed,
+        "verdict": qos.verdict(),
+        "checks": [
+            {"criterion": c.criterion, "metric": c.metric, "subject": dict(c.subject),
+             "point": c.point, "point_title": c.point_title, "stat": c.stat, "op": c.op,
+             "threshold": c.threshold, "unit": c.unit, "value": _clean(c.value), "n": c.n,
+             "status": c.status, "message": c.message}
+            for c in qos.checks
+        ],
+    }
+
+
+def regression_json(reg: RegressionResult | None) -> dict[str, Any] | None:
+    if reg is None:
+        return None
+    return {
+        "skipped": reg.skipped,
+        "regressed": reg.regressed,
+        "verdict": reg.verdict(),
+        "baseline": list(reg.baseline.run_ids) if reg.baseline else [],
+        "baseline_description": reg.baseline.description if reg.baseline else None,
+        "min_effect": reg.min_effect,
+        "alpha": reg.alpha,
+        "checks": [
+            {"point": c.title, "labels": dict(c.labels), "metric": c.metric, "unit": c.unit,
+             "better": c.better, "baseline": _stats(c.baseline), "current": _stats(c.current),
+             "change": _clean(c.change), "p_value": c.sig.p_value, "test": c.sig.method,
+             "significant": c.sig.significant, "status": c.status, "message": c.message}
+            for c in reg.checks
+        ],
+    }
+
+
+def run_json(data: ReportData, *, with_samples: bool = True) -> dict[str, Any]:
+    analysis = data.analyzed()
+    out: dict[str, Any] = {
+        "run": data.run,
+        "points": data.points,
+        "trials": data.trials,
+        "aggregates": aggregate_rows(data, analysis),
+        "qos": qos_json(analysis.qos),
+        "regression": regression_json(data.regression),
+        "warnings": [*data.warnings, *analysis.problems],
+    }
+    if with_samples:
+        out["samples"] = json.loads(data.samples.to_json(orient="records"))
+    return out
+
+
+def to_json(datas: Sequence[ReportData]) -> str:
+    runs = [run_json(d) for d in datas]
+    doc: dict[str, Any] = {"runs": runs}
+    if len(datas) > 1:
+        first = datas[0].analyzed()
+        overrides = better_overrides(datas[0].run.get("scenario") or {})
+        metrics = list(datas[0].headline_metrics) or first.figures.metrics()
+        doc["comparisons"] = []
+        for other in datas[1:]:
+            res = compare_figures(first.figures, other.analyzed().figures, metrics,
+                                  better_overrides=overrides)
+            doc["comparisons"].append({
+                "a": first.figures.run_id, "b": res.run_b.get("run_id"),
+                "differences": [{"key": d.key, "a": d.a, "b": d.b} for d in res.differences],
+                "rows": [{"point": r.title, "metric": r.metric, "unit": r.unit,
+                          "a": _stats(r.a), "b": _stats(r.b), "ratio": _clean(r.ratio),
+                          "p_value": r.sig.p_value, "test": r.sig.method,
+                          "significant": r.sig.significant, "verdict": r.verdict}
+                         for r in res.rows],
+            })
+    return json.dumps(doc, indent=2, default=str, allow_nan=False)
+
+
+def to_csv(datas: Sequence[ReportData]) -> str:
+    rows = []
+    factors: dict[str, None] = {}
+    for d in datas:
+        analysis = d.analyzed()
+        factors.update(dict.fromkeys(analysis.figures.factors))
+        rows += aggregate_rows(d, analysis)
+    buf = io.StringIO()
+    head = ["run_id", "point", *factors, "metric", "kind", "unit", *STAT_FIELDS]
+    writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        labels = r.pop("labels")
+        writer.writerow({**r, **{f: labels.get(f, "") for f in factors}})
+    return buf.getvalue()
+
+
+# -------------------------------------------------------------------- JUnit
+
+
+def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
+          output: str, skipped: str | None = None) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    if skipped is not None:
+        ET.SubElement(case, "skipped", message=skipped)
+    elif failure is not None:
+        el = ET.SubElement(case, "failure", message=failure, type="failure")
+        el.text = output
+    ET.SubElement(case, "system-out").text = output
+
+
+def _suite(data: ReportData) -> ET.Element:
+    analysis = data.analyzed()
+    run = data.run
+    name = f"vbench.{run.get('scenario_name', 'run')}"
+    suite = ET.Element("testsuite", name=name, timestamp=fmt_time(run.get("started")),
+                       hostname=str(((run.get("environment") or {}).get("controller") or {})
+                                    .get("hostname") or ""))
+    props = ET.SubElement(suite, "properties")
+    for key in ("run_id", "status", "vbench_version"):
+        ET.SubElement(props, "property", name=key, value=str(run.get(key, "")))
+    bad = [t for t in data.trials if t.get("status") != "ok"]
+    _case(suite, f"{name}.run", "trials completed",
+          f"{len(bad)} of {len(data.trials)} trials did not complete" if bad else None,
+          "\n".join(f"point {t['point']} trial {t['trial']}: {t.get('error')}" for t in bad)
+          or f"{len(data.trials)} trials ok")
+    for criterion, checks in analysis.qos.by_criterion().items():
+        failed = [c for c in checks if not c.passed]
+        text = "\n".join(f"{c.point_title}{' ' + c.subject_text if c.subject else ''}: "
+                         f"{c.status}: {c.message}" for c in checks)
+        _case(suite, f"{name}.qos", criterion,
+              f"{len(failed)} of {len(checks)} points fail" if failed else None, text)
+    reg = data.regression
+    if reg is not None and reg.skipped:
+        _case(suite, f"{name}.regression", "baseline", None, reg.note, skipped=reg.note)
+    elif reg is not None:
+        for c in reg.checks:
+            _case(suite, f"{name}.regression.{c.metric}", c.title,
+                  f"regression: {c.message}" if c.status == "regression" else None,
+                  f"{c.status}: baseline {fmt_mean_ci(c.baseline, c.unit)}, "
+                  f"this run {fmt_mean_ci(c.current, c.unit)}; {c.message}")
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    suite.set("errors", "0")
+    suite.set("time", "0")
+    return suite
+
+
+def to_junit(datas: Sequence[ReportData]) -> str:
+    root = ET.Element("testsuites", name="vbench")
+    for d in datas:
+        root.append(_suite(d))
+    for key in ("tests", "failures", "skipped"):
+        root.set(key, str(sum(int(s.get(key, "0")) for s in root)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+# ----------------------------------------------------------------- Markdown
+
+
+def _md(text: Any) -> str:
+    """A table cell: pipes and newlines would break the table, HTML would render."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_run(d: ReportData) -> list[str]:
+    a = d.analyzed()
+    run, f = d.run, a.figures
+    ok = sum(1 for t in d.trials if t.get("status") == "ok")
+    title = (run.get("scenario") or {}).get("report", {}).get("title") or run.get("scenario_name")
+    lines = [
+        f"### {_md(title)} — run `{run.get('run_id')}`",
+        "",
+        f"- status **{_md(run.get('status'))}**, {ok}/{len(d.trials)} trials ok, "
+        f"started {fmt_time(run.get('started'), seconds=False)}",
+        f"- {a.qos.verdict()}",
+    ]
+    if d.regression is not None:
+        lines.append(f"- {d.regression.verdict()}")
+    metrics = [m for m in (d.headline_metrics or tuple(f.metrics()[:3])) if m in f.units]
+    overrides = better_overrides(run.get("scenario") or {})
+    if metrics and f.points:
+        lines += ["", "| point | " + " | ".join(
+            f"{_md(m)} ({_md(f.units.get(m) or '-')}, {better(m, f.units.get(m, ''), overrides)}"
+            " is better)" for m in metrics) + " |",
+            "|---|" + "---:|" * len(metrics)]
+        for p in sorted(f.points):
+            cells = [fmt_mean_ci(summarize(present(f.trial_values(p, m))), f.units.get(m, ""))
+                     for m in metrics]
+            lines.append(f"| {_md(f.title(p))} | " + " | ".join(_md(c) for c in cells) + " |")
+        lines.append("")
+        lines.append("Mean ± 95 % CI over successful trials.")
+    bad = a.qos.failures
+    if bad:
+        lines += ["", "QoS checks not passing:", ""]
+        lines += [f"- {_md(c.criterion)} at {_md(c.point_title)}: {_md(c.message)}"
+                  for c in bad[:20]]
+    if d.regression is not None and d.regression.regressions:
+        lines += ["", "Regressions:", ""]
+        lines += [f"- {_md(c.metric)} at {_md(c.title)}: {_md(c.message)}"
+                  for c in d.regression.regressions[:20]]
+    warnings = [*d.warnings, *a.problems]
+    if warnings:
+        lines += ["", f"{len(warnings)} warning(s): " + _md("; ".join(warnings[:5]))
+                  + (" …" if len(warnings) > 5 else "")]
+    return lines
+
+
+def to_markdown(datas: Sequence[ReportData]) -> str:
+    out: list[str] = []
+    for d in datas:
+        if out:
+            out.append("")
+        out += _md_run(d)
+    if len(datas) > 1:
+        out += ["", "### Compared with the first run", ""]
+        first = datas[0].analyzed().figures
+        metrics = list(datas[0].headline_metrics) or first.metrics()[:3]
+        for other in datas[1:]:
+            res = compare_figures(first, other.analyzed().figures, metrics)
+            out.append(f"`{res.run_b.get('run_id')}` against `{first.run_id}`: "
+                       f"{sum(1 for r in res.rows if r.verdict == 'better')} better, "
+                       f"{sum(1 for r in res.rows if r.verdict == 'worse')} worse, "
+                       f"{sum(1 for r in res.rows if r.verdict not in ('better', 'worse'))} "
+                       "without a significant difference"
+                       + (f"; testbeds differ in {len(res.differences)} facts"
+                          if res.differences else "") + ".")
+    return "\n".join(out) + "\n" if out else f"{MISSING}\n"

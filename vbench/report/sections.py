@@ -1,0 +1,315 @@
+"""The report's sections beyond the per-point tables: summary with badges, scenario,
+testbed, QoS, derived figures, regression, warnings and the reproducibility footer.
+
+Every function returns plain data (text already formatted) for the template; nothing
+here produces markup, so autoescaping covers every string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vbench import __version__
+from vbench.analysis.derived import DerivedFigure, DerivedResult
+from vbench.analysis.figures import better, measurement_hash, scenario_hash
+from vbench.analysis.qos import QosResult
+from vbench.analysis.regression import RegressionResult
+from vbench.analysis.run_analysis import RunAnalysis
+from vbench.report.data import (
+    MISSING,
+    NO_DATA,
+    ReportView,
+    Table,
+    fmt_mean_ci,
+    fmt_num,
+    fmt_pct,
+    fmt_range,
+    fmt_value,
+    scalar_text,
+    tabulate,
+)
+
+# A guest clock this far from the controller's, relative to the window, skews windows.
+CLOCK_OFFSET_WARN_S = 0.5
+
+
+@dataclass(frozen=True)
+class Badge:
+    label: str
+    text: str
+    kind: str  # good | bad | warn | neutral
+
+
+# ------------------------------------------------------------------ summary
+
+
+def badges(
+    view: ReportView, analysis: RunAnalysis, regression: RegressionResult | None
+) -> list[Badge]:
+    run = view.data.run
+    status = str(run.get("status") or MISSING)
+    out = [Badge("run", status, "good" if status == "ok" else "bad")]
+    ok = sum(p.ok for p in view.points)
+    total = sum(p.total for p in view.points)
+    out.append(Badge("trials", f"{ok}/{total} ok", "good" if ok == total and total else "bad"))
+    qos = analysis.qos
+    if qos.declared:
+        bad = len(qos.failures)
+        out.append(Badge("QoS", "pass" if qos.passed else f"fail ({bad} of {len(qos.checks)})",
+                         "good" if qos.passed else "bad"))
+    else:
+        out.append(Badge("QoS", "none declared", "neutral"))
+    if regression is not None:
+        if regression.skipped:
+            out.append(Badge("regression", "not checked (no baseline)", "neutral"))
+        elif regression.regressed:
+            out.append(Badge("regression", f"{len(regression.regressions)} found", "bad"))
+        else:
+            out.append(Badge("regression", "none", "good"))
+    noisy = sum(
+        1 for (_p, m), ms in view.summaries.items() if m in view.headline and ms.summary.noisy
+    )
+    out.append(Badge("noise", f"{noisy} noisy figure{'s' if noisy != 1 else ''}"
+                     if noisy else "none", "warn" if noisy else "good"))
+    return out
+
+
+def headline_rows(view: ReportView, overrides: Mapping[str, str]) -> list[dict[str, str]]:
+    """Per headline metric: the best and worst point (or the one value)."""
+    rows = []
+    for m in view.headline:
+        unit = view.units.get(m, "")
+        found = [
+            (p, view.cell(p.point, m).summary) for p in view.points if p.has_data
+        ]
+        found = [(p, s) for p, s in found if s is not None and s.mean is not None]
+        if not found:
+            rows.append({"metric": m, "unit": unit, "best": NO_DATA, "worst": "", "note": ""})
+            continue
+        direction = better(m, unit, overrides)
+        ordered = sorted(found, key=lambda ps: ps[1].mean or 0.0,
+                         reverse=direction == "higher")
+        best_p, best = ordered[0]
+        worst_p, worst = ordered[-1]
+        one = len(ordered) == 1
+        rows.append({
+            "metric": m,
+            "unit": unit,
+            "best": fmt_mean_ci(best, unit) + ("" if one else f" at {best_p.title}"),
+            "worst": "" if one else fmt_mean_ci(worst, unit) + f" at {worst_p.title}",
+            "note": f"{direction} is better",
+        })
+    return rows
+
+
+# ----------------------------------------------------------------- scenario
+
+
+def scenario_section(view: ReportView) -> dict[str, Any]:
+    sc = view.scenario
+    workload = sc.get("workload") or {}
+    factors = []
+    for name, f in (sc.get("factors") or {}).items():
+        levels = [str(lv.get("label")) for lv in (f or {}).get("levels") or []]
+        path = (f or {}).get("path") or f"workload.params.{name}"
+        factors.append({"name": name, "levels": ", ".join(levels), "path": path})
+    topology = [
+        {"group": g, "count": str((spec or {}).get("count", 1)),
+         "nodes": ", ".join((spec or {}).get("nodes") or []) or MISSING}
+        for g, spec in (sc.get("topology") or {}).items()
+    ]
+    params = [(str(k), scalar_text(v)) for k, v in (workload.get("params") or {}).items()]
+    n_points = len(view.points)
+    ran = sum(p.total for p in view.points)
+    return {
+        "name": str(sc.get("name") or view.data.run.get("scenario_name") or MISSING),
+        "description": str(sc.get("description") or "").strip(),
+        "driver": str(workload.get("driver") or MISSING),
+        "params": params,
+        "factors": factors,
+        "topology": topology,
+        "matrix": f"{n_points} point{'s' if n_points != 1 else ''} × "
+                  f"{view.repeat or '?'} trials = {n_points * (view.repeat or 0)} planned, "
+                  f"{ran} ran",
+    }
+
+
+# ------------------------------------------------------------------ testbed
+
+_TESTBED_TITLES = {"hosts": "Hosts", "datastores": "Datastores", "vms": "Virtual machines"}
+
+
+def _compact(v: Any) -> str:
+    """A cell: nested lists of records read as "a (k=v, …); b (…)"."""
+    if isinstance(v, list | tuple) and v and all(isinstance(x, Mapping) for x in v):
+        parts = []
+        for item in v:
+            name = item.get("name") or item.get("device") or item.get("id")
+            rest = ", ".join(f"{k}={scalar_text(x)}" for k, x in item.items()
+                             if k not in ("name", "device", "id") and not isinstance(x, dict))
+            parts.append(f"{name} ({rest})" if name and rest else str(name or rest))
+        return "; ".join(parts)
+    return scalar_text(v)
+
+
+def _records(title: str, records: Sequence[Mapping[str, Any]]) -> Table:
+    columns: dict[str, None] = {}
+    for r in records:
+        columns.update(dict.fromkeys(str(k) for k in r))
+    # The entity's name first: it is what a reader looks for.
+    order = sorted(columns, key=lambda c: (c not in ("name", "hostname"), list(columns).index(c)))
+    rows = tuple(tuple(_compact(r.get(c)) if c in r else MISSING for c in order) for r in records)
+    return Table(title, tuple(order), rows)
+
+
+def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
+    """Hosts, datastores and VMs (lists of records) as their own tables, first; the
+    rest of the snapshot as the generic tables of :func:`tabulate`."""
+    if not testbed:
+        return []
+    tables = []
+    rest: dict[str, Any] = {}
+    for key, value in testbed.items():
+        is_records = (isinstance(value, list) and value
+                      and all(isinstance(v, Mapping) for v in value))
+        if key in _TESTBED_TITLES and is_records:
+            tables.append(_records(_TESTBED_TITLES[key], value))
+        else:
+            rest[key] = value
+    ordered = sorted(tables, key=lambda t: list(_TESTBED_TITLES.values()).index(t.title))
+    return ordered + tabulate(rest, "vSphere") if rest else ordered
+
+
+# ---------------------------------------------------------------------- QoS
+
+
+def qos_rows(qos: QosResult) -> list[dict[str, Any]]:
+    rows = []
+    for c in qos.checks:
+        rows.append({
+            "criterion": c.criterion,
+            "subject": c.subject_text,
+            "point": c.point_title,
+            "value": fmt_value(c.value, c.unit) if c.value is not None else NO_DATA,
+            "limit": f"{c.op.replace('<=', '≤').replace('>=', '≥')} {fmt_num(c.threshold)}"
+                     + (f" {c.unit}" if c.unit else ""),
+            "stat": f"{c.stat} over {c.n} trial{'s' if c.n != 1 else ''}",
+            "status": c.status,
+            "message": c.message,
+        })
+    return rows
+
+
+# ------------------------------------------------------------------ derived
+
+
+def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[str, Any]]:
+    tables = []
+    for name in derived.names():
+        figs = derived.named(name)
+        first = figs[0]
+        across = first.point is None
+        cols = [f for f in factors if any(f in x.labels for x in figs)]
+        rows = [_derived_row(f, cols) for f in figs]
+        tables.append({
+            "name": name,
+            "kind": first.kind,
+            "unit": first.unit,
+            "reference": first.reference,
+            "better": first.better,
+            "factors": cols,
+            "rows": rows,
+            "has_ideal": any(f.ideal is not None for f in figs),
+            "across": across,
+        })
+    return tables
+
+
+def _derived_row(f: DerivedFigure, cols: Sequence[str]) -> dict[str, Any]:
+    s = f.summary
+    return {
+        "labels": [f.labels.get(c, "all" if f.point is None else MISSING) for c in cols],
+        "mean_ci": fmt_mean_ci(s, f.unit),
+        "range": fmt_range(s, f.unit) if s.n > 1 else MISSING,
+        "cv": fmt_pct(s.cv),
+        "n": str(s.n),
+        "ideal": fmt_num(f.ideal) if f.ideal is not None else "",
+        "efficiency": fmt_pct(s.mean / f.ideal) if f.ideal and s.mean is not None else "",
+        "has_data": s.n > 0,
+    }
+
+
+# --------------------------------------------------------------- regression
+
+
+def regression_section(reg: RegressionResult | None) -> dict[str, Any] | None:
+    if reg is None:
+        return None
+    rows = []
+    for c in reg.checks:
+        change = c.change
+        rows.append({
+            "point": c.title,
+            "metric": c.metric,
+            "baseline": fmt_mean_ci(c.baseline, c.unit) + f" (n={c.baseline.n})",
+            "current": fmt_mean_ci(c.current, c.unit) + f" (n={c.current.n})",
+            "change": f"{change * 100:+.1f} %" if change is not None else MISSING,
+            "better": c.better,
+            "test": c.sig.reason,
+            "status": c.status,
+        })
+    return {
+        "verdict": reg.verdict(),
+        "baseline": reg.baseline.description if reg.baseline else None,
+        "baseline_ids": list(reg.baseline.run_ids) if reg.baseline else [],
+        "min_effect": fmt_pct(reg.min_effect),
+        "alpha": f"{reg.alpha:g}",
+        "rows": rows,
+        "regressed": reg.regressed,
+    }
+
+
+# ----------------------------------------------------------------- warnings
+
+
+def extra_warnings(view: ReportView, analysis: RunAnalysis) -> list[str]:
+    """Clock offsets, collectors that produced nothing, declarations not honoured."""
+    out = list(analysis.problems)
+    env = view.data.run.get("environment") or {}
+    for name, g in (env.get("guests") or {}).items():
+        off = (g or {}).get("clock_offset_s")
+        if isinstance(off, int | float) and math.isfinite(off) and abs(off) > CLOCK_OFFSET_WARN_S:
+            out.append(f"Clock of guest {name} is {off:+.3f} s off the controller's: "
+                       "guest-side timestamps are shifted by that much.")
+        elif off is None and g and "clock_offset_s" in g:
+            out.append(f"Clock offset of guest {name} could not be measured.")
+    sources = set()
+    if not view.data.samples.empty and "source" in view.data.samples:
+        sources = set(view.data.samples["source"].dropna().astype(str))
+    for c in view.scenario.get("collectors") or []:
+        kind = str((c or {}).get("kind"))
+        if kind and kind not in sources:
+            out.append(f"Collector {kind} produced no sample in this run.")
+    return out
+
+
+# ------------------------------------------------------------------- footer
+
+
+def footer(view: ReportView) -> dict[str, str]:
+    run = view.data.run
+    env = run.get("environment") or {}
+    ctl = env.get("controller") or {}
+    sc = view.scenario
+    return {
+        "version": __version__,
+        "run_version": str(run.get("vbench_version") or ctl.get("vbench_version") or MISSING),
+        "scenario_hash": scenario_hash(sc) if sc else MISSING,
+        "measurement_hash": measurement_hash(sc) if sc else MISSING,
+        "command": str(ctl.get("command") or MISSING),
+        "lab_fingerprint": str(run.get("lab_fingerprint") or MISSING),
+        "rerender": f"vbench report {run.get('run_id', 'RUN_ID')} -o report.html",
+    }

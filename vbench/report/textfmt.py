@@ -1,0 +1,149 @@
+"""Plain-text output of compare, history, QoS and regression checks: aligned columns,
+no colour and no terminal-width wrapping, so that cron logs and golden files read the
+same everywhere. Times are printed in UTC for the same reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from vbench.analysis.compare import CompareResult
+from vbench.analysis.history import History, sparkline
+from vbench.analysis.qos import QosResult
+from vbench.analysis.regression import RegressionResult
+from vbench.report.data import MISSING, fmt_mean_ci, fmt_num, fmt_value
+
+
+def utc(epoch: Any) -> str:
+    try:
+        return datetime.fromtimestamp(float(epoch), tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError, OverflowError):
+        return MISSING
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[
+    str
+]:
+    """Columns padded to their widest cell, two spaces apart, trailing blanks removed."""
+    widths = [len(h) for h in head]
+    for r in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, r, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if i in right else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    return [line(head), *(line(r) for r in rows)]
+
+
+def _with_n(text: str, n: int) -> str:
+    return f"{text} (n={n})" if n else text
+
+
+# ------------------------------------------------------------------ compare
+
+
+def _run_line(tag: str, run: Any) -> str:
+    version = run.get("vbench_version") or MISSING
+    tags = ", ".join(run.get("tags") or ()) or "-"
+    return (f"{tag}  {run.get('run_id')}  {run.get('scenario_name')}  {utc(run.get('started'))}"
+            f"  {run.get('status')}  vbench {version}  tags {tags}")
+
+
+def format_compare(result: CompareResult) -> str:
+    out = [_run_line("A", result.run_a), _run_line("B", result.run_b), ""]
+    if result.differences:
+        kind = "hardware and versions" if result.hardware_differs else "versions or settings"
+        out.append(f"testbeds differ ({len(result.differences)} facts, {kind}):")
+        rows = [[d.key, d.a if d.a is not None else "absent", "→",
+                 d.b if d.b is not None else "absent"] for d in result.differences]
+        out += ["  " + x for x in table(["fact", "A", "", "B"], rows)[1:]]
+    else:
+        out.append("testbeds: same facts (testbed, guests, lab, vbench version)")
+    out.append("")
+    if result.rows:
+        rows = [
+            [r.title, r.metric, _with_n(fmt_mean_ci(r.a, r.unit), r.a.n),
+             _with_n(fmt_mean_ci(r.b, r.unit), r.b.n),
+             f"{r.ratio:.3f}" if r.ratio is not None else MISSING, r.verdict, r.sig.reason]
+            for r in result.rows
+        ]
+        out += table(["point", "metric", "A mean ± 95 % CI", "B mean ± 95 % CI", "B/A",
+                      "verdict", "test"], rows, right=(2, 3, 4))
+    else:
+        out.append("no metric with data at a common point")
+    out.append("")
+    out.append(
+        f"significance: two-sided Mann–Whitney U at α = {result.alpha:g}; where the trial "
+        "counts are too small for the test to reach α, the 95 % confidence intervals are "
+        "compared (disjoint = significant). better/worse only when significant."
+    )
+    if result.only_a:
+        out.append("only in A: " + "; ".join(result.only_a))
+    if result.only_b:
+        out.append("only in B: " + "; ".join(result.only_b))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ history
+
+
+def format_history(history: History) -> str:
+    if not history.runs:
+        return f"no stored run of scenario {history.scenario}\n"
+    runs = history.runs
+    out = [f"history of {history.scenario}: {len(runs)} run{'s' if len(runs) != 1 else ''}, "
+           f"{utc(runs[0].started)} → {utc(runs[-1].started)} (oldest first; * = baseline)",
+           ""]
+    for m in history.metrics:
+        series = history.for_metric(m)
+        if not series:
+            out += [f"{m}: no data in these runs", ""]
+            continue
+        unit = series[0].unit
+        out.append(f"{m}{f' ({unit})' if unit else ''} — {series[0].better} is better — "
+                   "mean over the successful trials of each run")
+        head = ["run", "started", *(s.title for s in series)]
+        rows = []
+        for i, r in enumerate(runs):
+            cells = [fmt_num(s.summaries[i].mean) if s.summaries[i] is not None else MISSING
+                     for s in series]
+            rows.append([r.run_id + (" *" if r.baseline else ""), utc(r.started), *cells])
+        right = tuple(range(2, 2 + len(series)))
+        trend = ["trend", "", *(sparkline(s.means) for s in series)]
+        change = ["first → last", "", *(f"{s.change * 100:+.1f} %" if s.change is not None
+                                        else MISSING for s in series)]
+        out += table(head, [*rows, trend, change], right=right)
+        out.append("")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------ QoS, regression
+
+
+def format_qos(qos: QosResult) -> str:
+    if not qos.declared:
+        return "QoS: no criteria declared\n"
+    rows = [[c.criterion, c.subject_text or "-", c.point_title,
+             fmt_value(c.value, c.unit) if c.value is not None else "no data",
+             c.status.upper() if c.status != "pass" else "pass"] for c in qos.checks]
+    lines = [qos.verdict(), *table(["criterion", "subject", "point", "value", "status"], rows,
+                                   right=(3,))]
+    return "\n".join(lines) + "\n"
+
+
+def format_regression(reg: RegressionResult) -> str:
+    lines = [reg.verdict()]
+    if reg.checks:
+        rows = [[c.title, c.metric, _with_n(fmt_mean_ci(c.baseline, c.unit), c.baseline.n),
+                 _with_n(fmt_mean_ci(c.current, c.unit), c.current.n),
+                 f"{c.change * 100:+.1f} %" if c.change is not None else MISSING,
+                 c.status.upper() if c.status == "regression" else c.status, c.sig.reason]
+                for c in reg.checks]
+        lines += table(["point", "metric", "baseline", "this run", "change", "status", "test"],
+                       rows, right=(2, 3, 4))
+        lines.append(f"regression = worse by more than {reg.min_effect * 100:g} % and "
+                     f"significant at α = {reg.alpha:g}")
+    return "\n".join(lines) + "\n"

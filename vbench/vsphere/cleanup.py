@@ -1,0 +1,271 @@
+"""Removing what a run created — and nothing else.
+
+An object is removed only when all of these hold: the run's journal names it, its name
+is the one vbench gave it, and its ``extraConfig`` carries this run's id (the mark the
+clone itself set). A VM kept on purpose (``keep: true``) stays unless asked for. VMs are
+powered off and destroyed in the reverse order of their creation, at most ``parallel``
+at a time, every task awaited through one watcher. Running it twice is harmless: what is
+gone is journaled as ``missing`` and skipped.
+
+Orphans are marked VMs (name ``vb-…`` and the extraConfig mark) whose run is no longer
+active; :func:`find_marked` lists them in one inventory scan plus one read of the
+candidates' marks.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyVmomi import vim
+
+from vbench.errors import LabError
+from vbench.vsphere.connection import VSphereSession
+from vbench.vsphere.faults import fault_text
+from vbench.vsphere.inventory import Obj, retrieve, retrieve_refs
+from vbench.vsphere.journal import JOURNAL_FILE, Journal, JournalItem, opened_by, parse_lines
+from vbench.vsphere.simulator import pid_alive
+from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX
+from vbench.vsphere.tasks import TaskFailed, Watcher, task_done, wait_future
+
+TASK_GRACE = 120.0  # how long cleanup waits for a clone still running to finish
+
+
+@dataclass
+class CleanupReport:
+    destroyed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "name: why it was left alone"
+    errors: list[str] = field(default_factory=list)
+
+    def merge(self, other: CleanupReport) -> None:
+        for name in ("destroyed", "kept", "missing", "skipped", "errors"):
+            getattr(self, name).extend(getattr(other, name))
+
+    def summary(self) -> str:
+        parts = [f"{len(self.destroyed)} destroyed"]
+        for name in ("kept", "missing", "skipped", "errors"):
+            if getattr(self, name):
+                parts.append(f"{len(getattr(self, name))} {name}")
+        return ", ".join(parts)
+
+
+def marks(extra_config: Iterable[Any] | None) -> dict[str, str]:
+    """vbench's marks from a VM's extraConfig option values."""
+    out = {}
+    for opt in extra_config or ():
+        key = getattr(opt, "key", None)
+        if key in (MARK_KEY, KEEP_KEY):
+            out[key] = str(getattr(opt, "value", ""))
+    return out
+
+
+def owned_by(name: str, vm_marks: Mapping[str, str], run_id: str, expected_name: str) -> str | None:
+    """None when the VM is this run's to remove, else why it must be left alone."""
+    if name != expected_name or not name.startswith(NAME_PREFIX):
+        return f"its name is {name!r}, not {expected_name!r}"
+    if vm_marks.get(MARK_KEY) != run_id:
+        found = vm_marks.get(MARK_KEY)
+        return f"it is not marked by run {run_id}" + (f" (marked {found})" if found else "")
+    return None
+
+
+# --- removing VMs ----------------------------------------------------------------------
+
+MARK_PROPS = {vim.VirtualMachine: ["name", "config.extraConfig", "runtime.powerState"]}
+
+
+def _finish_running_clones(
+    session: VSphereSession, watcher: Watcher, items: Sequence[JournalItem]
+) -> dict[str, str]:
+    """Wait for clones that were still running when the run stopped; name -> new moid."""
+    out = {}
+    for item in items:
+        if item.moid or not item.task:
+            continue
+        task = vim.Task(item.task, session.stub)
+        try:
+            state, value = wait_future(watcher.watch(task, task_done), None, TASK_GRACE)
+        except (TimeoutError, LabError):
+            watcher.forget(task)
+            continue
+        if state == "success" and value is not None:
+            out[item.name] = value._moId
+    return out
+
+
+def _locate(session: VSphereSession, names: set[str]) -> dict[str, Obj]:
+    """VMs by name (one scan of names, then the marks of the matches)."""
+    if not names:
+        return {}
+    found = [o for o in retrieve(session, {vim.VirtualMachine: ["name"]}) if o.name in names]
+    detailed = retrieve_refs(session, [o.ref for o in found], MARK_PROPS)
+    by_name: dict[str, Obj] = {}
+    for o in detailed:
+        by_name.setdefault(o.name, o)
+    return by_name
+
+
+def cleanup_items(
+    session: VSphereSession,
+    watcher: Watcher,
+    journal: Journal,
+    run_id: str,
+    items: Sequence[JournalItem],
+    *,
+    parallel: int = 8,
+    include_kept: bool = False,
+) -> CleanupReport:
+    """Power off and destroy the journal's pending VMs of one vCenter, newest first."""
+    report = CleanupReport()
+    items = [i for i in items if i.vcenter == session.target.name]
+    if not items:
+        return report
+    _finish_running_clones(session, watcher, items)
+    located = _locate(session, {i.name for i in items})
+    doomed: list[tuple[JournalItem, Obj]] = []
+    for item in items:
+        vm = located.get(item.name)
+        if vm is None:
+            journal.write("missing", vcenter=item.vcenter, name=item.name)
+            report.missing.append(item.name)
+            continue
+        if item.keep and not include_kept:
+            journal.write("kept", vcenter=item.vcenter, name=item.name, moid=vm.moid)
+            report.kept.append(item.name)
+            continue
+        why = owned_by(vm.name, marks(vm.get("config.extraConfig")), run_id, item.name)
+        if why is not None:
+            report.skipped.append(f"{item.name}: left alone, {why}")
+            continue
+        doomed.append((item, vm))
+    done = remove_vms(session, watcher, [vm for _, vm in doomed], parallel=parallel)
+    for (item, vm), error in zip(doomed, done, strict=True):
+        if error is None:
+            journal.write("destroyed", vcenter=item.vcenter, name=item.name, moid=vm.moid)
+            report.destroyed.append(item.name)
+        else:
+            report.errors.append(error)
+    return report
+
+
+def remove_vms(
+    session: VSphereSession, watcher: Watcher, vms: Sequence[Obj], *, parallel: int = 8
+) -> list[str | None]:
+    """Power off (when on) and destroy each VM, the last first; an error text per VM."""
+
+    def one(vm: Obj) -> str | None:
+        label = f"VM {vm.name}"
+        try:
+            if vm.get("runtime.powerState") == "poweredOn":
+                task = session.call(lambda: vm.ref.PowerOffVM_Task())
+                with contextlib.suppress(TaskFailed):  # already off is fine
+                    watcher.wait_task(task, label, "power off", timeout=TASK_GRACE)
+            task = session.call(lambda: vm.ref.Destroy_Task())
+            watcher.wait_task(task, label, "destroy", timeout=TASK_GRACE)
+        except TaskFailed as exc:
+            if "ManagedObjectNotFound" in str(exc):
+                return None
+            return str(exc)
+        except TimeoutError:
+            return f"{label}: destroy did not finish within {TASK_GRACE:g}s"
+        except Exception as exc:
+            return f"{label}: {fault_text(exc)}"
+        return None
+
+    ordered = list(reversed(vms))
+    with ThreadPoolExecutor(max(1, parallel), thread_name_prefix="vbench-clean") as pool:
+        results = list(pool.map(one, ordered))
+    return list(reversed(results))
+
+
+# --- orphans ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MarkedVm:
+    vcenter: str
+    name: str
+    moid: str
+    run_id: str
+    kept: bool
+    power: str | None
+    ref: Any = field(default=None, compare=False, repr=False)
+
+
+def find_marked(session: VSphereSession) -> list[MarkedVm]:
+    """Every VM carrying vbench's mark in this vCenter."""
+    candidates = [
+        o
+        for o in retrieve(session, {vim.VirtualMachine: ["name"]})
+        if o.name.startswith(NAME_PREFIX)
+    ]
+    out = []
+    for o in retrieve_refs(session, [c.ref for c in candidates], MARK_PROPS):
+        m = marks(o.get("config.extraConfig"))
+        if m.get(MARK_KEY):
+            out.append(
+                MarkedVm(
+                    session.target.name,
+                    o.name,
+                    o.moid,
+                    m[MARK_KEY],
+                    KEEP_KEY in m,
+                    o.get("runtime.powerState"),
+                    o.ref,
+                )
+            )
+    return out
+
+
+def run_started(run_id: str) -> float | None:
+    """The start time a run id carries (``YYYYMMDD-HHMMSS-…``, UTC)."""
+    try:
+        return float(calendar.timegm(time.strptime(run_id[:15], "%Y%m%d-%H%M%S")))
+    except ValueError:
+        return None
+
+
+def select_orphans(
+    marked: Sequence[MarkedVm],
+    is_active: Callable[[str], bool],
+    older_than: float,
+    now: float,
+    include_kept: bool = False,
+) -> list[MarkedVm]:
+    """Marked VMs whose run is not active and started at least ``older_than`` ago."""
+    out = []
+    for vm in marked:
+        if vm.kept and not include_kept:
+            continue
+        started = run_started(vm.run_id)
+        if started is not None and now - started < older_than:
+            continue
+        if is_active(vm.run_id):
+            continue
+        out.append(vm)
+    return out
+
+
+def journal_says_alive(run_dir: Path) -> bool | None:
+    """Whether the process that opened the run's journal still runs here; None when the
+    journal is missing or was written on another machine (then nobody here can tell)."""
+    try:
+        entries = parse_lines((run_dir / JOURNAL_FILE).read_text().splitlines())
+    except OSError:
+        return None
+    opened = opened_by(entries)
+    if opened is None or opened.get("host") != socket.gethostname():
+        return None
+    try:
+        return pid_alive(int(opened.get("pid", -1)))
+    except (TypeError, ValueError):
+        return None

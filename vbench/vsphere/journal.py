@@ -1,0 +1,137 @@
+"""The provisioning journal: what a run intends to create, written before each create.
+
+One JSON object per line in ``<run dir>/vsphere-journal.jsonl``, flushed and fsynced
+before the vCenter call it announces, so a process killed at any instant leaves enough
+for ``vbench cleanup RUN_ID`` to finish the job::
+
+    {"ts": .., "event": "open", "run_id": .., "pid": .., "host": ..}
+    {"ts": .., "event": "intent", "vcenter": "vc1", "name": "vb-<run>-web-1", "action": "clone",
+     "source": "tmpl", "keep": false}
+    {"ts": .., "event": "started", "vcenter": "vc1", "name": .., "task": "task-12"}
+    {"ts": .., "event": "created", "vcenter": "vc1", "name": .., "moid": "vm-40"}
+    {"ts": .., "event": "destroyed" | "missing" | "kept" | "failed", "vcenter": .., "name": ..}
+
+Reading is pure (:func:`pending`): an object is pending until it is destroyed, found
+missing or deliberately kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vbench.errors import StoreError
+
+JOURNAL_FILE = "vsphere-journal.jsonl"
+FINAL = frozenset({"destroyed", "missing", "kept"})
+
+
+@dataclass(frozen=True)
+class JournalItem:
+    """One object the run intended to create, and what is known of it."""
+
+    vcenter: str
+    name: str
+    action: str
+    moid: str | None = None
+    task: str | None = None
+    keep: bool = False
+    state: str = "intent"  # the last event seen for it
+
+
+def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """Journal lines -> entries; a torn last line (killed mid-write) is ignored."""
+    out = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and "event" in entry:
+            out.append(entry)
+    return out
+
+
+def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
+    """Every intended object in intent order, folded with what happened to it later."""
+    by_key: dict[tuple[str, str], JournalItem] = {}
+    for e in entries:
+        ev, vc, name = e.get("event"), e.get("vcenter"), e.get("name")
+        if not vc or not name:
+            continue
+        key = (str(vc), str(name))
+        cur = by_key.get(key)
+        if ev == "intent":
+            by_key[key] = JournalItem(
+                str(vc), str(name), str(e.get("action", "clone")), keep=bool(e.get("keep"))
+            )
+            continue
+        if cur is None:
+            continue
+        by_key[key] = JournalItem(
+            cur.vcenter,
+            cur.name,
+            cur.action,
+            moid=str(e["moid"]) if e.get("moid") else cur.moid,
+            task=str(e["task"]) if e.get("task") else cur.task,
+            keep=cur.keep,
+            state=str(ev),
+        )
+    return list(by_key.values())
+
+
+def pending(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
+    """Objects still to clean up, in the order they were intended."""
+    return [i for i in items(entries) if i.state not in FINAL]
+
+
+def opened_by(entries: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    for e in entries:
+        if e.get("event") == "open":
+            return e
+    return None
+
+
+class Journal:
+    """Appends entries to a run's journal file, durably, from any thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    @classmethod
+    def in_run_dir(cls, run_dir: Path) -> Journal:
+        return cls(run_dir / JOURNAL_FILE)
+
+    def open(self, run_id: str) -> None:
+        self.write("open", run_id=run_id, pid=os.getpid(), host=socket.gethostname())
+
+    def write(self, event: str, **fields: Any) -> None:
+        entry = {"ts": round(time.time(), 3), "event": event, **fields}
+        line = json.dumps(entry, sort_keys=True, default=str) + "\n"
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8") as f:
+                    f.write(line)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as exc:
+                raise StoreError(f"cannot write the journal {self.path}: {exc}") from None
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return parse_lines(text.splitlines())

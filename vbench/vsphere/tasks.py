@@ -1,0 +1,265 @@
+"""Waiting on many vCenter tasks (and VM properties) at once, through one filter.
+
+A :class:`Watcher` owns one PropertyCollector (``CreatePropertyCollector``) with one
+filter over a ListView. Whatever is watched — tasks until they finish, VMs until
+VMware Tools report an address — is added to that ListView, and a single thread runs
+``WaitForUpdatesEx`` and settles each waiter's future as its changes arrive. There is no
+polling loop per task; adding an object wakes the wait at once. When the session
+expires, the watcher logs in again and rebuilds its collector with everything still
+pending (a new filter reports current values, so nothing is missed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyVmomi import vim, vmodl
+
+from vbench.errors import Interrupted, LabError
+from vbench.vsphere.connection import VSphereSession
+from vbench.vsphere.faults import fault_text
+
+PC = vmodl.query.PropertyCollector
+TASK_PROPS = ("info.state", "info.error", "info.result", "info.descriptionId")
+VM_PROPS = ("guest.ipAddress", "guest.net", "guest.toolsRunningStatus", "runtime.powerState")
+WAIT_SECONDS = 1  # WaitForUpdatesEx returns at least this often, to notice a stop
+
+Condition = Callable[[Mapping[str, Any]], tuple[bool, Any]]
+
+
+class TaskFailed(LabError):
+    """A vCenter task ended in error: names the object, the operation and the fault."""
+
+    def __init__(self, target: str, operation: str, fault: Any) -> None:
+        self.operation, self.fault = operation, fault
+        super().__init__(target, f"{operation} failed: {fault_text(fault)}")
+
+
+@dataclass
+class _Watch:
+    ref: Any
+    condition: Condition
+    future: Future[Any] = field(default_factory=Future)
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def task_done(values: Mapping[str, Any]) -> tuple[bool, Any]:
+    state = values.get("info.state")
+    if state == "success":
+        return True, ("success", values.get("info.result"))
+    if state == "error":
+        return True, ("error", values.get("info.error"))
+    return False, None
+
+
+def guest_ipv4(values: Mapping[str, Any]) -> str | None:
+    """The first usable IPv4 address VMware Tools report (not link-local or loopback)."""
+    candidates = [values.get("guest.ipAddress")]
+    for nic in values.get("guest.net") or ():
+        candidates.extend(getattr(nic, "ipAddress", None) or ())
+    for c in candidates:
+        if not c:
+            continue
+        try:
+            ip = ipaddress.ip_address(str(c))
+        except ValueError:
+            continue
+        if ip.version == 4 and not (ip.is_link_local or ip.is_loopback or ip.is_unspecified):
+            return str(ip)
+    return None
+
+
+def ip_known(values: Mapping[str, Any]) -> tuple[bool, Any]:
+    ip = guest_ipv4(values)
+    return (True, ip) if ip else (False, None)
+
+
+class Watcher:
+    """One PropertyCollector filter for everything a provisioning run waits on."""
+
+    def __init__(self, session: VSphereSession) -> None:
+        self.session = session
+        self._lock = threading.RLock()
+        self._watches: dict[str, _Watch] = {}  # moid -> watch
+        self._stop = threading.Event()
+        self._pc: Any = None
+        self._view: Any = None
+        self._version = ""
+        self._generation = 0
+        self.rebuilds = 0
+        self.updates = 0  # WaitForUpdatesEx answers that carried changes
+        self.session.call(self._build)
+        self._thread = threading.Thread(target=self._loop, name="vbench-watch", daemon=True)
+        self._thread.start()
+
+    # --- the collector ---------------------------------------------------------------
+    def _build(self) -> None:
+        content = self.session.content
+        refs = [w.ref for w in self._watches.values()]
+        self._pc = content.propertyCollector.CreatePropertyCollector()
+        self._view = content.viewManager.CreateListView(refs)
+        traverse = PC.TraversalSpec(name="list", type=vim.view.ListView, path="view")
+        spec = PC.FilterSpec(
+            objectSet=[PC.ObjectSpec(obj=self._view, skip=True, selectSet=[traverse])],
+            propSet=[
+                PC.PropertySpec(type=vim.Task, pathSet=list(TASK_PROPS)),
+                PC.PropertySpec(type=vim.VirtualMachine, pathSet=list(VM_PROPS)),
+            ],
+        )
+        self._pc.CreateFilter(spec, True)
+        self._version = ""
+        self._generation += 1
+
+    def _rebuild(self, seen_generation: int | None = None) -> None:
+        with self._lock:
+            if seen_generation is not None and seen_generation != self._generation:
+                return  # another thread has rebuilt it already
+            with contextlib.suppress(Exception):
+                self.session.touch()  # logs in again when the session is gone
+            self.session.call(self._build)
+            self.rebuilds += 1
+
+    # --- watching --------------------------------------------------------------------
+    def watch(self, ref: Any, condition: Condition) -> Future[Any]:
+        """A future settled with ``condition``'s value once it holds for ``ref``."""
+        w = _Watch(ref, condition)
+        with self._lock:
+            self._watches[ref._moId] = w
+            try:
+                self._view.ModifyListView(add=[ref])
+            except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
+                self._rebuild()
+        return w.future
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            generation = self._generation
+            try:
+                update = self._pc.WaitForUpdatesEx(
+                    self._version, PC.WaitOptions(maxWaitSeconds=WAIT_SECONDS)
+                )
+                failures = 0
+            except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
+                if not self._stop.is_set():
+                    self._retry_rebuild(generation)
+                continue
+            except Exception as exc:
+                if self._stop.is_set():
+                    return
+                failures += 1
+                if failures >= 5:
+                    self._fail_all(exc)
+                    return
+                time.sleep(0.2 * failures)
+                continue
+            if update is not None:
+                self._version = update.version
+                self._apply(update)
+
+    def _retry_rebuild(self, generation: int) -> None:
+        try:
+            self._rebuild(generation)
+        except Exception as exc:
+            self._fail_all(exc)
+            self._stop.set()
+
+    def _apply(self, update: Any) -> None:
+        self.updates += 1
+        done: list[tuple[_Watch, Any]] = []
+        with self._lock:
+            for fs in update.filterSet or ():
+                for oc in fs.objectSet or ():
+                    w = self._watches.get(oc.obj._moId)
+                    if w is None:
+                        continue
+                    for change in oc.changeSet or ():
+                        w.values[change.name] = change.val
+                    finished, value = w.condition(w.values)
+                    if finished:
+                        done.append((w, value))
+                        del self._watches[oc.obj._moId]
+            if done:
+                with contextlib.suppress(Exception):
+                    self._view.ModifyListView(remove=[w.ref for w, _ in done])
+        for w, value in done:
+            if not w.future.done():
+                w.future.set_result(value)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        with self._lock:
+            watches, self._watches = list(self._watches.values()), {}
+        err = LabError(self.session.target.label, f"waiting for tasks failed: {fault_text(exc)}")
+        for w in watches:
+            if not w.future.done():
+                w.future.set_exception(err)
+
+    def forget(self, ref: Any) -> None:
+        with self._lock:
+            w = self._watches.pop(ref._moId, None)
+            if w is not None:
+                with contextlib.suppress(Exception):
+                    self._view.ModifyListView(remove=[ref])
+
+    # --- convenience -----------------------------------------------------------------
+    def wait_task(
+        self,
+        task: Any,
+        target: str,
+        operation: str,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """The task's result; TaskFailed names ``target``, ``operation`` and the fault."""
+        state, value = wait_future(self.watch(task, task_done), cancel, timeout, task_ref=task)
+        if state == "error":
+            raise TaskFailed(target, operation, value)
+        return value
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(WAIT_SECONDS + 5)
+        with contextlib.suppress(Exception):
+            self._view.DestroyView()
+        with contextlib.suppress(Exception):
+            self._pc.Destroy()
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def wait_future(
+    future: Future[Any],
+    cancel: threading.Event | None,
+    timeout: float | None,
+    task_ref: Any = None,
+) -> Any:
+    """``future.result()``, giving up on ``cancel`` (Interrupted) or after ``timeout``
+    (TimeoutError). A cancelled vCenter task is asked to cancel as well."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = 0.2
+        if deadline is not None:
+            step = max(0.0, min(step, deadline - time.monotonic()))
+        try:
+            return future.result(timeout=step)
+        except FutureTimeout:
+            pass
+        if cancel is not None and cancel.is_set():
+            if task_ref is not None:
+                with contextlib.suppress(Exception):
+                    task_ref.CancelTask()
+            raise Interrupted("interrupted")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError
