@@ -83,6 +83,7 @@ def test_parse_fio_reads_every_corpus_file(path: Path) -> None:
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
 def test_parse_fio_refuses_normal_text_output() -> None:
-    res = vbench("parse", "fio", str(CORPUS / "chris-sanders_ceph-fio-results__fio-2.2.10_normal_randread-4k.out"))
+    text_output = CORPUS / "chris-sanders_ceph-fio-results__fio-2.2.10_normal_randread-4k.out"
+    res = vbench("parse", "fio", str(text_output))
     assert res.returncode == 2
     assert "--output-format=json" in res.stderr and "Traceback" not in res.stderr
