@@ -5,9 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .make
 # Debian packages the local lab and the test suite use (real peers, not mocks).
-DEB_PACKAGES := fio openssh-server openssh-client sysstat postgresql procps iproute2
+DEB_PACKAGES := fio openssh-server openssh-client sysstat postgresql procps iproute2 chromium redis-server redis-tools nutcracker haproxy
 
 LOCAL_LAB := examples/labs/local.yaml
+# The demo's lab: the local lab plus a vCenter simulator the quick start provisions in.
+DEMO_LAB := examples/labs/sim.yaml
 
 # vcsim (the vCenter simulator) and govc, pinned, built from the Go module proxy into .tools/.
 GOVMOMI_VERSION := v0.46.0
@@ -17,8 +19,8 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 .PHONY: demo test lint docs system venv tools lab-up lab-down clean
 
 demo: venv system tools
-	$(BIN)/vbench lab up $(LOCAL_LAB)
-	$(BIN)/vbench run examples/quickstart.yaml --lab $(LOCAL_LAB) --tag demo
+	$(BIN)/vbench lab up $(DEMO_LAB)
+	$(BIN)/vbench run examples/quickstart.yaml --lab $(DEMO_LAB) --tag demo
 
 test: venv system tools
 	$(BIN)/ruff check .

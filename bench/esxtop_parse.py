@@ -150,7 +150,8 @@ def main() -> None:
         secs = statistics.median(x["seconds"] for x in xs)
         rss = max(x["rss_mb"] for x in xs)
         rss_txt = "-" if rss != rss else f"{rss:.0f}"
-        print(f"| {kind} | {secs:.2f} | {size_mb / secs:.0f} | {rss_txt} | {pandas_s / secs:.2f}× |")
+        ratio = pandas_s / secs
+        print(f"| {kind} | {secs:.2f} | {size_mb / secs:.0f} | {rss_txt} | {ratio:.2f}× |")
 
 
 if __name__ == "__main__":

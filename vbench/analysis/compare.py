@@ -17,8 +17,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sp
-
 from vbench.analysis.figures import FactDiff, RunFigures, better, fact_differences, present
 from vbench.analysis.stats import Summary, summarize
 
@@ -62,6 +60,8 @@ def significance(
     if floor <= alpha:
         if len(set(xa) | set(xb)) == 1:
             return Significance(False, MANN_WHITNEY, 1.0, "all trials identical")
+        from scipy import stats as sp  # imported here: a second of start-up otherwise
+
         res = sp.mannwhitneyu(xa, xb, alternative="two-sided", method="auto")
         p = float(res.pvalue)
         if not math.isfinite(p):

@@ -62,7 +62,9 @@ class _Parser:
     def _take(self, value: str | None = None) -> tuple[str, str, int]:
         tok = self._peek()
         if tok is None:
-            raise ExprError(f"unexpected end of expression (expected {value or 'a value'})")
+            raise ExprError(
+                f"unexpected end of expression (expected {repr(value) if value else 'a value'})"
+            )
         if value is not None and tok[1] != value:
             raise ExprError(f"expected {value!r} at column {tok[2] + 1}, found {tok[1]!r}")
         self.i += 1

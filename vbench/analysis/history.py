@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from vbench.analysis import expr as ex
@@ -108,22 +109,26 @@ def _select_runs(
 def _plain_summaries(
     frame: pd.DataFrame, cv: float
 ) -> dict[tuple[str, int, str], Summary]:
-    """(run, point, metric) -> summary over successful trials, vectorised."""
-    ok = frame[frame["status"] == "ok"]
-    out: dict[tuple[str, int, str], Summary] = {}
-    if ok.empty:
-        return out
-    per_trial = _per_trial(ok)
-    for (run_id, point, metric), group in per_trial.groupby(["run_id", "point", "metric"]):
-        out[(str(run_id), int(point), str(metric))] = summarize(group["value"].tolist(), cv)
-    return out
-
-
-def _per_trial(ok: pd.DataFrame) -> pd.DataFrame:
+    """(run, point, metric) -> summary over successful trials."""
     # The aggregate figure of a trial carries no labels (see analysis.aggregate).
-    rows = ok[ok["labels"].isin(["{}", "null"])]
-    keys = ["run_id", "point", "metric", "trial"]
-    return rows.groupby(keys, sort=False)["value"].mean().reset_index()
+    ok = frame[(frame["status"] == "ok") & ~frame["labelled"]]
+    if ok.empty:
+        return {}
+    keys = ["run_id", "point", "metric"]
+    per_trial = ok.groupby([*keys, "trial"], sort=True)["value"].mean().reset_index()
+    # Rows are sorted by key: split the values where the key changes (much faster than
+    # pandas' per-group iteration for thousands of small groups).
+    runs, points, metrics = (per_trial[k].to_numpy() for k in keys)
+    change = np.ones(len(per_trial), dtype=bool)
+    change[1:] = (runs[1:] != runs[:-1]) | (points[1:] != points[:-1]) | (
+        metrics[1:] != metrics[:-1]
+    )
+    starts = np.flatnonzero(change)
+    groups = np.split(per_trial["value"].to_numpy(), starts[1:])
+    return {
+        (str(runs[i]), int(points[i]), str(metrics[i])): summarize(g.tolist(), cv)
+        for i, g in zip(starts, groups, strict=True)
+    }
 
 
 def _derived_summaries(
@@ -134,7 +139,7 @@ def _derived_summaries(
     cv: float,
 ) -> dict[tuple[str, int, str], Summary]:
     out: dict[tuple[str, int, str], Summary] = {}
-    ok = frame[frame["status"] == "ok"].assign(guest=None)
+    ok = frame[(frame["status"] == "ok") & ~frame["labelled"]].assign(guest=None, labels="{}")
     by_run = dict(tuple(ok.groupby("run_id"))) if not ok.empty else {}
     for run in runs:
         rows = by_run.get(run.run_id, ok.iloc[0:0])

@@ -156,7 +156,14 @@ def _tagged(store: Store, run: RunRow, tag: str) -> BaselineChoice | None:
     found = [r for r in _earlier(store, run, tag) if r.status == "ok"]
     if not found:
         return None
-    return BaselineChoice(f"tag:{tag}", (found[0].run_id,), f"run {found[0].run_id} (tag {tag})")
+    why = incompatibility(run, found[0])
+    return BaselineChoice(f"tag:{tag}", (found[0].run_id,),
+                          f"run {found[0].run_id} (tag {tag})" + _caveat(why))
+
+
+def _caveat(why: str | None) -> str:
+    # A baseline named explicitly is used even when it is not compatible; say so.
+    return f" — note: {why}" if why else ""
 
 
 def resolve_baseline(store: Store, run: RunRow, spec: str = "auto") -> BaselineChoice | None:
@@ -192,7 +199,8 @@ def resolve_baseline(store: Store, run: RunRow, spec: str = "auto") -> BaselineC
         return tagged
     if other.run_id == run.run_id:
         raise ConfigError(f"baseline {spec!r} is the run being checked")
-    return BaselineChoice("run", (other.run_id,), f"run {other.run_id}")
+    why = incompatibility(run, other)
+    return BaselineChoice("run", (other.run_id,), f"run {other.run_id}" + _caveat(why))
 
 
 # ------------------------------------------------------------------ checking

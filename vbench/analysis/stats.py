@@ -13,7 +13,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scipy import stats as _sp
+# scipy.special, not scipy.stats: the same quantile functions (stats.t.ppf calls
+# special.stdtrit) without a second of import time for every command that summarises.
+from scipy import special as _special
 
 CONFIDENCE = 0.95
 DEFAULT_CV_THRESHOLD = 0.05
@@ -77,7 +79,12 @@ def _median(xs: list[float]) -> float:
 @functools.lru_cache(maxsize=4096)  # called per point and metric: thousands of times
 def t_quantile(n: int, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student-t critical value for a sample of ``n`` (n >= 2)."""
-    return float(_sp.t.ppf(0.5 + confidence / 2.0, n - 1))
+    return float(_special.stdtrit(n - 1, 0.5 + confidence / 2.0))
+
+
+@functools.lru_cache(maxsize=16)
+def _z_quantile(confidence: float) -> float:
+    return float(_special.ndtri(0.5 + confidence / 2.0))
 
 
 def trials_needed(cv: float, threshold: float, confidence: float = CONFIDENCE) -> int | None:
@@ -93,7 +100,7 @@ def trials_needed(cv: float, threshold: float, confidence: float = CONFIDENCE) -
         return 2  # the smallest sample that has an interval at all
     # The normal quantile is a lower bound for t, so this start never overshoots;
     # the walk up is short because t(n-1) approaches z quickly.
-    z = float(_sp.norm.ppf(0.5 + confidence / 2.0))
+    z = _z_quantile(confidence)
     n = max(2, math.ceil((z * cv / threshold) ** 2))
     if n > _MAX_TRIALS_ESTIMATE:
         return None

@@ -33,6 +33,10 @@ def _register() -> None:
             cli.add_command(command)
     for command in esxtop_cmds.COMMANDS:
         cli.add_command(command)
+    from vbench.cli import vsphere_cmds
+
+    for command in vsphere_cmds.COMMANDS:
+        cli.add_command(command)
     from vbench.cli import analysis_cmds
 
     for command in analysis_cmds.COMMANDS:

@@ -1,8 +1,10 @@
-"""lab up / down / status: the local loopback lab (an sshd on 127.0.0.x)."""
+"""lab up / down / status / check: the local loopback lab (an sshd on 127.0.0.x, and
+vcsim for simulated vCenters) and the preflight of any lab."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -22,6 +24,16 @@ def _local_settings(lab_file: Path | None) -> tuple[tuple[str, ...], int]:
     return tuple(lab.local.addresses), lab.local.port
 
 
+def _simulated(lab_file: Path | None) -> Any:
+    """The lab when it has simulated vCenters (`simulator:`), else None."""
+    if lab_file is None:
+        return None
+    from vbench.config.load import load_lab
+
+    lab = load_lab(lab_file).model
+    return lab if any(vc.simulator for vc in lab.vcenters.values()) else None
+
+
 LAB_ARG = click.argument(
     "lab_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
@@ -38,20 +50,30 @@ def up(lab_file: Path | None) -> None:
     """Start the local lab's sshd (idempotent). LAB_FILE's `local:` section says where."""
     from vbench.guest.locallab import lab_up
 
-    addresses, port = _local_settings(lab_file)
-    status = lab_up(addresses, port)
-    click.echo(
-        f"local lab up: sshd pid {status.pid} on {', '.join(status.addresses)} port "
-        f"{status.port} (keys in {status.home})"
-    )
+    sim_lab = _simulated(lab_file)
+    if sim_lab is None or sim_lab.local is not None:
+        addresses, port = _local_settings(lab_file)
+        status = lab_up(addresses, port)
+        click.echo(
+            f"local lab up: sshd pid {status.pid} on {', '.join(status.addresses)} port "
+            f"{status.port} (keys in {status.home})"
+        )
+    if sim_lab is not None:
+        from vbench.vsphere.simulator import lab_simulators_up
+
+        for sim in lab_simulators_up(sim_lab):
+            click.echo(f"vcsim {sim.name} up: pid {sim.pid} at {sim.url} (files in {sim.folder})")
 
 
 @lab.command()
 def down() -> None:
     """Stop the local lab's sshd (idempotent)."""
     from vbench.guest.locallab import lab_down
+    from vbench.vsphere.simulator import sim_down
 
     click.echo("local lab stopped" if lab_down() else "local lab was not running")
+    for name in sim_down():
+        click.echo(f"vcsim {name} stopped")
 
 
 @lab.command()
@@ -67,8 +89,33 @@ def status(ctx: click.Context, lab_file: Path | None) -> None:
     click.echo(f"local lab: {state}; port {st.port}; home {st.home}")
     for addr in st.addresses:
         click.echo(f"  {addr}: {'reachable' if st.reachable.get(addr) else 'unreachable'}")
-    if not st.running:
+    sim_lab = _simulated(lab_file)
+    sims = []
+    if sim_lab is not None:
+        from vbench.vsphere.simulator import lab_simulators_status
+
+        sims = lab_simulators_status(sim_lab)
+        for sim in sims:
+            state = f"running (pid {sim.pid})" if sim.running else "not running"
+            click.echo(f"vcsim {sim.name}: {state} at {sim.url}")
+    if not st.running or not all(sim.running for sim in sims):
         ctx.exit(3)
+
+
+@lab.command()
+@click.argument("lab_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--scenario",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also check what this scenario needs (names, capacity, tools).",
+)
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Scenario override.")
+@click.pass_context
+def check(ctx: click.Context, lab_file: Path, scenario: Path | None, sets: tuple[str, ...]) -> None:
+    """Preflight: vCenters, ESXi and guest SSH, and what a scenario names. Exit 3 on a failure."""
+    from vbench.cli.vsphere_cmds import run_lab_check
+
+    ctx.exit(run_lab_check(lab_file, scenario, sets))
 
 
 COMMANDS = [lab]

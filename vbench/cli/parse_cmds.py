@@ -29,6 +29,30 @@ def parse_fio(file: Path, fmt: str) -> None:
     click.echo(_render(rows, fmt), nl=False)
 
 
+@parse.command(name="redis-benchmark")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=FORMATS, default="csv", show_default=True)
+def parse_redis_benchmark(file: Path, fmt: str) -> None:
+    """redis-benchmark output: --csv (7.x and the older two-column form), text or -q."""
+    from vbench.parsers.redis_benchmark import parse_redis_benchmark, result_rows
+
+    text = file.read_text(encoding="utf-8", errors="replace")
+    rows = result_rows(parse_redis_benchmark(text, source=str(file)))
+    click.echo(_render(rows, fmt), nl=False)
+
+
+@parse.command(name="memtier")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=FORMATS, default="csv", show_default=True)
+def parse_memtier(file: Path, fmt: str) -> None:
+    """memtier_benchmark output: the text report or --json-out-file."""
+    from vbench.parsers.memtier import parse_memtier, result_rows
+
+    text = file.read_text(encoding="utf-8", errors="replace")
+    rows = result_rows(parse_memtier(text, source=str(file)))
+    click.echo(_render(rows, fmt), nl=False)
+
+
 def _render(rows: list[dict[str, object]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"

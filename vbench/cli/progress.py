@@ -98,3 +98,6 @@ class RichProgress(ProgressSink):
     def end_run(self) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+    def notice(self, message: str) -> None:
+        self.console.print(message, highlight=False, markup=False)

@@ -61,15 +61,36 @@ def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: 
     from rich.console import Console
 
     from vbench.report.build import show_json, show_text
+    from vbench.results.collected import series_listing
 
     store, _ = open_store(store_url, results_dir)
     try:
+        series = series_listing(store.get_run(run_id).run_dir)
         if as_json:
-            click.echo(json.dumps(show_json(store, run_id), indent=2, default=str))
+            doc = {**show_json(store, run_id), "collectors": series}
+            click.echo(json.dumps(doc, indent=2, default=str))
         else:
             show_text(store, run_id, Console())
+            _print_series(series)
     finally:
         store.close()
+
+
+def _print_series(series: list[dict[str, Any]]) -> None:
+    """The collectors' series per target (files under the run's series/ folder)."""
+    if not series:
+        return
+    click.echo("collector series (run dir series/<point>-<trial>/<collector>/<target>.parquet):")
+    for s in series:
+        offs = s["clock_offsets"]
+        clock = f"clock {min(offs):+.3f}..{max(offs):+.3f} s" if offs else "clock -"
+        ok = s["trials"] - s["failed"]
+        click.echo(
+            f"  {s['collector']} on {s['target']}: {ok}/{s['trials']} trials, "
+            f"{s['metrics']} metrics, {s['rows']} rows, {clock}"
+        )
+        for err in s["errors"]:
+            click.echo(f"    failed, {err}")
 
 
 @click.command()

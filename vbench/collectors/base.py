@@ -13,6 +13,7 @@ built, so a mistake is located in the scenario file before anything runs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -26,8 +27,11 @@ from pydantic import BaseModel, ConfigDict
 from vbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from vbench.collectors.runtime import RunEnv
+    from vbench.config.scenario import CollectorSpec
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
+    from vbench.workloads.base import TrialContext
 
 # Columns of the frame a collector returns (time: epoch seconds in the target's clock).
 SERIES_COLUMNS = ("time", "object", "instance", "counter", "value", "unit")
@@ -112,6 +116,11 @@ class Collector(ABC):
         return problems
 
     @classmethod
+    def targets(cls, spec: CollectorSpec, env: RunEnv, ctx: TrialContext) -> list[Target]:
+        """What this collector samples in this trial (``spec.targets`` resolved)."""
+        raise NotImplementedError
+
+    @classmethod
     def metric_name(cls, obj: str, instance: str, counter: str) -> str:
         """The metric a series row is stored and summarised under."""
         inst = f"({instance})" if instance else ""
@@ -134,6 +143,26 @@ class Collector(ABC):
         """Stop without collecting (the trial is being torn down); best effort."""
 
 
+def guest_targets(spec: CollectorSpec, ctx: TrialContext) -> list[Target]:
+    """The trial's guests named by ``spec.targets`` (topology groups or guest names;
+    default: every guest of the trial)."""
+    guests = {g.name: g for g in ctx.all_guests()}
+    if not spec.targets:
+        return [Target(n, "guest", g) for n, g in guests.items()]
+    by_group: dict[str, list[str]] = ctx.extra.get("groups", {})
+    out: dict[str, Guest] = {}
+    for item in spec.targets:
+        names = by_group.get(item, [item])
+        for n in names:
+            if n not in guests:
+                raise ConfigError(
+                    f"{spec.kind}: target {item!r} is not a guest or group of this trial "
+                    f"(guests: {', '.join(guests)})"
+                )
+            out[n] = guests[n]
+    return [Target(n, "guest", g) for n, g in out.items()]
+
+
 _REGISTRY: dict[str, type[Collector]] = {}
 
 
@@ -147,10 +176,9 @@ def _load_builtin() -> None:
     # Importing the modules runs their @register decorators.
     from vbench.collectors import esxtop, guest_sysstat  # noqa: F401
 
-    try:
+    # The vSphere layer is optional in a trimmed install.
+    with contextlib.suppress(ImportError):
         from vbench.collectors import vcenter_perf  # noqa: F401
-    except ImportError:  # the vSphere layer is optional in a trimmed install
-        pass
 
 
 def get_collector(kind: str) -> type[Collector]:

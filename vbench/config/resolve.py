@@ -23,8 +23,13 @@ class Binding:
     roles: Mapping[str, str]
 
 
-def bind_roles(scenario: Scenario, driver_roles: tuple[str, ...], src: Source) -> dict[str, str]:
-    """Map every driver role to a topology group."""
+def bind_roles(
+    scenario: Scenario,
+    driver_roles: tuple[str, ...],
+    src: Source,
+    optional: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """Map every driver role to a topology group; ``optional`` roles may stay unbound."""
     groups = list(scenario.topology)
     roles: dict[str, str] = {}
     issues: list[ConfigIssue] = []
@@ -54,7 +59,7 @@ def bind_roles(scenario: Scenario, driver_roles: tuple[str, ...], src: Source) -
             roles[role] = role
         elif len(groups) == 1:
             roles[role] = groups[0]
-        else:
+        elif role not in optional:
             issues.append(
                 src.issue(
                     ("workload", "roles"),
@@ -243,3 +248,15 @@ def vm_guest_spec(lab: Lab, name: str, vm_name: str, ip: str) -> GuestSpec:
     address, port = map_address(lab.address_map, ip, d.port, vm_name)
     return dataclasses.replace(spec, address=address, port=port)
 
+
+
+def host_spec(lab: Lab, name: str) -> GuestSpec:
+    """Resolve a lab ESXi host (`hosts:`) into a connectable GuestSpec (SSH for esxtop)."""
+    host = lab.hosts[name]
+    jump_name = host.jump or lab.defaults.jump
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
+        if jump_name
+        else None
+    )
+    return _endpoint_spec(lab, f"hosts.{name}", name, host, jump=jump)

@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.collectors.checks import collector_issues
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
@@ -101,7 +102,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     """Expand and validate everything a run needs; raises ConfigValidationError."""
     scenario, src = loaded.model, loaded.source
     driver_cls = get_driver_located(scenario, src)
-    roles = bind_roles(scenario, driver_cls.roles, src)
+    roles = bind_roles(scenario, driver_cls.roles, src, driver_cls.optional_roles)
     if lab is not None:
         _check_profiles(scenario, lab.model, src, lab.source.file)
     groups: dict[str, tuple[str, ...]] = {}
@@ -119,7 +120,11 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         except ConfigValidationError as exc:
             issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
             continue
-        for f in driver_cls.findings(point.workload.params):
+        sizes = {role: len(names) for role, names in point.guests.items()}
+        for f in [
+            *driver_cls.findings(point.workload.params),
+            *driver_cls.placement_findings(point.workload.params, sizes),
+        ]:
             if f.level == "error":
                 where = spec.source or src
                 issues.append(where.issue(("workload", "params", *f.path.split(".")), f.message))
@@ -127,6 +132,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
                 findings[(f.level, f.path, f.message)] = f
         points.append(point)
     issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
+    issues.extend(collector_issues(scenario, src, lab.model if lab is not None else None))
     if issues:
         unique = {str(i): i for i in issues}
         raise ConfigValidationError(list(unique.values()))
@@ -180,6 +186,18 @@ def _plan_point(
         driver_cls.Params, spec.source, ("workload", "params"), sc.workload.params
     )
     workload = driver_cls(params)
+    # Roles the parameters switch off (e.g. no proxy tier) get no guests at this point.
+    active = driver_cls.active_roles(params)
+    unbound = [r for r in active if r not in roles]
+    if unbound:
+        raise ConfigValidationError([
+            spec.source.issue(
+                ("workload", "roles"),
+                f"role {r!r} is used at this point but not bound to a group "
+                f"(add roles: {{{r}: GROUP}})",
+            )
+            for r in unbound
+        ])
     ph = sc.phases
     commands = tuple(workload.planned_commands(ph.warmup, ph.steady))
     return PlannedPoint(
@@ -191,7 +209,7 @@ def _plan_point(
         steady=ph.steady,
         cooldown=ph.cooldown,
         roles=roles,
-        guests={role: groups[group] for role, group in roles.items()},
+        guests={role: groups[group] for role, group in roles.items() if role in active},
         commands=commands,
         trial_seconds=workload.estimated_seconds(ph.warmup, ph.steady, ph.cooldown),
         workload=workload,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.collectors.runtime import CollectorFailed, CollectorRuntime, TrialCollectors
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.errors import (
     EXIT_INTERRUPTED,
@@ -35,6 +36,8 @@ class ProgressSink:
     def phase(self, name: str, seconds: float | None) -> None: ...
     def end_trial(self, result: TrialResult) -> None: ...
     def end_run(self) -> None: ...
+    def notice(self, message: str) -> None:
+        """A line about the run's set-up or clean-up (provisioning, warnings)."""
 
 
 @dataclass
@@ -61,8 +64,10 @@ class Engine:
         fail_fast: bool = False,
         progress: ProgressSink | None = None,
         cancel: threading.Event | None = None,
+        collectors: CollectorRuntime | None = None,
     ) -> None:
         self.plan, self.pool, self.store, self.rundir = plan, pool, store, rundir
+        self.collectors = collectors
         self.run_id = run_id
         self.fail_fast = fail_fast
         self.progress = progress or ProgressSink()
@@ -107,10 +112,16 @@ class Engine:
         samples: list[Sample] = []
         error: str | None = None
         status = "ok"
+        # Collectors start before warm-up and stop after cool-down (vbench/collectors).
+        coll = self.collectors.trial(ctx, point) if self.collectors else None
+        coll_samples: list[Sample] = []
         try:
             self._phase(marks, "prepare", "prepare_start", None)
             point.workload.prepare(ctx)
             self._raise_if_cancelled(trial_cancel, timed_out)
+            if coll is not None:
+                coll.start()
+                self._collectors_ok(coll)
             point.workload.run(ctx)
             self._raise_if_cancelled(trial_cancel, timed_out)
             marks.setdefault("steady_end", time.time())
@@ -119,7 +130,12 @@ class Engine:
                 self._raise_if_cancelled(trial_cancel, timed_out)
             marks["cooldown_end"] = time.time()
             self.progress.phase("collect", None)
+            if coll is not None:
+                coll_samples = coll.stop(_phase_times(marks))
+                self._collectors_ok(coll)
             samples = point.workload.collect(ctx)
+            if coll is not None:
+                coll_samples += coll.derived(samples, point.workload.headline_metrics)
         except _Cancelled as exc:
             status = "interrupted" if self.cancel.is_set() else "failed"
             error = str(exc)
@@ -135,11 +151,15 @@ class Engine:
             watchdog.cancel()
             if status != "ok":
                 samples = self._salvage(point, ctx)
+            if coll is not None and not coll.stopped:
+                # Keep what the collectors measured before the trial failed.
+                coll_samples = coll.stop(_phase_times(marks))
             self.progress.phase("teardown", None)
             error = self._teardown(point, ctx, error)
             marks["teardown_end"] = time.time()
         if error and status == "ok":
             status = "failed"
+        samples = [*samples, *coll_samples]
         result = TrialResult(
             point=point.index,
             trial=trial,
@@ -159,6 +179,15 @@ class Engine:
             phases=result.phases.as_dict(),
         )
         return result
+
+    def _collectors_ok(self, coll: TrialCollectors) -> None:
+        """Show collector failures; a required collector's failure fails the trial."""
+        for message in coll.failures():
+            if message not in coll.shown:
+                coll.shown.add(message)
+                self.progress.notice(f"collector failed: {message}")
+        if coll.required_failure:
+            raise CollectorFailed("collectors", coll.required_failure)
 
     def _context(
         self, point: PlannedPoint, trial: int, marks: dict[str, float], cancel: threading.Event

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -13,18 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vbench.collectors.runtime import CollectorRuntime, RunEnv
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded, load_lab, load_scenario
-from vbench.config.resolve import guest_spec
+from vbench.config.resolve import guest_spec, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
-from vbench.errors import GuestError, VbenchError
+from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.ssh import GuestPool
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
+from vbench.vsphere.run import VSphereRun
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,10 @@ def lab_fingerprint(lab: Lab) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def preflight(plan: Plan, pool: GuestPool) -> None:
-    """Reach every guest and find the tools each role needs, before anything runs."""
-    pool.connect_all(plan.node_names())
+def preflight(plan: Plan, pool: GuestPool, names: list[str] | None = None) -> None:
+    """Reach every guest (or ``names``) and find the tools each role needs."""
+    names = plan.node_names() if names is None else names
+    pool.connect_all(names)
     needs = _tools_by_guest(plan)
 
     def check(guest: Any) -> None:
@@ -73,7 +77,7 @@ def preflight(plan: Plan, pool: GuestPool) -> None:
                     guest.name, f"{tool} not found in PATH (install the {tool} package)"
                 )
 
-    pool.fan_out(plan.node_names(), check)
+    pool.fan_out(names, check)
 
 
 @contextlib.contextmanager
@@ -104,12 +108,29 @@ def execute(
     req, plan = session.request, session.plan
     lab = session.lab.model
     cancel = cancel or threading.Event()
-    specs = [guest_spec(lab, n) for n in plan.node_names()]
+    vsphere = _vsphere_run(session, cancel, progress)
+    vm_guests = {n for g in vsphere.group_vcenters for n in plan.groups.get(g, ())}
+    static = [n for n in plan.node_names() if n not in vm_guests]
+    specs = [guest_spec(lab, n) for n in static]
     pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
+    rundir: RunDir | None = None
     try:
-        preflight(plan, pool)
+        # Every check first, before anything is created: static guests, then vCenter.
+        preflight(plan, pool, static)
+        vsphere.preflight()
         run_id = new_run_id()
         rundir = RunDir(results_dir, run_id)
+        testbed = None
+        if vsphere.active:
+            with interrupt_handler(cancel):
+                vm_specs = vsphere.provision(run_id, rundir.path)
+                _release(pool)
+                pool = GuestPool([*specs, *vm_specs.values()], max_parallel=pool.max_parallel)
+                preflight(plan, pool, list(vm_specs))
+                testbed = vsphere.testbed()
+                rundir.write_json("testbed.json", testbed)
+            if cancel.is_set():
+                raise Interrupted("interrupted before the first trial")
         # The resolved scenario (defaults filled, durations in seconds, --set applied).
         scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
         lab_doc = redact(lab.redacted())
@@ -132,8 +153,11 @@ def execute(
             run_dir=str(rundir.path),
         )
         store.create_run(info)
+        if testbed:
+            store.set_testbed(run_id, testbed)
         store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
         rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
+        collectors = _collectors(session, pool, rundir, run_id)
         engine = Engine(
             plan,
             pool,
@@ -143,17 +167,82 @@ def execute(
             fail_fast=req.fail_fast,
             progress=progress,
             cancel=cancel,
+            collectors=collectors,
         )
         outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
             with interrupt_handler(cancel):
                 outcome = engine.run()
         finally:
+            if collectors is not None:
+                collectors.close()
             store.finish_run(run_id, outcome.status, time.time())
             rundir.log("run_end", status=outcome.status, failed=len(outcome.failed))
     finally:
+        failing = sys.exc_info()[1] is not None
         _release(pool)
+        _vsphere_cleanup(vsphere, rundir, progress, raise_errors=not failing)
     return outcome, rundir
+
+
+def _collectors(
+    session: RunSession, pool: GuestPool, rundir: RunDir, run_id: str
+) -> CollectorRuntime | None:
+    """The scenario's collectors (esxtop, guest sysstat, vCenter counters), if any."""
+    scenario = session.plan.scenario
+    if not scenario.collectors:
+        return None
+    env = RunEnv(session.lab.model, pool, run_id, scenario.settings.max_parallel)
+    return CollectorRuntime(scenario.collectors, env, rundir)
+
+
+def _vsphere_run(
+    session: RunSession, cancel: threading.Event, progress: ProgressSink | None
+) -> VSphereRun:
+    plan, lab = session.plan, session.lab.model
+    notice = progress.notice if progress is not None else None
+    return VSphereRun(
+        plan.scenario,
+        lab,
+        vm_groups(plan.scenario, lab),
+        plan.groups,
+        cancel=cancel,
+        notice=notice,
+    )
+
+
+def _vsphere_cleanup(
+    vsphere: VSphereRun,
+    rundir: RunDir | None,
+    progress: ProgressSink | None,
+    raise_errors: bool = True,
+) -> None:
+    """Remove what the run created — after a normal end, a failure or an interrupt. A
+    second Ctrl-C does not stop it (run `vbench cleanup RUN_ID` if it is killed)."""
+    try:
+        if vsphere.journal is None:
+            return
+        with interrupt_handler(threading.Event()):
+            report = vsphere.cleanup()
+        if rundir is not None:
+            rundir.log(
+                "vsphere_cleanup",
+                level="error" if report.errors or report.skipped else "info",
+                destroyed=report.destroyed,
+                kept=report.kept,
+                missing=report.missing,
+                skipped=report.skipped,
+                errors=report.errors,
+            )
+        if progress is not None:
+            progress.notice(f"vSphere cleanup: {report.summary()}")
+        if report.errors and raise_errors:
+            raise LabError(
+                "vSphere cleanup",
+                f"{'; '.join(report.errors)} (finish with `vbench cleanup {vsphere.run_id}`)",
+            )
+    finally:
+        vsphere.close()
 
 
 def _release(pool: GuestPool) -> None:
@@ -167,9 +256,11 @@ def _release(pool: GuestPool) -> None:
 
 
 def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
-    driver = plan.points[0].workload
+    # Every point: parameters (and so tools) may differ between points.
     out: dict[str, set[str]] = {}
-    for role, names in plan.points[0].guests.items():
-        for n in names:
-            out.setdefault(n, set()).update(driver.required_tools.get(role, ()))
+    for point in plan.points:
+        tools = point.workload.tools()
+        for role, names in point.guests.items():
+            for n in names:
+                out.setdefault(n, set()).update(tools.get(role, ()))
     return {n: tuple(sorted(t)) for n, t in out.items()}

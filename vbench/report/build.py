@@ -15,6 +15,7 @@ from vbench.analysis.regression import RegressionResult, run_regression
 from vbench.analysis.run_analysis import analyze, better_overrides, load_figures
 from vbench.config.scenario import RegressionSpec
 from vbench.report.data import ReportData
+from vbench.results.collected import collector_warnings
 from vbench.results.store import Store
 
 
@@ -39,6 +40,8 @@ def report_data(
         )
     if run.status != "ok":
         warnings.append(f"run status: {run.status}")
+    # Collector failures and clock warnings, from series/*/collectors.json (collectors).
+    warnings.extend(collector_warnings(run.run_dir))
     points = [dataclasses.asdict(p) for p in store.points(run.run_id)]
     return ReportData(
         run=run_d,
@@ -65,8 +68,6 @@ def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:
     except Exception:  # an old run of a driver this version lacks: lead with nothing
         return ()
 
-
-_headline = headline_metrics
 
 
 def check_regression(
@@ -150,6 +151,7 @@ def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
     from vbench.analysis.aggregate import point_summaries
+    from vbench.report.exports import qos_json
 
     data = report_data(store, run_id)
     summary = point_summaries(data.samples) if len(data.samples) else None
@@ -158,6 +160,7 @@ def show_json(store: Store, run_id: str) -> dict[str, Any]:
         "points": data.points,
         "trials": data.trials,
         "summary": json.loads(summary.to_json(orient="records")) if summary is not None else [],
+        "qos": qos_json(data.analyzed().qos),
         "warnings": list(data.warnings),
     }
 
@@ -190,7 +193,10 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
             highlight=False,
         )
     if r.get("testbed"):
-        console.print("testbed: captured (see the report)")
+        from vbench.report.testbed_text import testbed_lines
+
+        for line in testbed_lines(r["testbed"]):
+            console.print(line, highlight=False, markup=False)
     for w in data.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     for t in data.trials:
@@ -200,6 +206,11 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
                 highlight=False,
             )
     console.print(summary_table(data))
+    qos = data.analyzed().qos
+    if qos.declared:
+        from vbench.report.textfmt import format_qos
+
+        console.print(format_qos(qos), highlight=False, markup=False, end="")
 
 
 def run_summary_json(

@@ -168,7 +168,7 @@ def _headline_chart(
         else "no 95 % CI (fewer than 2 trials)"
     )
     spec = next(
-        (c for c in view.scenario.get("report", {}).get("charts", []) or []
+        (c for c in (view.scenario.get("report") or {}).get("charts") or []
          if c.get("metric") == metric and c.get("x")),
         None,
     )
@@ -296,7 +296,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "results": _result_tables(view),
         "derived": derived_tables(analysis.derived, view.factors),
         "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
-                "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids)}
+                "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids),
+                "has_subject": any(c.subject for c in analysis.qos.checks)}
         if analysis.qos.declared else None,
         "regression": regression_section(view.data.regression),
         "charts": charts,

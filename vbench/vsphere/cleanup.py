@@ -68,10 +68,23 @@ def marks(extra_config: Iterable[Any] | None) -> dict[str, str]:
     return out
 
 
-def owned_by(name: str, vm_marks: Mapping[str, str], run_id: str, expected_name: str) -> str | None:
-    """None when the VM is this run's to remove, else why it must be left alone."""
+def owned_by(
+    name: str,
+    vm_marks: Mapping[str, str],
+    run_id: str,
+    expected_name: str,
+    moid: str | None = None,
+    created_moid: str | None = None,
+) -> str | None:
+    """None when the VM is this run's to remove, else why it must be left alone.
+
+    It must have the name vbench gave it, and either carry this run's mark or be the
+    very object this run's own clone task returned (the journal's ``created`` moid):
+    that covers a VM whose mark was not yet set when the run was killed."""
     if name != expected_name or not name.startswith(NAME_PREFIX):
         return f"its name is {name!r}, not {expected_name!r}"
+    if created_moid is not None and moid == created_moid and not vm_marks.get(MARK_KEY):
+        return None
     if vm_marks.get(MARK_KEY) != run_id:
         found = vm_marks.get(MARK_KEY)
         return f"it is not marked by run {run_id}" + (f" (marked {found})" if found else "")
@@ -142,7 +155,8 @@ def cleanup_items(
             journal.write("kept", vcenter=item.vcenter, name=item.name, moid=vm.moid)
             report.kept.append(item.name)
             continue
-        why = owned_by(vm.name, marks(vm.get("config.extraConfig")), run_id, item.name)
+        vm_marks = marks(vm.get("config.extraConfig"))
+        why = owned_by(vm.name, vm_marks, run_id, item.name, vm.moid, item.moid)
         if why is not None:
             report.skipped.append(f"{item.name}: left alone, {why}")
             continue

@@ -32,7 +32,7 @@ from vbench.vsphere.specs import (
     clone_spec,
     customization_spec,
     expand_addresses,
-    needs_reconfigure,
+    mark_options,
     reconfig_spec,
     resolve_placement,
 )
@@ -64,7 +64,7 @@ class _VcState:
     mark_field: int | None = None
     placements: dict[str, Placement] = field(default_factory=dict)
     addresses: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    ip_for: dict[str, str] = field(default_factory=dict)  # VM name -> pool address
 
 
 def custom_field_key(session: VSphereSession, name: str) -> int | None:
@@ -138,7 +138,10 @@ class Provisioner:
         created = [r for r in requests if not r.existing]
         if created:
             self.notice(f"provisioning {len(created)} VMs ({self.parallel} at a time)")
-        with ThreadPoolExecutor(self.parallel, thread_name_prefix="vbench-prov") as pool:
+        # Every VM advances on its own; `parallel` bounds the vCenter tasks in flight
+        # (see _task), so a VM powering on never holds up another one's clone.
+        workers = max(1, min(len(requests), 4 * self.parallel))
+        with ThreadPoolExecutor(workers, thread_name_prefix="vbench-prov") as pool:
             futures = [pool.submit(self._one, r) for r in requests]
             errors: list[BaseException] = []
             results: list[ProvisionedVm | None] = []
@@ -164,9 +167,17 @@ class Provisioner:
         dc = self.lab.vcenters[vcenter].datacenter
         if any(not r.existing for r in requests):
             st.mark_field = custom_field_key(st.session, MARK_KEY)
+        pool = self.lab.vcenters[vcenter].ip_pool
         for r in requests:
-            if not r.existing and r.group not in st.placements:
+            if r.existing:
+                continue
+            if r.group not in st.placements:
                 st.placements[r.group] = resolve_placement(st.inventory, r.spec, dc)
+            if pool is not None:
+                # Assigned in request order, so the n-th guest always gets the n-th address.
+                if not st.addresses:
+                    raise LabError(f"vcenter {vcenter}", "ip_pool has no free address left")
+                st.ip_for[r.vm_name] = st.addresses.pop(0)
 
     def _one(self, req: VmRequest) -> ProvisionedVm:
         if self.cancel.is_set() or self._failed.is_set():
@@ -292,21 +303,19 @@ class Provisioner:
 
     def _configure(self, st: _VcState, req: VmRequest, vm: Any, placement: Placement) -> None:
         label = f"VM {req.vm_name}"
-        if needs_reconfigure(req.spec):
+        hardware: Sequence[Any] = ()
+        if req.spec.nic_type or req.spec.scsi_type or placement.network is not None:
             props = {vim.VirtualMachine: ["config.hardware.device"]}
             devices = retrieve_refs(st.session, [vm], props)
-            network, dvs_uuid = self._nic_network(st, placement.network)
             hardware = devices[0].get("config.hardware.device", ()) if devices else ()
-            config = reconfig_spec(req.spec, hardware, network, dvs_uuid)
-            if config is not None:
-                self._step(st, vm, label, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
+        network, dvs_uuid = self._nic_network(st, placement.network)
+        marks = mark_options(self.run_id, req.spec, req.guest)
+        config = reconfig_spec(req.spec, hardware, network, dvs_uuid, marks)
+        if config is not None:
+            self._step(st, vm, label, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
         pool = self.lab.vcenters[req.vcenter].ip_pool
         if pool is not None:
-            with st.lock:
-                if not st.addresses:
-                    raise LabError(f"vcenter {req.vcenter}", "ip_pool has no free address left")
-                ip = st.addresses.pop(0)
-            spec = customization_spec(req.vm_name, ip, pool)
+            spec = customization_spec(req.vm_name, st.ip_for[req.vm_name], pool)
             self._step(st, vm, label, "customize", lambda: vm.CustomizeVM_Task(spec=spec))
 
     def _nic_network(self, st: _VcState, network: Obj | None) -> tuple[Obj | None, str | None]:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import vbench
 from vbench.config.secrets import vbench_home
@@ -343,3 +344,78 @@ def ensure_password_file(path: Path) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(secrets.token_urlsafe(18) + "\n")
+
+
+def ensure_templates(session: Any, names: Sequence[str]) -> list[str]:
+    """Create the simulator's templates (clones of its first VM) that are missing;
+    returns the names created. Only for simulators vbench started."""
+    from pyVmomi import vim
+
+    from vbench.vsphere.inventory import Inventory
+    from vbench.vsphere.tasks import Watcher
+
+    inv = Inventory.load(session)
+    have = {o.name for o in inv.candidates("template")}
+    missing = [n for n in names if n not in have]
+    if not missing:
+        return []
+    source = sorted(inv.candidates("vm"), key=lambda o: o.name)[0]
+    pool, folder = source.get("resourcePool"), source.get("parent")
+    with Watcher(session) as watcher:
+        for name in missing:
+            spec = vim.vm.CloneSpec(
+                location=vim.vm.RelocateSpec(pool=pool), powerOn=False, template=True
+            )
+            task = source.ref.CloneVM_Task(folder=folder, name=name, spec=spec)
+            watcher.wait_task(task, f"template {name}", "clone")
+    return missing
+
+
+def _password_for(ref: str, where: str) -> str:
+    """The simulator's password; a missing ``${file:..}`` is created (random, 600)."""
+    from vbench.config.secrets import _REF, expand_path, resolve_secret
+
+    m = _REF.match(ref.strip())
+    if m and m.group(1) == "file":
+        ensure_password_file(Path(expand_path(m.group(2).strip())))
+    return resolve_secret(ref, where)
+
+
+def lab_simulators_up(lab: Any, home: Path | None = None) -> list[SimStatus]:
+    """Start every simulated vCenter of a lab (idempotent) and create its templates."""
+    from vbench.vsphere.connection import connect, parse_url, target_from_lab
+
+    out = []
+    for name, vc in lab.vcenters.items():
+        sim = vc.simulator
+        if sim is None:
+            continue
+        host, port, _ = parse_url(vc.url)
+        options = VcsimOptions(
+            datacenters=sim.datacenters,
+            clusters=sim.clusters,
+            hosts=sim.hosts,
+            standalone_hosts=sim.standalone_hosts,
+            vms=sim.vms,
+            datastores=sim.datastores,
+            username=vc.user,
+            password=_password_for(vc.password, f"vcenters.{name}.password"),
+            method_delay_ms=tuple((m, round(s * 1000)) for m, s in sim.method_delay.items()),
+        )
+        status = sim_up(name, options, host, port, home)
+        if sim.templates:
+            with connect(target_from_lab(lab, name)) as session:
+                ensure_templates(session, sim.templates)
+        out.append(status)
+    return out
+
+
+def lab_simulators_status(lab: Any, home: Path | None = None) -> list[SimStatus]:
+    from vbench.vsphere.connection import parse_url
+
+    out = []
+    for name, vc in lab.vcenters.items():
+        if vc.simulator is not None:
+            host, port, _ = parse_url(vc.url)
+            out.append(sim_status(name, host, port, home))
+    return out

@@ -181,10 +181,7 @@ def clone_spec(
     req: VmRequest, placement: Placement, run_id: str, snapshot: Any = None
 ) -> vim.vm.CloneSpec:
     """Clone powered off, marked with the run id from the first instant."""
-    extra = [vim.option.OptionValue(key=MARK_KEY, value=run_id)]
-    if req.spec.keep:
-        extra.append(vim.option.OptionValue(key=KEEP_KEY, value=req.guest))
-    config = vim.vm.ConfigSpec(extraConfig=extra)
+    config = vim.vm.ConfigSpec(extraConfig=mark_options(run_id, req.spec, req.guest))
     if req.spec.cpus:
         config.numCPUs = req.spec.cpus
     if req.spec.memory:
@@ -213,12 +210,6 @@ _SCSI_TYPES = {
     "lsilogic-sas": vim.vm.device.VirtualLsiLogicSASController,
     "buslogic": vim.vm.device.VirtualBusLogicController,
 }
-
-
-def needs_reconfigure(spec: VmSpec) -> bool:
-    return bool(
-        spec.reservations or spec.latency_sensitivity or spec.nic_type or spec.scsi_type
-    ) or bool(spec.network)
 
 
 def _scsi_changes(devices: Sequence[Any], kind: str) -> list[Any]:
@@ -276,15 +267,35 @@ def _nic_changes(
     return changes
 
 
+def mark_options(run_id: str, spec: VmSpec, guest: str) -> list[Any]:
+    extra = [vim.option.OptionValue(key=MARK_KEY, value=run_id)]
+    if spec.keep:
+        extra.append(vim.option.OptionValue(key=KEEP_KEY, value=guest))
+    return extra
+
+
 def reconfig_spec(
     spec: VmSpec,
     devices: Sequence[Any],
     network: Obj | None = None,
     dvs_uuid: str | None = None,
+    marks: Sequence[Any] = (),
 ) -> vim.vm.ConfigSpec | None:
-    """Reservations, latency sensitivity, vNIC and SCSI types and network of a clone."""
+    """Size, reservations, latency sensitivity, vNIC and SCSI types, network and marks of
+    a clone. The clone spec carries size and marks already; vCenters that ignore parts of
+    a clone spec's config (as vcsim does) get them here, and setting them twice is
+    harmless."""
     config = vim.vm.ConfigSpec()
     changed = False
+    if marks:
+        config.extraConfig = list(marks)
+        changed = True
+    if spec.cpus:
+        config.numCPUs = spec.cpus
+        changed = True
+    if spec.memory:
+        config.memoryMB = spec.memory
+        changed = True
     r = spec.reservations
     if r is not None and r.cpu_mhz is not None:
         config.cpuAllocation = vim.ResourceAllocationInfo(reservation=r.cpu_mhz)

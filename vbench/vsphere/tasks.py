@@ -133,10 +133,12 @@ class Watcher:
         w = _Watch(ref, condition)
         with self._lock:
             self._watches[ref._moId] = w
-            try:
-                self._view.ModifyListView(add=[ref])
-            except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
-                self._rebuild()
+            view, generation = self._view, self._generation
+        try:
+            # Outside the lock: many workers add at once; a rebuild includes this ref.
+            view.ModifyListView(add=[ref])
+        except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
+            self._rebuild(generation)
         return w.future
 
     def _loop(self) -> None:
@@ -187,9 +189,8 @@ class Watcher:
                     if finished:
                         done.append((w, value))
                         del self._watches[oc.obj._moId]
-            if done:
-                with contextlib.suppress(Exception):
-                    self._view.ModifyListView(remove=[w.ref for w, _ in done])
+        # Finished objects stay in the view: they change no more, so they cost nothing,
+        # and not removing them saves a round trip per update.
         for w, value in done:
             if not w.future.done():
                 w.future.set_result(value)

@@ -33,9 +33,10 @@ HOST_PROPS = (
     "name", "parent", "hardware.systemInfo", "summary.hardware", "hardware.cpuInfo",
     "config.hyperThread", "config.powerSystemInfo", "config.product",
     "config.network.pnic", "config.storageDevice.hostBusAdapter",
+    "config.storageDevice.scsiLun",
     "runtime.connectionState", "runtime.inMaintenanceMode",
 )  # fmt: skip
-DATASTORE_PROPS = ("name", "summary", "host")
+DATASTORE_PROPS = ("name", "summary", "info")
 CLUSTER_PROPS = ("name", "configurationEx", "summary.currentEVCModeKey", "host")
 
 
@@ -118,21 +119,37 @@ def shape_host(p: Mapping[str, Any], cluster: str | None = None) -> dict[str, An
     }
 
 
-def shape_datastore(p: Mapping[str, Any]) -> dict[str, Any]:
+def lun_support(scsi_luns: Sequence[Any] | None) -> dict[str, str]:
+    """canonical name -> vStorageSupport of a host's SCSI LUNs (VAAI)."""
+    out = {}
+    for lun in scsi_luns or ():
+        name, support = getattr(lun, "canonicalName", None), getattr(lun, "vStorageSupport", None)
+        if name and support:
+            out[str(name)] = str(support)
+    return out
+
+
+_ACCEL = {
+    "vStorageSupported": "supported",
+    "vStorageUnsupported": "not supported",
+    "vStorageUnknown": "unknown",
+}
+
+
+def shape_datastore(p: Mapping[str, Any], luns: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A datastore; hardware acceleration (VAAI) of a VMFS datastore comes from the
+    support its extents' LUNs report on the hosts (``luns``: canonical name -> support)."""
     s = p.get("summary")
-    mounts = [m.mountInfo for m in p.get("host") or () if m.mountInfo]
-    support = sorted({v for m in mounts if (v := getattr(m, "vStorageSupport", None))})
-    accel = {
-        "vStorageSupported": "supported",
-        "vStorageUnsupported": "not supported",
-        "vStorageUnknown": "unknown",
-    }
+    vmfs = getattr(p.get("info"), "vmfs", None)
+    extents = [e.diskName for e in getattr(vmfs, "extent", None) or () if e.diskName]
+    support = sorted({(luns or {}).get(d) for d in extents} - {None})
     return {
         "name": p.get("name"),
         "type": _text(getattr(s, "type", None)),
         "capacity_gib": _gib(getattr(s, "capacity", None)),
         "free_gib": _gib(getattr(s, "freeSpace", None)),
-        "hardware_acceleration": ", ".join(accel.get(v, v) for v in support) or None,
+        "ssd": getattr(vmfs, "ssd", None),
+        "hardware_acceleration": ", ".join(_ACCEL.get(v, v) for v in support if v) or None,
     }
 
 
@@ -284,12 +301,15 @@ def shape_testbed(
         return ref._moId if ref is not None else None
 
     intervals = perf_obj.get("historicalInterval") if perf_obj else None
+    luns: dict[str, str] = {}
+    for o in host_objs:
+        luns.update(lun_support(o.get("config.storageDevice.scsiLun")))
     return {
         "vcenter": shape_vcenter(session.target.name, session.content.about, intervals),
         "hosts": [
             shape_host(o.props, cluster_name.get(moid(o.get("parent")) or "")) for o in host_objs
         ],
-        "datastores": [shape_datastore(o.props) for o in ds_objs],
+        "datastores": [shape_datastore(o.props, luns) for o in ds_objs],
         "clusters": [shape_cluster(o.props) for o in cluster_objs],
         "vms": [
             shape_vm(

@@ -96,6 +96,9 @@ class Workload(ABC):
     name: ClassVar[str]
     Params: ClassVar[type[Params]]
     roles: ClassVar[tuple[str, ...]] = ("target",)
+    # Roles a scenario may leave unbound (e.g. a proxy tier that can be switched off);
+    # active_roles() says which roles given parameters actually use.
+    optional_roles: ClassVar[tuple[str, ...]] = ()
     # Commands that must exist in the guests of each role (checked before a run).
     required_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # Metrics a report leads with, in order (first is the headline figure).
@@ -108,6 +111,20 @@ class Workload(ABC):
     def findings(cls, params: Params) -> list[Finding]:
         """Pitfalls beyond what the model itself rejects (errors stop the run)."""
         return []
+
+    @classmethod
+    def active_roles(cls, params: Params) -> tuple[str, ...]:
+        """The roles these parameters use (default: all); the others get no guests."""
+        return cls.roles
+
+    @classmethod
+    def placement_findings(cls, params: Params, guests: Mapping[str, int]) -> list[Finding]:
+        """Pitfalls that depend on the number of guests per role (checked by the plan)."""
+        return []
+
+    def tools(self) -> Mapping[str, tuple[str, ...]]:
+        """Role -> commands these parameters need in its guests (default: required_tools)."""
+        return self.required_tools
 
     @abstractmethod
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
@@ -143,7 +160,7 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators.
-    from vbench.workloads import fio  # noqa: F401
+    from vbench.workloads import fio, redis_scaleout  # noqa: F401
 
 
 def get_driver(name: str) -> type[Workload]:

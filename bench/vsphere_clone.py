@@ -1,0 +1,210 @@
+"""Provisioning overhead: clone N VMs, C at a time, against vcsim with a slow CloneVM_Task.
+
+vcsim delays every CloneVM_Task call by DELAY ms, so the ideal wall time is
+ceil(N / C) × DELAY. The same run measures
+
+- vbench: the real provisioning path (Provisioner: clone, mark/reconfigure, guest
+  customization from an address pool, power on, wait for the IP), every task awaited
+  through one PropertyCollector filter; in a child process, whose peak RSS is reported;
+- govc: N ``govc vm.clone`` processes (which clone and power on), C at a time.
+
+Each side gets a fresh simulator. Report: wall time, ratio to ideal, peak memory.
+
+    .venv/bin/python -m bench.vsphere_clone [--vms 64] [--parallel 16] [--delay 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+TEMPLATE = "bench-tmpl"
+USER, PASSWORD = "bench", "bench-pw"
+
+
+def _start(tmp: Path, delay_ms: int) -> Any:
+    from vbench.vsphere.simulator import VcsimOptions, start_vcsim
+
+    opts = VcsimOptions(
+        username=USER, password=PASSWORD, method_delay_ms=(("CloneVM_Task", delay_ms),)
+    )
+    return start_vcsim(opts, tmp / "vcsim.log")
+
+
+def _lab(proc: Any, vms: int) -> Any:
+    from vbench.config.lab import Lab
+    from vbench.vsphere.connection import server_thumbprint
+
+    os.environ["VBENCH_BENCH_VC_PASSWORD"] = PASSWORD
+    last = 10 + vms
+    return Lab.model_validate(
+        {
+            "version": 1,
+            "name": "bench",
+            "vcenters": {
+                "vc": {
+                    "url": proc.url,
+                    "user": USER,
+                    "password": "${env:VBENCH_BENCH_VC_PASSWORD}",
+                    "thumbprint": server_thumbprint(proc.address, proc.port),
+                    "ip_pool": {"addresses": [f"10.50.0.10-10.50.{last // 256}.{last % 256}"]},
+                }
+            },
+        }
+    )
+
+
+def _templates(lab: Any) -> None:
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.simulator import ensure_templates
+
+    with SessionPool.for_lab(lab) as pool:
+        ensure_templates(pool.get("vc"), [TEMPLATE])
+
+
+def vbench_child(url_file: str, vms: int, parallel: int) -> None:
+    """Runs in a fresh process: provision ``vms`` clones, print JSON figures."""
+    from vbench.config.scenario import VmSpec
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.journal import Journal
+    from vbench.vsphere.provision import Provisioner
+    from vbench.vsphere.specs import plan_requests
+
+    info = json.loads(Path(url_file).read_text())
+    from vbench.vsphere.simulator import VcsimProcess
+
+    proc = VcsimProcess(info["pid"], info["address"], info["port"], Path(info["log"]))
+    lab = _lab(proc, vms)
+    guests = {"web": [f"web-{i + 1}" for i in range(vms)]}
+    spec = VmSpec(template=TEMPLATE, ip_timeout=120)
+    requests = plan_requests("bench", {"web": spec}, guests, {"web": "vc"}, "20250101-000000-bench")
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        SessionPool.for_lab(lab, pool_size=parallel + 4) as sessions,
+    ):
+        journal = Journal(Path(tmp) / "journal.jsonl")
+        prov = Provisioner(sessions, lab, journal, "20250101-000000-bench", parallel=parallel)
+        prov.state("vc")  # connect and read the inventory before the clock starts
+        t0 = time.perf_counter()
+        done = prov.provision(requests)
+        elapsed = time.perf_counter() - t0
+        updates = prov.watchers()["vc"].updates
+        prov.close()
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "vms": len(done),
+                "wait_updates": updates,
+                "rss_before_mib": rss_before / 1024,
+                "rss_peak_mib": rss_peak / 1024,
+            }
+        )
+    )
+
+
+def measure_vbench(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, Any]:
+    proc = _start(tmp / "vb", delay)
+    try:
+        _templates(_lab(proc, vms))
+        info = tmp / "vcsim.json"
+        info.write_text(
+            json.dumps(
+                {"pid": proc.pid, "address": proc.address, "port": proc.port, "log": str(proc.log)}
+            )
+        )
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bench.vsphere_clone",
+                "--child",
+                str(info),
+                "--vms",
+                str(vms),
+                "--parallel",
+                str(parallel),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        proc.stop()
+
+
+def measure_govc(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, Any]:
+    from vbench.vsphere.simulator import find_tool
+
+    govc = find_tool("govc")
+    proc = _start(tmp / "govc", delay)
+    try:
+        _templates(_lab(proc, vms))
+        env = {
+            **os.environ,
+            "GOVC_URL": f"https://{USER}:{PASSWORD}@{proc.address}:{proc.port}/sdk",
+            "GOVC_INSECURE": "1",
+            "HOME": str(tmp / "govc-home"),
+        }
+        # One login first, so the processes share a persisted session like a user's shell.
+        subprocess.run([govc, "about"], env=env, check=True, capture_output=True, timeout=60)
+
+        def clone(i: int) -> int:
+            argv = [govc, "vm.clone", "-vm", TEMPLATE, "-pool", "DC0_C0/Resources", f"g-{i}"]
+            return subprocess.run(argv, env=env, capture_output=True, timeout=600).returncode
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(parallel) as pool:
+            codes = list(pool.map(clone, range(vms)))
+        elapsed = time.perf_counter() - t0
+        return {"seconds": elapsed, "vms": codes.count(0)}
+    finally:
+        proc.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vms", type=int, default=64)
+    ap.add_argument("--parallel", type=int, default=16)
+    ap.add_argument("--delay", type=int, default=500, help="CloneVM_Task delay in ms")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        vbench_child(args.child, args.vms, args.parallel)
+        return
+    ideal = math.ceil(args.vms / args.parallel) * args.delay / 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        vb = measure_vbench(Path(tmp), args.vms, args.parallel, args.delay)
+        gv = measure_govc(Path(tmp), args.vms, args.parallel, args.delay)
+    print(
+        f"clone {args.vms} VMs, {args.parallel} at a time, CloneVM_Task +{args.delay} ms: "
+        f"ideal {ideal:.2f} s"
+    )
+    for name, r in (("vbench", vb), ("govc", gv)):
+        print(
+            f"  {name:6s} {r['seconds']:6.2f} s  {r['seconds'] / ideal:5.2f}x ideal  "
+            f"({r['vms']} VMs)"
+        )
+    print(f"  vbench: {vb['wait_updates']} WaitForUpdatesEx answers for all tasks and IPs")
+    print(
+        f"  vbench controller peak RSS {vb['rss_peak_mib']:.0f} MiB "
+        f"({vb['rss_before_mib']:.0f} MiB before provisioning)"
+    )
+
+
+if __name__ == "__main__":
+    main()

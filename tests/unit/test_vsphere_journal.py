@@ -1,0 +1,58 @@
+"""The provisioning journal: durable lines, torn tails, and what is still pending."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vbench.vsphere.journal import Journal, items, opened_by, parse_lines, pending
+
+
+def test_pending_folds_events_per_object_in_intent_order() -> None:
+    entries = [
+        {"event": "open", "run_id": "r", "pid": 1, "host": "h"},
+        {"event": "intent", "vcenter": "vc", "name": "a", "action": "clone"},
+        {"event": "intent", "vcenter": "vc", "name": "b", "action": "clone", "keep": True},
+        {"event": "started", "vcenter": "vc", "name": "a", "task": "task-1"},
+        {"event": "created", "vcenter": "vc", "name": "a", "moid": "vm-1"},
+        {"event": "intent", "vcenter": "vc", "name": "c", "action": "clone"},
+        {"event": "failed", "vcenter": "vc", "name": "c", "error": "DuplicateName"},
+        {"event": "destroyed", "vcenter": "vc", "name": "a", "moid": "vm-1"},
+    ]
+    todo = pending(entries)
+    assert [(i.name, i.state, i.keep) for i in todo] == [
+        ("b", "intent", True),
+        ("c", "failed", False),
+    ]
+    a = next(i for i in items(entries) if i.name == "a")
+    assert (a.moid, a.task, a.state) == ("vm-1", "task-1", "destroyed")
+    assert opened_by(entries) == entries[0]
+
+
+def test_kept_and_missing_objects_are_not_pending() -> None:
+    entries = [
+        {"event": "intent", "vcenter": "vc", "name": "a"},
+        {"event": "intent", "vcenter": "vc", "name": "b"},
+        {"event": "kept", "vcenter": "vc", "name": "a"},
+        {"event": "missing", "vcenter": "vc", "name": "b"},
+    ]
+    assert pending(entries) == []
+
+
+def test_events_for_unknown_objects_are_ignored() -> None:
+    assert pending([{"event": "created", "vcenter": "vc", "name": "x", "moid": "vm-9"}]) == []
+
+
+def test_a_torn_last_line_is_ignored() -> None:
+    lines = ['{"event": "intent", "vcenter": "vc", "name": "a"}', '{"event": "crea']
+    assert [e["name"] for e in parse_lines(lines)] == ["a"]
+
+
+def test_journal_round_trip(tmp_path: Path) -> None:
+    j = Journal.in_run_dir(tmp_path / "run")
+    j.open("20250101-000000-aa")
+    j.write("intent", vcenter="vc", name="vb-x-web-1", action="clone")
+    entries = j.read()
+    assert [e["event"] for e in entries] == ["open", "intent"]
+    assert entries[0]["run_id"] == "20250101-000000-aa" and isinstance(entries[0]["pid"], int)
+    assert pending(entries)[0].name == "vb-x-web-1"
+    assert Journal(tmp_path / "none.jsonl").read() == []

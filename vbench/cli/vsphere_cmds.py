@@ -1,0 +1,288 @@
+"""lab check (preflight) and cleanup (what a killed run left, orphans) for the vSphere side."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vbench.cli.options import open_store, store_options
+
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+# --- vbench lab check -------------------------------------------------------------------
+
+
+def run_lab_check(lab_file: Path, scenario_file: Path | None, sets: tuple[str, ...]) -> int:
+    """Every check, printed as a table; returns the exit code (0, or 3 on a failure)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    checks = collect_checks(lab_file, scenario_file, sets)
+    console = Console()
+    if console.is_terminal:
+        table = Table(title=f"lab check: {lab_file}", title_justify="left")
+        for col in ("target", "check", "result", "detail"):
+            table.add_column(col, overflow="fold")
+        for c in checks:
+            result = "[green]pass[/]" if c.ok else "[red]FAIL[/]"
+            table.add_row(c.target, c.check, result, c.detail)
+        console.print(table)
+    else:  # logs and pipes: one unwrapped line per check
+        for c in checks:
+            click.echo(f"{'pass' if c.ok else 'FAIL'}  {c.target}  {c.check}: {c.detail}")
+    failed = [c for c in checks if not c.ok]
+    console.print(f"{len(checks) - len(failed)} passed, {len(failed)} failed", highlight=False)
+    return 3 if failed else 0
+
+
+def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, ...]) -> list[Any]:
+    from vbench.config.load import load_lab, load_scenario
+    from vbench.config.resolve import vm_groups
+    from vbench.engine.plan import build_plan
+    from vbench.vsphere.checks import vsphere_checks
+    from vbench.vsphere.connection import SessionPool
+
+    lab_loaded = load_lab(lab_file)
+    lab = lab_loaded.model
+    plan = None
+    if scenario_file is not None:
+        plan = build_plan(load_scenario(scenario_file, list(sets)), lab_loaded)
+    warnings: list[str] = []
+    checks: list[Any] = []
+    with SessionPool.for_lab(lab, warn=warnings.append) as sessions:
+        if plan is not None:
+            groups = vm_groups(plan.scenario, lab)
+            counts = {g: len(plan.groups.get(g, ())) for g in groups}
+            vs, _ = vsphere_checks(lab, sessions, plan.scenario, groups, counts)
+        else:
+            vs, _ = vsphere_checks(lab, sessions)
+        checks.extend(vs)
+    checks.extend(_ssh_checks(lab, plan))
+    return checks + _warning_checks(warnings)
+
+
+def _warning_checks(warnings: list[str]) -> list[Any]:
+    from vbench.vsphere.checks import Check
+
+    return [
+        Check(w.split(":", 1)[0], "warning", True, w.split(":", 1)[-1].strip()) for w in warnings
+    ]
+
+
+def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
+    """SSH to every static node and ESXi host (and, with a scenario, the tools its roles
+    need on the nodes it uses)."""
+    from vbench.config.resolve import _endpoint_spec, guest_spec, vm_groups
+    from vbench.errors import VbenchError
+    from vbench.guest.ssh import GuestPool
+    from vbench.vsphere.checks import Check
+
+    specs = [guest_spec(lab, n) for n in lab.nodes]
+    specs += [_endpoint_spec(lab, f"hosts.{n}", f"esxi:{n}", h) for n, h in lab.hosts.items()]
+    needs: dict[str, tuple[str, ...]] = {}
+    if plan is not None:
+        from vbench.engine.session import _tools_by_guest
+
+        vm_names = {n for g in vm_groups(plan.scenario, lab) for n in plan.groups.get(g, ())}
+        needs = {k: v for k, v in _tools_by_guest(plan).items() if k not in vm_names}
+    out: list[Any] = []
+    if not specs:
+        return out
+    with GuestPool(specs) as pool:
+
+        def check(guest: Any) -> list[Any]:
+            kind = "host" if guest.name.startswith("esxi:") else "node"
+            target = f"{kind} {guest.name.removeprefix('esxi:')}"
+            try:
+                guest.connect()
+            except VbenchError as exc:
+                return [Check(target, "ssh", False, getattr(exc, "cause", str(exc)))]
+            rows = [Check(target, "ssh", True, f"{guest.spec.address}:{guest.spec.port}")]
+            for tool in needs.get(guest.name, ()):
+                path = guest.which(tool)
+                rows.append(
+                    Check(target, f"tool {tool}", path is not None, path or "not found in PATH")
+                )
+            return rows
+
+        results = pool.fan_out([s.name for s in specs], check)
+    for rows in results.values():
+        out.extend(rows)
+    return out
+
+
+# --- vbench cleanup ---------------------------------------------------------------------
+
+
+def _run_dir(store: Any, results_dir: Path, run_id: str) -> tuple[str, Path]:
+    from vbench.errors import RunNotFound
+
+    try:
+        row = store.get_run(run_id)
+        if row.run_dir:
+            return row.run_id, Path(row.run_dir)
+        return row.run_id, results_dir / row.run_id
+    except RunNotFound:
+        path = results_dir / run_id
+        if path.is_dir():
+            return run_id, path
+        raise
+
+
+def cleanup_run(lab: Any, run_id: str, run_dir: Path, include_kept: bool) -> Any:
+    from vbench.vsphere.cleanup import CleanupReport, cleanup_items
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.journal import Journal, pending
+    from vbench.vsphere.tasks import Watcher
+
+    journal = Journal.in_run_dir(run_dir)
+    todo = pending(journal.read())
+    report = CleanupReport()
+    with SessionPool.for_lab(lab) as sessions:
+        for vc in dict.fromkeys(i.vcenter for i in todo):
+            session = sessions.get(vc)
+            with Watcher(session) as watcher:
+                report.merge(
+                    cleanup_items(
+                        session, watcher, journal, run_id, todo, include_kept=include_kept
+                    )
+                )
+    return report
+
+
+def _print_report(report: Any) -> None:
+    for name in report.destroyed:
+        click.echo(f"destroyed {name}")
+    for name in report.kept:
+        click.echo(f"kept {name} (keep: true; --include-kept removes it)")
+    for name in report.missing:
+        click.echo(f"already gone: {name}")
+    for line in report.skipped:
+        click.echo(f"skipped {line}")
+    for line in report.errors:
+        click.echo(f"error: {line}", err=True)
+
+
+def _orphans(
+    lab: Any, store: Any, results_dir: Path, older_than: float, include_kept: bool
+) -> list[Any]:
+    from vbench.errors import RunNotFound
+    from vbench.vsphere.cleanup import find_marked, journal_says_alive, select_orphans
+    from vbench.vsphere.connection import SessionPool
+
+    def is_active(run_id: str) -> bool:
+        alive = journal_says_alive(results_dir / run_id)
+        if alive is not None:
+            return alive
+        try:
+            return bool(store.get_run(run_id).status == "running")
+        except RunNotFound:
+            return False
+
+    found: list[Any] = []
+    with SessionPool.for_lab(lab) as sessions:
+        for name in lab.vcenters:
+            marked = find_marked(sessions.get(name))
+            found += select_orphans(marked, is_active, older_than, time.time(), include_kept)
+    return found
+
+
+def remove_orphans(lab: Any, orphans: list[Any]) -> list[str]:
+    from pyVmomi import vim
+
+    from vbench.vsphere.cleanup import remove_vms
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.inventory import Obj
+    from vbench.vsphere.tasks import Watcher
+
+    errors: list[str] = []
+    with SessionPool.for_lab(lab) as sessions:
+        for vc in dict.fromkeys(o.vcenter for o in orphans):
+            session = sessions.get(vc)
+            objs = [
+                Obj(
+                    vim.VirtualMachine(o.moid, session.stub),
+                    {"name": o.name, "runtime.powerState": o.power},
+                )
+                for o in orphans
+                if o.vcenter == vc
+            ]
+            with Watcher(session) as watcher:
+                errors += [e for e in remove_vms(session, watcher, objs) if e]
+    return errors
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--lab", "lab_file", type=FILE, required=True, help="The lab the run used.")
+@click.option("--orphans", is_flag=True, help="List VMs vbench marked whose run is not active.")
+@click.option(
+    "--older-than",
+    default="24h",
+    show_default=True,
+    metavar="DURATION",
+    help="With --orphans: only runs that started at least this long ago.",
+)
+@click.option("--yes", is_flag=True, help="With --orphans: remove them (default: only list).")
+@click.option("--include-kept", is_flag=True, help="Also remove VMs kept with `keep: true`.")
+@store_options
+@click.pass_context
+def cleanup(
+    ctx: click.Context,
+    run_id: str | None,
+    lab_file: Path,
+    orphans: bool,
+    older_than: str,
+    yes: bool,
+    include_kept: bool,
+    store_url: str | None,
+    results_dir: Path | None,
+) -> None:
+    """Remove what a run created in vSphere (idempotent), or find marked orphans.
+
+    Only VMs named by vbench and marked with the run's id are ever touched."""
+    from vbench.config.load import load_lab
+    from vbench.config.types import format_duration, parse_duration
+    from vbench.errors import ConfigError
+
+    if bool(run_id) == orphans:
+        raise ConfigError("give either RUN_ID or --orphans")
+    lab = load_lab(lab_file).model
+    store, rdir = open_store(store_url, results_dir)
+    try:
+        if run_id:
+            full_id, run_dir = _run_dir(store, rdir, run_id)
+            report = cleanup_run(lab, full_id, run_dir, include_kept)
+            _print_report(report)
+            click.echo(f"run {full_id}: {report.summary()}")
+            ctx.exit(3 if report.errors else 0)
+        try:
+            age = parse_duration(older_than)
+        except Exception:
+            raise ConfigError(f"--older-than {older_than!r}: not a duration (e.g. 24h)") from None
+        found = _orphans(lab, store, rdir, age, include_kept)
+    finally:
+        store.close()
+    for o in found:
+        click.echo(
+            f"{o.vcenter}  {o.name}  run {o.run_id}  {o.power or '-'}"
+            + ("  (kept)" if o.kept else "")
+        )
+    if not found:
+        click.echo(f"no orphans (marked VMs of inactive runs older than {format_duration(age)})")
+        return
+    if not yes:
+        click.echo(f"{len(found)} orphaned VMs; add --yes to remove them")
+        return
+    errors = remove_orphans(lab, found)
+    for e in errors:
+        click.echo(f"error: {e}", err=True)
+    click.echo(f"removed {len(found) - len(errors)} of {len(found)} orphaned VMs")
+    ctx.exit(3 if errors else 0)
+
+
+COMMANDS = [cleanup]

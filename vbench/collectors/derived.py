@@ -1,0 +1,149 @@
+"""Figures computed from collector series over the steady window (see docs/metrics.md).
+
+- ``host_cpu_util`` (%): esxtop ``Physical Cpu(_Total)\\% Util Time``, per host and the
+  mean over hosts;
+- ``host_cores_used`` (cores): the sum over a host's PCPUs of ``% Util Time`` / 100, per
+  host and summed over hosts;
+- ``guest_cpu_util`` (%) and ``guest_cores_used`` (cores): sysstat, 100 − idle, per guest;
+- ``cpu_efficiency`` (<throughput unit>/core): the workload's headline figure divided by
+  the cores used (hosts when esxtop ran, else guests);
+- ``cpu_cost_per_1k_iops`` (% of a core per 1,000 IO/s): cores used × 100 / (IOPS / 1000);
+- ``vdisk_read_latency`` / ``vdisk_write_latency`` (ms): esxtop ``Virtual Disk`` latency
+  of every virtual disk (guest = ``<vm>:<scsiX:Y>``), i.e. what the guest sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from vbench.collectors.series import in_window
+from vbench.results.records import Sample, Window
+
+SOURCE = "derived"
+_IOPS = ("total_iops", "iops")
+
+
+def _mean(frame: pd.DataFrame, window: Window, interval: float, mask: pd.Series) -> pd.Series:
+    """Window mean of the selected rows, per instance."""
+    rows = frame[mask & in_window(frame["time"], window, interval)]
+    return rows.groupby("instance")["value"].mean().dropna()
+
+
+def host_figures(
+    name: str, host: str, frame: pd.DataFrame, window: Window, interval: float
+) -> list[Sample]:
+    out: list[Sample] = []
+    util = frame["object"].eq("Physical Cpu") & frame["counter"].eq("% Util Time")
+    means = _mean(frame, window, interval, util)
+    if "_Total" in means:
+        out.append(Sample("host_cpu_util", float(means["_Total"]), "%", name, host))
+    pcpus = means.drop("_Total", errors="ignore")
+    if len(pcpus):
+        out.append(Sample("host_cores_used", float(pcpus.sum() / 100), "cores", name, host))
+    for counter, metric in (("Average MilliSec/Read", "vdisk_read_latency"),
+                            ("Average MilliSec/Write", "vdisk_write_latency")):  # fmt: skip
+        mask = frame["object"].eq("Virtual Disk") & frame["counter"].eq(counter)
+        for inst, v in _mean(frame, window, interval, mask).items():
+            if ":" in str(inst):  # "<vm>:scsi0:0" is a disk; "<vm>" alone sums the VM's
+                out.append(Sample(metric, float(v), "ms", name, str(inst)))
+    return out
+
+
+def guest_figures(
+    name: str, guest: str, frame: pd.DataFrame, window: Window, interval: float,
+    cpus: float | None,
+) -> list[Sample]:  # fmt: skip
+    idle = frame["object"].eq("cpu-load") & frame["instance"].eq("all")
+    idle &= frame["counter"].eq("idle")
+    means = _mean(frame, window, interval, idle)
+    if "all" not in means:
+        return []
+    util = 100.0 - float(means["all"])
+    out = [Sample("guest_cpu_util", util, "%", name, guest)]
+    if cpus:
+        out.append(Sample("guest_cores_used", util / 100 * cpus, "cores", name, guest))
+    return out
+
+
+def _aggregate(samples: Iterable[Sample], metric: str) -> list[float]:
+    return [s.value for s in samples if s.metric == metric and s.value is not None]
+
+
+def _workload_figure(samples: Sequence[Sample], metric: str) -> Sample | None:
+    for s in samples:
+        if s.metric == metric and s.guest is None and not s.labels and s.value is not None:
+            return s
+    return None
+
+
+def _iops(samples: Sequence[Sample]) -> float | None:
+    for m in _IOPS:
+        s = _workload_figure(samples, m)
+        if s is not None and s.value is not None:
+            return s.value
+    parts = [_workload_figure(samples, m) for m in ("read_iops", "write_iops")]
+    vals = [p.value for p in parts if p is not None and p.value is not None]
+    return sum(vals) if vals else None
+
+
+def combined_figures(
+    per_target: Sequence[Sample], workload: Sequence[Sample], headline: Sequence[str]
+) -> list[Sample]:
+    """Run-level figures (guest None) from the per-target ones and the workload's."""
+    out: list[Sample] = []
+    host_util = _aggregate(per_target, "host_cpu_util")
+    if host_util:
+        out.append(Sample("host_cpu_util", sum(host_util) / len(host_util), "%", SOURCE))
+    host_cores = _aggregate(per_target, "host_cores_used")
+    guest_cores = _aggregate(per_target, "guest_cores_used")
+    if host_cores:
+        out.append(Sample("host_cores_used", sum(host_cores), "cores", SOURCE))
+    cores = sum(host_cores) if host_cores else (sum(guest_cores) if guest_cores else None)
+    if not cores:
+        return out
+    for metric in headline[:1]:
+        thr = _workload_figure(workload, metric)
+        if thr is not None and thr.value is not None:
+            unit = f"{thr.unit}/core" if thr.unit else "per core"
+            out.append(Sample("cpu_efficiency", thr.value / cores, unit, SOURCE,
+                              labels=()))  # fmt: skip
+    iops = _iops(workload)
+    if iops:
+        out.append(
+            Sample(
+                "cpu_cost_per_1k_iops",
+                cores * 100 / (iops / 1000),
+                "% of a core per 1K IO/s",
+                SOURCE,
+            )
+        )
+    return out
+
+
+def cpus_of(samples: Sequence[Sample], guest: str) -> float | None:
+    for s in samples:
+        if s.metric == "guest_cpus" and s.guest == guest:
+            return s.value
+    return None
+
+
+def all_figures(
+    series: Mapping[tuple[str, str], tuple[str, pd.DataFrame, float]],
+    own: Sequence[Sample],
+    window: Window | None,
+    workload: Sequence[Sample],
+    headline: Sequence[str],
+) -> list[Sample]:
+    """Every derived figure of a trial. ``series`` maps (collector, target) to
+    (kind, frame in controller time, interval)."""
+    if window is None:
+        return []
+    per_target: list[Sample] = []
+    for (name, target), (kind, frame, interval) in series.items():
+        if kind == "esxtop":
+            per_target += host_figures(name, target, frame, window, interval)
+        elif kind == "guest_sysstat":
+            per_target += guest_figures(name, target, frame, window, interval, cpus_of(own, target))
+    return per_target + combined_figures(per_target, workload, headline)
