@@ -32,14 +32,22 @@ import numpy as np
 from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult
 from vbench.results.store import Store
 
-POINTS = [{"vms": str(v), "mode": m} for v in (1, 2, 4, 8, 16)
-          for m in ("native", "vm", "docker", "vm-docker")]
+POINTS = [
+    {"vms": str(v), "mode": m}
+    for v in (1, 2, 4, 8, 16)
+    for m in ("native", "vm", "docker", "vm-docker")
+]
 TRIALS = 3
 METRICS = [f"metric_{i}" for i in range(10)]
 WANTED = METRICS[:3]
 T0 = 1_800_000_000.0
-SCENARIO = {"version": 1, "name": "nightly-bench", "report": {"headline": WANTED},
-            "factors": {"vms": {}, "mode": {}}, "derived": []}
+SCENARIO = {
+    "version": 1,
+    "name": "nightly-bench",
+    "report": {"headline": WANTED},
+    "factors": {"vms": {}, "mode": {}},
+    "derived": [],
+}
 
 
 def build(root: Path, runs: int) -> Store:
@@ -48,14 +56,23 @@ def build(root: Path, runs: int) -> Store:
     for r in range(runs):
         run_id = f"run-{r:04d}"
         start = T0 + r * 86400
-        store.create_run(RunInfo(run_id, "nightly-bench", start, tags=("nightly",),
-                                 scenario=SCENARIO, lab={"name": "bench"}))
+        store.create_run(
+            RunInfo(
+                run_id,
+                "nightly-bench",
+                start,
+                tags=("nightly",),
+                scenario=SCENARIO,
+                lab={"name": "bench"},
+            )
+        )
         store.add_points(run_id, list(enumerate(POINTS)))
         for p in range(len(POINTS)):
             for t in range(TRIALS):
                 ph = PhaseTimes(start, start, start + 1, start + 61, start + 62, start + 63)
-                samples = tuple(Sample(m, float(rng.normal(1000 + p, 20)), "ops/s", "fio")
-                                for m in METRICS)
+                samples = tuple(
+                    Sample(m, float(rng.normal(1000 + p, 20)), "ops/s", "fio") for m in METRICS
+                )
                 store.record_trial(run_id, TrialResult(p, t, "ok", ph, samples))
         store.finish_run(run_id, "ok", start + 3600)
     return store
@@ -87,11 +104,12 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     fresh = not (root / "history.db").exists()
-    store = build(root, args.runs) if fresh else Store.open(
-        f"sqlite:///{root}/history.db", root)
-    print(f"store: {args.runs} runs × {len(POINTS)} points × {TRIALS} trials × "
-          f"{len(METRICS)} metrics ({'built' if fresh else 'reused'} in "
-          f"{time.perf_counter() - t:.1f} s)")
+    store = build(root, args.runs) if fresh else Store.open(f"sqlite:///{root}/history.db", root)
+    print(
+        f"store: {args.runs} runs × {len(POINTS)} points × {TRIALS} trials × "
+        f"{len(METRICS)} metrics ({'built' if fresh else 'reused'} in "
+        f"{time.perf_counter() - t:.1f} s)"
+    )
 
     from vbench.analysis.history import load_history
 
@@ -102,17 +120,34 @@ def main() -> None:
     history()  # warm-up: imports
     lib = timed(history, args.repeat)
     naive = timed(lambda: per_run(store, args.runs), args.repeat)
-    cmd = [sys.executable, "-m", "vbench", "history", "nightly-bench", "--limit",
-           str(args.runs), "--store", f"sqlite:///{root}/history.db"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vbench",
+        "history",
+        "nightly-bench",
+        "--limit",
+        str(args.runs),
+        "--store",
+        f"sqlite:///{root}/history.db",
+    ]
     cli = timed(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
-    floor = timed(lambda: subprocess.run([sys.executable, "-m", "vbench", "--version"],
-                                         check=True, capture_output=True), args.repeat)
+    floor = timed(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "vbench", "--version"], check=True, capture_output=True
+        ),
+        args.repeat,
+    )
     print(f"history ({len(WANTED)} metrics, {args.runs} runs): {lib:.2f} s")
     print(f"per-run reads (baseline): {naive:.2f} s  → history is × {naive / lib:.1f} faster")
-    print(f"cli, fresh process: {cli:.2f} s, of which {floor:.2f} s is the start-up of any "
-          f"vbench command (`vbench --version`)")
-    print(f"target < 2 s: {'met' if lib < 2 else 'NOT met'} (history), "
-          f"{'met' if cli < 2 else 'NOT met'} (whole command)")
+    print(
+        f"cli, fresh process: {cli:.2f} s, of which {floor:.2f} s is the start-up of any "
+        f"vbench command (`vbench --version`)"
+    )
+    print(
+        f"target < 2 s: {'met' if lib < 2 else 'NOT met'} (history), "
+        f"{'met' if cli < 2 else 'NOT met'} (whole command)"
+    )
     store.close()
 
 

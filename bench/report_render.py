@@ -43,22 +43,43 @@ RUN_ID = "20270101-000000-benchmrk"
 
 def scenario() -> dict[str, object]:
     return {
-        "version": 1, "name": "bench-report", "description": "report benchmark",
+        "version": 1,
+        "name": "bench-report",
+        "description": "report benchmark",
         "topology": {"clients": {"count": 16}},
         "workload": {"driver": "fio", "roles": {}, "params": {"rw": "randread"}},
-        "factors": {"vms": {"levels": [{"label": str(v), "value": v, "set": {}}
-                                       for v in (1, 2, 4, 8, 16)]},
-                    "mode": {"levels": [{"label": m, "value": m, "set": {}}
-                                        for m in ("native", "vm", "docker", "vm-docker")]}},
-        "zip": [], "exclude": [], "repeat": TRIALS,
-        "phases": {"warmup": 30.0, "steady": 60.0, "cooldown": 10.0}, "collectors": [],
-        "qos": [{"metric": "metric_01", "op": "<=", "threshold": 900.0},
-                {"metric": "metric_02", "op": ">=", "threshold": 50.0, "stat": "min"}],
+        "factors": {
+            "vms": {"levels": [{"label": str(v), "value": v, "set": {}} for v in (1, 2, 4, 8, 16)]},
+            "mode": {
+                "levels": [
+                    {"label": m, "value": m, "set": {}}
+                    for m in ("native", "vm", "docker", "vm-docker")
+                ]
+            },
+        },
+        "zip": [],
+        "exclude": [],
+        "repeat": TRIALS,
+        "phases": {"warmup": 30.0, "steady": 60.0, "cooldown": 10.0},
+        "collectors": [],
+        "qos": [
+            {"metric": "metric_01", "op": "<=", "threshold": 900.0},
+            {"metric": "metric_02", "op": ">=", "threshold": 50.0, "stat": "min"},
+        ],
         "derived": [
-            {"name": "speedup", "kind": "speedup", "metric": "metric_00",
-             "baseline": {"vms": "1"}, "ideal": "vms"},
-            {"name": "rel", "kind": "normalize", "metric": "metric_00",
-             "baseline": {"mode": "native"}},
+            {
+                "name": "speedup",
+                "kind": "speedup",
+                "metric": "metric_00",
+                "baseline": {"vms": "1"},
+                "ideal": "vms",
+            },
+            {
+                "name": "rel",
+                "kind": "normalize",
+                "metric": "metric_00",
+                "baseline": {"mode": "native"},
+            },
         ],
         "report": {"headline": METRICS[:3], "charts": []},
         "settings": {"max_parallel": 16, "cv_threshold": 0.05},
@@ -70,8 +91,16 @@ def build(root: Path) -> Store:
     rng = np.random.default_rng(42)
     store = Store.open(f"sqlite:///{root}/bench.db", root)
     run_dir = root / RUN_ID
-    store.create_run(RunInfo(RUN_ID, "bench-report", T0, scenario=scenario(),
-                             lab={"name": "bench"}, run_dir=str(run_dir)))
+    store.create_run(
+        RunInfo(
+            RUN_ID,
+            "bench-report",
+            T0,
+            scenario=scenario(),
+            lab={"name": "bench"},
+            run_dir=str(run_dir),
+        )
+    )
     store.add_points(RUN_ID, [(i, {"vms": str(v), "mode": m}) for i, (v, m) in enumerate(POINTS)])
     for p, (v, _) in enumerate(POINTS):
         for t in range(TRIALS):
@@ -90,9 +119,19 @@ def build(root: Path) -> Store:
             for t in range(TRIALS):
                 start = T0 + 100 * (p * TRIALS + t)
                 ts = start + np.linspace(0, 100, per_trial, endpoint=False)
-                frames.append(pd.DataFrame({"ts": ts, "metric": m, "point": p, "trial": t,
-                                            "value": rng.normal(50 + p, 3, per_trial),
-                                            "unit": "%", "host": "esx-01"}))
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "ts": ts,
+                            "metric": m,
+                            "point": p,
+                            "trial": t,
+                            "value": rng.normal(50 + p, 3, per_trial),
+                            "unit": "%",
+                            "host": "esx-01",
+                        }
+                    )
+                )
     (run_dir / "series").mkdir(parents=True, exist_ok=True)
     pd.concat(frames, ignore_index=True).to_parquet(run_dir / "series" / "esxtop.parquet")
     return store
@@ -115,11 +154,16 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="vbench-bench-report-"))
     root.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    store = build(root) if not (root / "bench.db").exists() else Store.open(
-        f"sqlite:///{root}/bench.db", root)
-    print(f"data: {len(POINTS)} points × {TRIALS} trials × {len(METRICS)} metrics, "
-          f"{len(METRICS)} × {SERIES_SAMPLES:,} time-series samples "
-          f"(built in {time.perf_counter() - t:.1f} s)")
+    store = (
+        build(root)
+        if not (root / "bench.db").exists()
+        else Store.open(f"sqlite:///{root}/bench.db", root)
+    )
+    print(
+        f"data: {len(POINTS)} points × {TRIALS} trials × {len(METRICS)} metrics, "
+        f"{len(METRICS)} × {SERIES_SAMPLES:,} time-series samples "
+        f"(built in {time.perf_counter() - t:.1f} s)"
+    )
 
     from vbench.report.build import report_data
     from vbench.report.charts import Bar, bar_chart_svg
@@ -129,8 +173,12 @@ def main() -> None:
         return render_html(report_data(store, RUN_ID))
 
     full()  # warm-up: imports, font cache, matplotlib's first figure
-    one, _ = timed(lambda: bar_chart_svg([Bar(f"p{i}", 10.0 + i, 9.0, 11.0 + i)
-                                          for i in range(20)], "y", chart_id="x"), args.repeat)
+    one, _ = timed(
+        lambda: bar_chart_svg(
+            [Bar(f"p{i}", 10.0 + i, 9.0, 11.0 + i) for i in range(20)], "y", chart_id="x"
+        ),
+        args.repeat,
+    )
     data_s, data = timed(lambda: report_data(store, RUN_ID), args.repeat)
     no_series = dataclasses.replace(data, series=pd.DataFrame())  # type: ignore[arg-type]
     tables_s, _ = timed(lambda: render_html(no_series), args.repeat)
@@ -139,8 +187,10 @@ def main() -> None:
     serial_s, _ = timed(full, args.repeat)
     del os.environ["VBENCH_REPORT_SERIAL"]
     charts = str(html).count('<svg id="vbench-chart-')
-    print(f"report: {report_s:.2f} s  ({charts} charts, {len(str(html)) / 1e6:.1f} MB HTML)"
-          f"  = {report_s / one:.0f} × one chart")
+    print(
+        f"report: {report_s:.2f} s  ({charts} charts, {len(str(html)) / 1e6:.1f} MB HTML)"
+        f"  = {report_s / one:.0f} × one chart"
+    )
     print(f"report, serial charts: {serial_s:.2f} s  (pool speed-up × {serial_s / report_s:.2f})")
     print(f"report without time series: {tables_s:.2f} s")
     print(f"data only (store + statistics + derived + QoS): {data_s:.2f} s")

@@ -11,7 +11,7 @@
 #   VBENCH       the vbench command              [vbench on PATH, else ./.venv/bin/vbench]
 #   SCENARIO     scenario file                   [examples/quickstart.yaml]
 #   LAB          lab file                        [examples/labs/local.yaml]
-#   BASELINE     auto | last | last:K | tag:NAME | RUN_ID                 [auto]
+#   BASELINE     auto | last | last:K | tag:NAME | RUN_ID   [the scenario's regression.baseline]
 #   OUT          where the summary files go      [$VBENCH_HOME/nightly or ~/vbench-nightly]
 #   VBENCH_STORE results store URL (e.g. a shared postgresql://…)        [SQLite default]
 #   MAILTO       if set and `mail` exists, a Markdown summary is mailed on failure
@@ -22,7 +22,7 @@ root=$(cd "$here/../.." && pwd)
 VBENCH=${VBENCH:-$(command -v vbench || echo "$root/.venv/bin/vbench")}
 SCENARIO=${SCENARIO:-$root/examples/quickstart.yaml}
 LAB=${LAB:-$root/examples/labs/local.yaml}
-BASELINE=${BASELINE:-auto}
+BASELINE=${BASELINE:-}
 OUT=${OUT:-${VBENCH_HOME:-$HOME/vbench-nightly}/nightly}
 stamp=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
@@ -30,7 +30,7 @@ mkdir -p "$OUT"
 # --json: stdout is one JSON document (run id, figures, QoS, regression, exit code);
 # progress and the summary table go to stderr, i.e. into the cron log.
 "$VBENCH" run "$SCENARIO" --lab "$LAB" --tag nightly \
-    --fail-on-qos --check-regression "$BASELINE" --json > "$OUT/$stamp.json"
+    --fail-on-qos "--check-regression=$BASELINE" --json > "$OUT/$stamp.json"
 status=$?
 
 run_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' \

@@ -175,3 +175,13 @@ def test_compare_cli_json_matches_golden_file(tmp_path: Path) -> None:
     rel = [r for r in doc["rows"] if r["metric"] == "rel"]
     assert [r["point"] for r in rel] == ["bs=4k", "bs=64k"]
     assert math.isclose(rel[1]["b"]["mean"], 300.4 / 901.8)
+
+
+def test_vm_names_carrying_the_run_id_are_the_same_vm() -> None:
+    def run(run_id: str, vcpus: int) -> dict[str, object]:
+        return {"run_id": run_id, "testbed": {"vms": [
+            {"name": f"vbench-{run_id}-web1", "vcpus": vcpus, "ip": f"10.0.0.{vcpus}"}]}}
+
+    assert fact_differences(run("r1", 2), run("r2", 2)) == []  # ip is volatile
+    [diff] = fact_differences(run("r1", 2), run("r2", 4))
+    assert diff.key == "testbed.vms[vbench-RUN-web1].vcpus" and diff.hardware

@@ -27,11 +27,16 @@ def _host_props() -> dict:
     hba = vim.host.BlockHba(device="vmhba2", model="NVMe SSD", driver="nvme_pcie")
     return {
         "name": "esx01",
-        "hardware.systemInfo": vim.host.SystemInfo(vendor="Dell Inc.", model="PowerEdge R750"),
         "summary.hardware": vim.host.Summary.HardwareSummary(
-            cpuModel="Intel Xeon Gold 6338", cpuMhz=2000, memorySize=512 * GIB
+            vendor="Dell Inc.",
+            model="PowerEdge R750",
+            cpuModel="Intel Xeon Gold 6338",
+            cpuMhz=2000,
+            memorySize=512 * GIB,
+            numCpuPkgs=2,
+            numCpuCores=64,
+            numCpuThreads=128,
         ),
-        "hardware.cpuInfo": vim.host.CpuInfo(numCpuPackages=2, numCpuCores=64, numCpuThreads=128),
         "config.hyperThread": vim.host.CpuSchedulerSystem.HyperThreadScheduleInfo(
             available=True, active=True, config=True
         ),

@@ -257,7 +257,7 @@ def measurement_hash(scenario: Mapping[str, Any]) -> str:
 
 _VOLATILE = re.compile(
     r"(recorded_at|captured_at|timestamp|uptime|boot_?time|clock_offset|clock_rtt|"
-    r"address|moid|moref|session|^time$|_time$|^started$|^ended$)",
+    r"address|^ip$|moid|moref|session|^time$|_time$|^started$|^ended$)",
     re.IGNORECASE,
 )
 _HARDWARE = re.compile(
@@ -321,6 +321,10 @@ def run_facts(run: Mapping[str, Any]) -> dict[str, str]:
     version = run.get("vbench_version") or (env.get("controller") or {}).get("vbench_version")
     if version:
         out["vbench.version"] = str(version)
+    run_id = str(run.get("run_id") or "")
+    if run_id:
+        # VMs a run creates carry its id in their names: compare them as "RUN".
+        out = {k.replace(run_id, "RUN"): v.replace(run_id, "RUN") for k, v in out.items()}
     return out
 
 

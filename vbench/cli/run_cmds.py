@@ -71,6 +71,13 @@ def _plan_text(p: Plan) -> str:
         lines.append("(no --lab: guests shown as group[i])")
     for f in p.findings:
         lines.append(f"{f.level}: workload.params.{f.path}: {f.message}")
+    for c in p.scenario.collectors:
+        on = ", ".join(c.targets) or "all targets"
+        need = " (required)" if c.required else ""
+        lines.append(
+            f"collector {c.name or c.kind}: {c.kind} every {format_duration(c.interval)} on "
+            f"{on}, before warm-up to after cool-down{need}"
+        )
     for pt in p.points:
         label = ", ".join(f"{k}={v}" for k, v in pt.labels.items()) or "(single point)"
         lines.append("")
@@ -104,11 +111,12 @@ def _plan_text(p: Plan) -> str:
     "--check-regression",
     "regression_spec",
     is_flag=False,
-    flag_value="auto",
+    flag_value="",  # given alone: the scenario's regression.baseline (default auto)
     default=None,
     metavar="[BASELINE]",
-    help="Compare with a baseline and exit 1 on a significant regression: auto (default), "
-    "last, last:K, tag:NAME or a run id. Put it after SCENARIO.",
+    help="Compare with a baseline and exit 1 on a significant regression: auto, last, "
+    "last:K, tag:NAME or a run id (alone: regression.baseline of the scenario, default "
+    "auto). Put it after SCENARIO.",
 )
 @json_option
 @click.pass_context

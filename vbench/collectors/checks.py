@@ -59,6 +59,14 @@ def target_problems(
         for j, t in enumerate(spec.targets):
             if t not in lab.hosts:
                 out.append((j, f"no ESXi host {t!r} in the lab's `hosts:`{_near(t, hosts)}"))
+    elif spec.kind == "vcenter_perf":
+        if lab is not None and not lab.vcenters:
+            out.append((None, "vcenter_perf needs a vCenter: the lab has no `vcenters:`"))
+        kinds = ("host", "vm", "datastore", "cluster")
+        for j, t in enumerate(spec.targets):
+            kind, sep, name = t.partition(":")
+            if sep and (kind not in kinds or not name):
+                out.append((j, f"{t!r}: targets are {'|'.join(kinds)}:NAME (or a VM name)"))
     elif spec.kind == "guest_sysstat":
         groups = set(scenario.topology)
         nodes = set(lab.nodes) if lab is not None else set()

@@ -85,9 +85,10 @@ class RunEnv:
 
     def close(self) -> None:
         for guest in self._hosts.values():
-            # An unreachable host: nothing more can be stopped from here.
+            # An unreachable host: nothing more can be stopped or removed from here.
             with contextlib.suppress(VbenchError):
                 guest.kill_all()
+                guest.remove(f"{guest.spec.workdir.rstrip('/')}/{self.run_id}")
             guest.close()
         self._hosts.clear()
         for res in self._resources.values():

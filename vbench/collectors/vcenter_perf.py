@@ -170,8 +170,9 @@ class PerfPoller:
         )
         have = {m.counterId for m in avail or []}
         use = [i for i in ids if i in have] if have else ids
+        label = key.split("/", 1)[-1]
         notes = [
-            f"{key} has no {self._name(i)} at the {interval} s interval"
+            f"{label} has no {self._name(i)} at the {interval} s interval"
             for i in ids
             if i not in use
         ]

@@ -95,6 +95,9 @@ class Plan:
                 for f in self.findings
             ],
             "estimated_seconds": round(self.estimated_seconds, 1),
+            "collectors": [
+                c.model_dump(mode="json", exclude_none=True) for c in self.scenario.collectors
+            ],
         }
 
 

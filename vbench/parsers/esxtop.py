@@ -227,10 +227,12 @@ class EsxtopReader:
     ) -> Iterator[pa.RecordBatch]:
         """Tidy Arrow record batches (see :func:`tidy_schema`; a ``target`` column replaces
         ``host`` when ``target`` is given). ``shift`` is subtracted from every time."""
-        dicts = _column_dictionaries(self.columns, self.units, target)
+        from vbench.parsers.esxtop_arrow import column_dictionaries, tidy_batch, tidy_schema
+
+        dicts = column_dictionaries(self.columns, self.units, target)
         schema = tidy_schema(target is not None)
         for batch in self.batches():
-            yield _tidy_batch(batch, dicts, schema, shift)
+            yield tidy_batch(batch, dicts, schema, shift)
 
     def read_all(self) -> EsxtopBatch:
         parts = list(self.batches())
@@ -525,80 +527,9 @@ def _spread(parts: Sequence[EsxtopBatch], notes: list[str]) -> EsxtopBatch:
     return EsxtopBatch(out, values)
 
 
-# -- tidy Arrow output --------------------------------------------------------------------
+def write_parquet(reader: EsxtopReader, dest: Path, **kw: Any) -> int:
+    """Stream the reader's tidy records into one Parquet file (see
+    :func:`vbench.parsers.esxtop_arrow.write_parquet`); returns the row count."""
+    from vbench.parsers.esxtop_arrow import write_parquet as write
 
-
-def tidy_schema(with_target: bool = False) -> pa.Schema:
-    """time (UTC), host|target, object, instance, counter, value (null = missing), unit."""
-    text = pa.dictionary(pa.int32(), pa.string())
-    return pa.schema(
-        [
-            pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("target" if with_target else "host", text),
-            pa.field("object", text),
-            pa.field("instance", text),
-            pa.field("counter", text),
-            pa.field("value", pa.float64()),
-            pa.field("unit", text),
-        ]
-    )
-
-
-def _column_dictionaries(
-    columns: Sequence[ColumnName], units: Sequence[str], target: str | None
-) -> list[tuple[np.ndarray, pa.Array]]:
-    """Per text field: each column's index into a dictionary of distinct values."""
-    fields = [
-        [target if target is not None else c.host for c in columns],
-        [c.object for c in columns],
-        [c.instance for c in columns],
-        [c.counter for c in columns],
-        list(units),
-    ]
-    out = []
-    for values in fields:
-        distinct = list(dict.fromkeys(values))
-        pos = {v: i for i, v in enumerate(distinct)}
-        out.append((np.array([pos[v] for v in values], dtype=np.int32), pa.array(distinct)))
-    return out
-
-
-def _tidy_batch(
-    batch: EsxtopBatch,
-    dicts: list[tuple[np.ndarray, pa.Array]],
-    schema: pa.Schema,
-    shift: float,
-) -> pa.RecordBatch:
-    n, k = batch.values.shape
-    micros = np.round((batch.times - shift) * 1e6).astype(np.int64)
-    time = pa.array(np.repeat(micros, k), type=pa.timestamp("us", tz="UTC"))
-    texts = [
-        pa.DictionaryArray.from_arrays(pa.array(np.tile(idx, n)), dictionary)
-        for idx, dictionary in dicts
-    ]
-    flat = batch.values.reshape(-1)
-    value = pa.array(flat, mask=np.isnan(flat))
-    return pa.RecordBatch.from_arrays([time, *texts[:4], value, texts[4]], schema=schema)
-
-
-def write_parquet(
-    reader: EsxtopReader,
-    dest: Path,
-    *,
-    target: str | None = None,
-    shift: float = 0.0,
-    metadata: dict[str, str] | None = None,
-) -> int:
-    """Stream the reader's tidy records into one Parquet file; returns the row count."""
-    import pyarrow.parquet as pq
-
-    schema = tidy_schema(target is not None)
-    if metadata:
-        schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    rows = 0
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with pq.ParquetWriter(dest, schema, compression="zstd") as writer:
-        for rb in reader.arrow_batches(target=target, shift=shift):
-            writer.write_batch(rb)
-            rows += rb.num_rows
-    return rows
+    return write(reader, dest, **kw)

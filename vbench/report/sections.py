@@ -139,7 +139,8 @@ def scenario_section(view: ReportView) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ testbed
 
-_TESTBED_TITLES = {"hosts": "Hosts", "datastores": "Datastores", "vms": "Virtual machines"}
+_TESTBED_TITLES = {"vcenters": "vCenters", "clusters": "Clusters", "hosts": "Hosts",
+                   "datastores": "Datastores", "vms": "Virtual machines"}
 
 
 def _compact(v: Any) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +108,7 @@ class Provisioner:
         self.notice = notice or (lambda _m: None)
         self._vcs: dict[str, _VcState] = {}
         self._failed = threading.Event()
+        self._slots = threading.BoundedSemaphore(self.parallel)
         self.results: list[ProvisionedVm] = []
 
     # --- per vCenter -------------------------------------------------------------------
@@ -238,17 +239,20 @@ class Provisioner:
             group=req.group,
             keep=req.spec.keep,
         )
-        task = st.session.call(
-            lambda: placement.template.ref.CloneVM_Task(
-                folder=placement.folder, name=req.vm_name, spec=spec
+        with self._slot():
+            if self.cancel.is_set():
+                raise Interrupted("interrupted")
+            task = st.session.call(
+                lambda: placement.template.ref.CloneVM_Task(
+                    folder=placement.folder, name=req.vm_name, spec=spec
+                )
             )
-        )
-        self.journal.write("started", vcenter=req.vcenter, name=req.vm_name, task=task._moId)
-        try:
-            vm = st.watcher.wait_task(task, label, "clone", self.cancel)
-        except TaskFailed as exc:
-            self.journal.write("failed", vcenter=req.vcenter, name=req.vm_name, error=str(exc))
-            raise
+            self.journal.write("started", vcenter=req.vcenter, name=req.vm_name, task=task._moId)
+            try:
+                vm = st.watcher.wait_task(task, label, "clone", self.cancel)
+            except TaskFailed as exc:
+                self.journal.write("failed", vcenter=req.vcenter, name=req.vm_name, error=str(exc))
+                raise
         self.journal.write("created", vcenter=req.vcenter, name=req.vm_name, moid=vm._moId)
         if st.mark_field is not None:
             with contextlib.suppress(vim.fault.NoPermission):
@@ -338,10 +342,22 @@ class Provisioner:
     def _step(
         self, st: _VcState, vm: Any, label: str, operation: str, start: Callable[[], Any]
     ) -> Any:
-        if self.cancel.is_set():
-            raise Interrupted("interrupted")
-        task = st.session.call(start)
-        return st.watcher.wait_task(task, label, operation, self.cancel)
+        with self._slot():
+            if self.cancel.is_set():
+                raise Interrupted("interrupted")
+            task = st.session.call(start)
+            return st.watcher.wait_task(task, label, operation, self.cancel)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        """One of the `parallel` task slots, from the call that starts a task to its end."""
+        while not self._slots.acquire(timeout=0.2):
+            if self.cancel.is_set():
+                raise Interrupted("interrupted")
+        try:
+            yield
+        finally:
+            self._slots.release()
 
     def _wait_ip(self, st: _VcState, vm: Any, req: VmRequest) -> str:
         future = st.watcher.watch(vm, ip_known)

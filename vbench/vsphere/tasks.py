@@ -189,11 +189,14 @@ class Watcher:
                     if finished:
                         done.append((w, value))
                         del self._watches[oc.obj._moId]
-        # Finished objects stay in the view: they change no more, so they cost nothing,
-        # and not removing them saves a round trip per update.
+            view = self._view
         for w, value in done:
             if not w.future.done():
                 w.future.set_result(value)
+        if done:
+            # Keep the view small: a collector's work per update grows with it.
+            with contextlib.suppress(Exception):
+                view.ModifyListView(remove=[w.ref for w, _ in done])
 
     def _fail_all(self, exc: BaseException) -> None:
         with self._lock:

@@ -30,9 +30,8 @@ VM_PROPS = (
     "guest.ipAddress", "resourcePool",
 )  # fmt: skip
 HOST_PROPS = (
-    "name", "parent", "hardware.systemInfo", "summary.hardware", "hardware.cpuInfo",
-    "config.hyperThread", "config.powerSystemInfo", "config.product",
-    "config.network.pnic", "config.storageDevice.hostBusAdapter",
+    "name", "parent", "summary.hardware", "config.hyperThread", "config.powerSystemInfo",
+    "config.product", "config.network.pnic", "config.storageDevice.hostBusAdapter",
     "config.storageDevice.scsiLun",
     "runtime.connectionState", "runtime.inMaintenanceMode",
 )  # fmt: skip
@@ -67,6 +66,19 @@ def shape_vcenter(name: str, about: Any, intervals: Sequence[Any] | None) -> dic
     }
 
 
+_HBA = {
+    "ParallelScsiHba": "SCSI",
+    "BlockHba": "block",
+    "FibreChannelHba": "Fibre Channel",
+    "FibreChannelOverEthernetHba": "FCoE",
+    "InternetScsiHba": "iSCSI",
+    "SerialAttachedHba": "SAS",
+    "PcieHba": "PCIe (NVMe)",
+    "TcpHba": "NVMe/TCP",
+    "RdmaHba": "RDMA",
+}
+
+
 def _hyperthreading(ht: Any) -> str | None:
     if ht is None:
         return None
@@ -74,9 +86,8 @@ def _hyperthreading(ht: Any) -> str | None:
 
 
 def shape_host(p: Mapping[str, Any], cluster: str | None = None) -> dict[str, Any]:
-    system = p.get("hardware.systemInfo")
-    summary = p.get("summary.hardware")
-    cpu = p.get("hardware.cpuInfo")
+    # summary.hardware holds vendor, model and the CPU topology in one small object.
+    hw = p.get("summary.hardware")
     ht = p.get("config.hyperThread")
     power = p.get("config.powerSystemInfo")
     policy = getattr(power, "currentPolicy", None)
@@ -84,17 +95,17 @@ def shape_host(p: Mapping[str, Any], cluster: str | None = None) -> dict[str, An
     return {
         "name": p.get("name"),
         "cluster": cluster,
-        "vendor": _text(getattr(system, "vendor", None)),
-        "model": _text(getattr(system, "model", None)),
-        "cpu_model": _text(getattr(summary, "cpuModel", None)),
-        "sockets": getattr(cpu, "numCpuPackages", None),
-        "cores": getattr(cpu, "numCpuCores", None),
-        "threads": getattr(cpu, "numCpuThreads", None),
-        "cpu_mhz": getattr(summary, "cpuMhz", None),
+        "vendor": _text(getattr(hw, "vendor", None)),
+        "model": _text(getattr(hw, "model", None)),
+        "cpu_model": _text(getattr(hw, "cpuModel", None)),
+        "sockets": getattr(hw, "numCpuPkgs", None),
+        "cores": getattr(hw, "numCpuCores", None),
+        "threads": getattr(hw, "numCpuThreads", None),
+        "cpu_mhz": getattr(hw, "cpuMhz", None),
         "hyperthreading": _hyperthreading(ht),
         "power_policy": _text(getattr(policy, "shortName", None))
         or _text(getattr(policy, "name", None)),
-        "memory_gib": _gib(getattr(summary, "memorySize", None)),
+        "memory_gib": _gib(getattr(hw, "memorySize", None)),
         "esxi_version": _text(getattr(product, "version", None)),
         "esxi_build": _text(getattr(product, "build", None)),
         "connection": _text(p.get("runtime.connectionState")),
@@ -110,7 +121,7 @@ def shape_host(p: Mapping[str, Any], cluster: str | None = None) -> dict[str, An
         "storage_adapters": [
             {
                 "device": a.device,
-                "type": kind_of(a).removeprefix("Host").removesuffix("Hba") or None,
+                "type": _HBA.get(kind_of(a), kind_of(a)),
                 "model": _text(a.model),
                 "driver": _text(a.driver),
             }
