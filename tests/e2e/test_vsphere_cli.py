@@ -204,6 +204,13 @@ def test_kill_9_then_cleanup_removes_what_was_created(simlab: SimLab) -> None:
     scenario = _scenario(simlab.tmp / "long.yaml", steady="60s")
     with started_run(scenario, simlab.lab) as proc:
         run_dir = _run_dir_when(simlab, "created")
+        # Both clones returned their task (a clone call still in flight when the process
+        # dies leaves no task to wait for: cleanup then asks to be run again later).
+        wait_for(
+            lambda: sum(e["event"] == "started" for e in simlab.journal(run_dir)) == 2,
+            60,
+            "both clone tasks",
+        )
         proc.kill()
         proc.communicate(timeout=30)
     run_id = run_dir.name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,32 @@ def _tools() -> None:
     missing = [t for t in TOOLS if shutil.which(t) is None and not Path(f"/usr/sbin/{t}").exists()]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)} (make test installs them)")
+
+
+def free_ports(guests: LocalGuests) -> dict[str, Any]:
+    """Port parameters free on both guests (other test runs may share this machine)."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 60000, 10)
+        wanted = [*range(base, base + 5), *range(base + 5, base + 8), base + 105, base + 106,
+                  base + 107, base + 9]
+        if all(_bindable(g.address, p) for g in guests for p in wanted):
+            return {"server_ports": f"{base}-{base + 4}",
+                    "twemproxy_ports": f"{base + 5}-{base + 7}", "haproxy_port": base + 9}
+    raise RuntimeError("no free port range")
+
+
+def _bindable(address: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_sets(ports: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(f"workload.params.{k}={v}" for k, v in ports.items())
 
 
 def write_lab(path: Path, guests: LocalGuests) -> Path:
@@ -76,6 +103,7 @@ class Done:
 
     def __init__(self, outcome: Any, rundir: RunDir, store: Store) -> None:
         self.outcome, self.rundir = outcome, rundir
+        self.ports: dict[str, Any] = {}
         self.samples = store.samples_frame(outcome.run_id)
         self.trials = store.trials(outcome.run_id)
         self.store = store
@@ -133,7 +161,10 @@ def example(local_guests: LocalGuests, tmp_path_factory: pytest.TempPathFactory)
     """examples/redis-local.yaml as shipped: 2 layouts × 3 trials."""
     tmp = tmp_path_factory.mktemp("redis-example")
     lab = write_lab(tmp / "lab.yaml", local_guests)
-    return run(tmp, ROOT / "examples" / "redis-local.yaml", lab)
+    ports = free_ports(local_guests)
+    done = run(tmp, ROOT / "examples" / "redis-local.yaml", lab, sets=port_sets(ports))
+    done.ports = ports
+    return done
 
 
 def test_example_runs_baseline_and_scale_out(example: Done) -> None:
@@ -144,7 +175,9 @@ def test_example_runs_baseline_and_scale_out(example: Done) -> None:
     ops = example.aggregate("ops_per_sec")
     assert len(ops) == 6 and all(v > 0 for v in ops.values())
     layouts = [e["entry"] for e in example.events("redis_layout")]
-    assert layouts[0] == ["127.0.0.2:7001"] and layouts[-1] == ["127.0.0.3:6380"]
+    first = int(example.ports["server_ports"].split("-")[0])
+    hap = example.ports["haproxy_port"]
+    assert layouts[0] == [f"127.0.0.2:{first}"] and layouts[-1] == [f"127.0.0.3:{hap}"]
 
 
 def test_example_stores_redis_benchmark_figures_per_process(example: Done) -> None:
@@ -197,16 +230,20 @@ def through_proxies(local_guests: LocalGuests, tmp_path_factory: pytest.TempPath
     twemproxy; fixed request counts, so each process reports one rps line."""
     tmp = tmp_path_factory.mktemp("redis-proxies")
     lab = write_lab(tmp / "lab.yaml", local_guests)
+    ports = free_ports(local_guests)
     params = {"servers": 3, "clients": 4, "mix": {"get": 50, "set": 50}, "connections": 4,
-              "pipeline": 4, "requests": 4000, "keyspace": 3000, "preload": False}
-    return run(tmp, scenario(tmp / "s.yaml", params), lab)
+              "pipeline": 4, "requests": 4000, "keyspace": 3000, "preload": False, **ports}
+    done = run(tmp, scenario(tmp / "s.yaml", params), lab)
+    done.ports = ports
+    return done
 
 
 def test_keys_land_on_every_server_through_both_proxy_tiers(through_proxies: Done) -> None:
     assert through_proxies.outcome.status == "ok", [t.error for t in through_proxies.trials]
     (layout,) = through_proxies.events("redis_layout")
-    assert layout["entry"] == ["127.0.0.3:6380"]  # clients only know HAProxy
-    assert layout["twemproxy"] == ["127.0.0.3:22121"]
+    ports = through_proxies.ports
+    assert layout["entry"] == [f"127.0.0.3:{ports['haproxy_port']}"]  # clients only know HAProxy
+    assert layout["twemproxy"] == [f"127.0.0.3:{ports['twemproxy_ports'].split('-')[0]}"]
     df = through_proxies.samples
     sizes = dict(zip(df[df.metric == "dbsize"].labels, df[df.metric == "dbsize"].value,
                      strict=True))
@@ -232,7 +269,8 @@ def test_pinned_servers_run_on_the_cpu_list(local_guests: LocalGuests, tmp_path:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     params = {"servers": 2, "clients": 1, "twemproxy": False, "haproxy": False,
               "requests": 2000, "keyspace": 100, "connections": 4,
-              "pin": {"cpus": "0-1", "spread": True, "irqs": True, "nic": "lo"}}
+              "pin": {"cpus": "0-1", "spread": True, "irqs": True, "nic": "lo"},
+              **free_ports(local_guests)}
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params), lab)
     assert done.outcome.status == "ok", [t.error for t in done.trials]
     pinned = done.events("redis_pinned")
@@ -262,8 +300,9 @@ def test_start_failures_name_the_guest_and_show_the_log(
     local_guests: LocalGuests, tmp_path: Path, busy_port: int
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    ports = free_ports(local_guests)
     base = {"servers": 1, "clients": 1, "twemproxy": False, "haproxy": False,
-            "requests": 1000, "keyspace": 10}
+            "requests": 1000, "keyspace": 10, **ports}
     factors = {"case": {"levels": [
         {"label": "busy", "set": {"workload.params.server_ports": str(busy_port),
                                   "workload.params.pin": {"cpus": "0"}}},
@@ -276,7 +315,9 @@ def test_start_failures_name_the_guest_and_show_the_log(
     assert "guest1" in errors[0] and f"127.0.0.2:{busy_port}" in errors[0]
     assert "already listening" in errors[0]
     assert done.events("redis_pin_restored"), "pinning restored after the failed trial"
-    assert "redis-server on 127.0.0.2:7001 did not start" in errors[1] and "guest1" in errors[1]
+    first = ports["server_ports"].split("-")[0]
+    assert f"redis-server on 127.0.0.2:{first} did not start" in errors[1]
+    assert "guest1" in errors[1]
     assert "maxmemory-policy" in errors[1]  # a line of redis-server's own log
     assert "no Docker engine answers in guest guest1" in errors[2]
     assert live_groups(started_groups(done)) == []
@@ -287,7 +328,7 @@ def test_interrupt_mid_trial_leaves_no_process_behind(
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     params = {"servers": 2, "clients": 2, "connections": 4, "keyspace": 1000,
-              "loop_requests": 2000}
+              "loop_requests": 2000, **free_ports(local_guests)}
     path = scenario(tmp_path / "s.yaml", params, steady="60s", warmup="1s", repeat=2)
     cancel = threading.Event()
     result: dict[str, Done] = {}

@@ -218,3 +218,30 @@ def test_session_terminated_during_provisioning_is_survived(
 def test_target_from_lab_resolves_the_password_reference(sim: VcsimServer) -> None:
     target = target_from_lab(make_lab(sim), "vc1")
     assert target.password == sim.password and target.thumbprint and len(target.thumbprint) == 64
+
+
+def test_kept_vms_stay_and_are_reused_by_the_next_run(sim: VcsimServer, tmp_path: Path) -> None:
+    lab = make_lab(sim)
+    scenario = make_scenario({"template": TEMPLATE, "keep": True, "ip_timeout": "20s"})
+    first = vsphere_run(lab, scenario)
+    try:
+        first.preflight()
+        first.provision(RUN_ID, tmp_path / "one")
+        assert [v.vm_name for v in first.vms] == ["vb-keep-prov-web-1", "vb-keep-prov-web-2"]
+        assert all(v.created and v.kept for v in first.vms)
+    finally:
+        report = first.cleanup()
+        first.close()
+    assert report.kept == ["vb-keep-prov-web-1", "vb-keep-prov-web-2"] and not report.destroyed
+    second = vsphere_run(lab, scenario)
+    try:
+        second.preflight()
+        second.provision("20250102-040000-00000002", tmp_path / "two")
+        assert [(v.vm_name, v.created, v.kept) for v in second.vms] == [
+            ("vb-keep-prov-web-1", False, True),
+            ("vb-keep-prov-web-2", False, True),
+        ]
+    finally:
+        again = second.cleanup()
+        second.close()
+    assert not again.destroyed and {"vb-keep-prov-web-1", "vb-keep-prov-web-2"} <= vm_names(lab)

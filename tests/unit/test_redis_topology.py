@@ -115,6 +115,7 @@ def test_nutcracker_pool_is_ketama_over_every_server() -> None:
     pool = doc["vbench"]
     assert pool["listen"] == "10.0.0.2:22121" and pool["distribution"] == "ketama"
     assert pool["hash"] == "fnv1a_64" and pool["redis"] is True
+    assert pool["server_connections"] == 1 and pool["auto_eject_hosts"] is False
     assert pool["servers"] == [f"10.0.0.3:{7001 + i}:1 redis{i + 1}" for i in range(8)]
 
 

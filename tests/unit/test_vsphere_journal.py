@@ -56,3 +56,18 @@ def test_journal_round_trip(tmp_path: Path) -> None:
     assert entries[0]["run_id"] == "20250101-000000-aa" and isinstance(entries[0]["pid"], int)
     assert pending(entries)[0].name == "vb-x-web-1"
     assert Journal(tmp_path / "none.jsonl").read() == []
+
+
+def test_an_intent_without_a_task_may_still_become_a_vm_for_a_while() -> None:
+    from vbench.vsphere.cleanup import CLONE_GRACE, _may_still_appear
+
+    entries = [
+        {"ts": 1000.0, "event": "intent", "vcenter": "vc", "name": "a"},
+        {"ts": 1000.0, "event": "intent", "vcenter": "vc", "name": "b"},
+        {"ts": 1001.0, "event": "started", "vcenter": "vc", "name": "b", "task": "task-2"},
+    ]
+    a, b = pending(entries)
+    assert a.since == 1000.0 and b.task == "task-2"
+    assert _may_still_appear(a, now=1010.0)
+    assert not _may_still_appear(a, now=1000.0 + CLONE_GRACE + 1)
+    assert not _may_still_appear(b, now=1010.0)  # its task is known: cleanup waits for it

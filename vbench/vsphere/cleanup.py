@@ -36,6 +36,7 @@ from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX
 from vbench.vsphere.tasks import TaskFailed, Watcher, task_done, wait_future
 
 TASK_GRACE = 120.0  # how long cleanup waits for a clone still running to finish
+CLONE_GRACE = 3600.0  # how long an intent without a task may still turn into a VM
 
 
 @dataclass
@@ -115,6 +116,15 @@ def _finish_running_clones(
     return out
 
 
+def _may_still_appear(item: JournalItem, now: float | None = None) -> bool:
+    """A clone whose call was in flight when the run died has no task id in the journal;
+    its VM appears only when the clone finishes. Such an intent stays pending for a while
+    (CLONE_GRACE) instead of being written off as missing."""
+    if item.state != "intent" or item.since is None:
+        return False
+    return (now if now is not None else time.time()) - item.since < CLONE_GRACE
+
+
 def _locate(session: VSphereSession, names: set[str]) -> dict[str, Obj]:
     """VMs by name (one scan of names, then the marks of the matches)."""
     if not names:
@@ -147,6 +157,12 @@ def cleanup_items(
     doomed: list[tuple[JournalItem, Obj]] = []
     for item in items:
         vm = located.get(item.name)
+        if vm is None and _may_still_appear(item):
+            report.errors.append(
+                f"VM {item.name}: not found, but its clone may still be running (the run "
+                "stopped before vCenter returned the task): run this cleanup again later"
+            )
+            continue
         if vm is None:
             journal.write("missing", vcenter=item.vcenter, name=item.name)
             report.missing.append(item.name)

@@ -44,6 +44,7 @@ class JournalItem:
     task: str | None = None
     keep: bool = False
     state: str = "intent"  # the last event seen for it
+    since: float | None = None  # when the intent was written
 
 
 def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
@@ -72,8 +73,13 @@ def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
         key = (str(vc), str(name))
         cur = by_key.get(key)
         if ev == "intent":
+            ts = e.get("ts")
             by_key[key] = JournalItem(
-                str(vc), str(name), str(e.get("action", "clone")), keep=bool(e.get("keep"))
+                str(vc),
+                str(name),
+                str(e.get("action", "clone")),
+                keep=bool(e.get("keep")),
+                since=float(ts) if isinstance(ts, int | float) else None,
             )
             continue
         if cur is None:
@@ -86,6 +92,7 @@ def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
             task=str(e["task"]) if e.get("task") else cur.task,
             keep=cur.keep,
             state=str(ev),
+            since=cur.since,
         )
     return list(by_key.values())
 

@@ -159,6 +159,22 @@ def check_docker(guest: Guest) -> str:
     return version
 
 
+def ensure_images(guest: Guest, images: Sequence[str], timeout: float = 1800) -> list[str]:
+    """Pull the images the guest lacks (before anything starts, so a slow pull does not
+    count against start_timeout); returns those pulled."""
+    pulled = []
+    for image in images:
+        if guest.run(["docker", "image", "inspect", image], check=False, timeout=60).status == 0:
+            continue
+        res = guest.run(["docker", "pull", image], check=False, timeout=timeout)
+        if res.status != 0:
+            said = (res.stderr or res.stdout).strip().splitlines()
+            raise GuestError(guest.name, f"docker pull {image} failed: "
+                             f"{said[-1] if said else res.status}")
+        pulled.append(image)
+    return pulled
+
+
 def remove_containers(guest: Guest, names: Sequence[str]) -> None:
     if names:
         guest.run(["docker", "rm", "-f", *names], check=False, timeout=120)

@@ -141,6 +141,9 @@ class RedisParams(Params):
     twemproxy_distribution: Literal["ketama", "modula", "random"] = Field(
         "ketama", description="key distribution over the servers (consistent hashing: ketama)"
     )
+    twemproxy_server_connections: int = Field(
+        1, ge=1, le=1024, description="connections from each nutcracker to each server"
+    )
     twemproxy_mbuf: int | None = Field(
         None, ge=512, le=16 * 1024 * 1024, description="nutcracker -m mbuf size in bytes"
     )

@@ -131,21 +131,11 @@ class RedisScaleout(Workload):
         except ConfigError:
             return []  # reported by placement_findings
         cmds: list[PlannedCommand] = []
-        for s in layout.servers:
-            conf = f"{d}/redis-{s.port}.conf"
-            cmds.append(PlannedCommand(SERVERS, "prepare", tuple(self._prefix(SERVERS, 0) +
-                        topo.server_argv(conf)), files=(f"redis-{s.port}.conf",),
-                        background=True))
-        for t in layout.twemproxies:
-            conf = f"{d}/nutcracker-{t.port}.yml"
-            cmds.append(PlannedCommand(PROXIES, "prepare", tuple(self._prefix(PROXIES, 0) +
-                        topo.twemproxy_argv(p, t, conf)), files=(f"nutcracker-{t.port}.yml",),
-                        background=True))
-        for h in layout.haproxies:
-            conf = f"{d}/haproxy-{h.port}.cfg"
-            cmds.append(PlannedCommand(PROXIES, "prepare", tuple(self._prefix(PROXIES, 0) +
-                        topo.haproxy_argv(conf)), files=(f"haproxy-{h.port}.cfg",),
-                        background=True))
+        for inst in (*layout.servers, *layout.twemproxies, *layout.haproxies):
+            role = SERVERS if inst.kind == "redis" else PROXIES
+            name, argv = self._config_and_argv(inst, d)
+            cmds.append(PlannedCommand(role, "prepare", tuple(self._plan_wrap(role, inst, d, argv)),
+                                       files=(name,), background=True))
         if p.preload:
             streams = topo.preload_streams(p, layout)
             targets = sorted({str(t) for t, _, _ in streams})
@@ -155,7 +145,8 @@ class RedisScaleout(Workload):
                 *targets)))
         for c in layout.clients:
             cmds.append(PlannedCommand(CLIENTS, "run", tuple(
-                topo.benchmark_argv(p, c, loop=p.duration_mode)), background=True))
+                self._plan_prefix(CLIENTS) + topo.benchmark_argv(p, c, loop=p.duration_mode)),
+                background=True))
         cmds.append(PlannedCommand(CLIENTS, "collect", ("redis-cli", "DBSIZE", "<each server>")))
         cmds.append(PlannedCommand(SERVERS, "teardown", ("rm", "-rf", d)))
         return cmds
@@ -206,10 +197,25 @@ class RedisScaleout(Workload):
                     raise GuestError(g.name, f"not installed: {', '.join(missing)} "
                                      "(Debian: redis-server, redis-tools, nutcracker, haproxy)")
         if self.params.deployment == "docker":
-            for name in {i.guest for i in (*layout.servers, *layout.twemproxies,
-                                           *layout.haproxies)}:
+            needs: dict[str, set[str]] = {}
+            for i in (*layout.servers, *layout.twemproxies, *layout.haproxies):
+                needs.setdefault(i.guest, set()).add(self._image(i.kind))
+            for name, images in needs.items():
                 version = redis_guest.check_docker(guests[name])
-                ctx.log("redis_docker", guest=name, engine=version)
+                pulled = redis_guest.ensure_images(guests[name], sorted(images))
+                ctx.log("redis_docker", guest=name, engine=version, pulled=pulled)
+
+    def _image_or_note(self, kind: str) -> str:
+        images = self.params.docker_images
+        image = {"redis": images.redis, "twemproxy": images.twemproxy,
+                 "haproxy": images.haproxy}[kind]
+        return image or f"<docker_images.{kind} unset>"
+
+    def _image(self, kind: str) -> str:
+        image = self._image_or_note(kind)
+        if image.startswith("<"):  # findings refuse this before a run; belt and braces
+            raise GuestError("redis_scaleout", f"no docker image for {kind}")
+        return image
 
     def _dir(self, ctx: TrialContext, guest: Guest) -> str:
         name = _SAFE.sub("_", guest.name)
@@ -229,15 +235,14 @@ class RedisScaleout(Workload):
                 if p.deployment == "docker":  # the image's redis user writes there
                     guest.run(["chmod", "0777", data])
                 text = topo.redis_conf(p, inst, data, header)
-                guest.put_text(text, f"{d}/redis-{inst.port}.conf")
             elif inst.kind == "twemproxy":
                 text = topo.nutcracker_conf(p, inst, layout.servers, header)
-                guest.put_text(text, f"{d}/nutcracker-{inst.port}.yml")
             else:
                 backends = layout.twemproxies or layout.servers
                 conns = sum(c.connections for c in layout.clients)
                 text = topo.haproxy_conf(p, inst, backends, header, conns)
-                guest.put_text(text, f"{d}/haproxy-{inst.port}.cfg")
+            name, _ = self._config_and_argv(inst, d)
+            guest.put_text(text, f"{d}/{name}")
 
     @staticmethod
     def _ports_of(layout: topo.Layout, guest: str) -> list[tuple[str, int, str]]:
@@ -260,16 +265,36 @@ class RedisScaleout(Workload):
             state = redis_pinning.apply(guest, pin, cpus, ctx.log)
             self._pins.append((guest, state))
 
-    def _prefix(self, role: str, index_on_guest: int, cpus: str | None = None) -> list[str]:
+    def _pinned_cpus(self, role: str, guest: str, index_on_guest: int) -> str | None:
+        """CPUs for the n-th process of a role on a guest; None when it is not pinned."""
+        pin = self.params.pin
+        if pin is None or role not in pin.roles:
+            return None
+        cpus = next((s.cpus for g, s in self._pins if g.name == guest), None)
+        return None if cpus is None else redis_pinning.cpus_for(pin, cpus, index_on_guest)
+
+    def _plan_prefix(self, role: str) -> list[str]:
         pin = self.params.pin
         if pin is None or role not in pin.roles or self.params.deployment == "docker":
             return []
-        listed = cpus if cpus is not None else (pin.cpus or f"<numa node {pin.numa_node}>")
-        return redis_pinning.taskset_prefix(
-            redis_pinning.cpus_for(pin, listed, index_on_guest) if cpus else listed)
+        return redis_pinning.taskset_prefix(pin.cpus or f"<cpus of numa node {pin.numa_node}>")
 
-    def _cpus_on(self, guest: str) -> str | None:
-        return next((s.cpus for g, s in self._pins if g.name == guest), None)
+    def _plan_wrap(self, role: str, inst: topo.Instance, d: str, argv: list[str]) -> list[str]:
+        if self.params.deployment != "docker":
+            return [*self._plan_prefix(role), *argv]
+        return ["docker", "run", "--rm", "--name", f"vbench-<run_id>-{inst.kind}-{inst.port}",
+                "--network", "host", "-v", f"{d}:{d}", self._image_or_note(inst.kind), *argv]
+
+    def _config_and_argv(self, inst: topo.Instance, d: str) -> tuple[str, list[str]]:
+        """The config file name of an instance and its command line."""
+        if inst.kind == "redis":
+            name = f"redis-{inst.port}.conf"
+            return name, topo.server_argv(f"{d}/{name}")
+        if inst.kind == "twemproxy":
+            name = f"nutcracker-{inst.port}.yml"
+            return name, topo.twemproxy_argv(self.params, inst, f"{d}/{name}")
+        name = f"haproxy-{inst.port}.cfg"
+        return name, topo.haproxy_argv(f"{d}/{name}")
 
     # ------------------------------------------------------------------ start tiers
 
@@ -289,7 +314,8 @@ class RedisScaleout(Workload):
             pending = [self._start_instance(ctx, guest, inst, n)
                        for n, inst in enumerate(by_guest[name])]
             redis_guest.wait_listening(guest, pending, self.params.start_timeout, ctx.cancel)
-            if kind == "redis" and self._cpus_on(name) and self.params.deployment == "native":
+            pinned = self._pinned_cpus(SERVERS, name, 0) is not None
+            if kind == "redis" and pinned and self.params.deployment == "native":
                 for item in pending:
                     ctx.log("redis_pinned", guest=name, what=item.what,
                             affinity=redis_pinning.group_affinity(guest, item.proc.pid))
@@ -302,26 +328,19 @@ class RedisScaleout(Workload):
         p = self.params
         _, d = self._dirs[guest.name]
         role = SERVERS if inst.kind == "redis" else PROXIES
-        if inst.kind == "redis":
-            what, argv = "redis-server", topo.server_argv(f"{d}/redis-{inst.port}.conf")
-        elif inst.kind == "twemproxy":
-            what = "nutcracker"
-            argv = topo.twemproxy_argv(p, inst, f"{d}/nutcracker-{inst.port}.yml")
-        else:
-            what, argv = "haproxy", topo.haproxy_argv(f"{d}/haproxy-{inst.port}.cfg")
+        _, argv = self._config_and_argv(inst, d)
+        what = argv[0]
         container = None
-        cpus = self._cpus_on(guest.name) if p.pin and role in p.pin.roles else None
+        cpus = self._pinned_cpus(role, guest.name, n)
         if p.deployment == "docker":
             container = f"vbench-{_SAFE.sub('_', ctx.run_id)}-{inst.kind}-{inst.port}"
-            image = {"redis": p.docker_images.redis, "twemproxy": p.docker_images.twemproxy,
-                     "haproxy": p.docker_images.haproxy}[inst.kind]
             run = ["docker", "run", "--rm", "--name", container, "--network", "host",
                    "-v", f"{d}:{d}"]
             if cpus:
-                run += ["--cpuset-cpus", redis_pinning.cpus_for(p.pin, cpus, n)]  # type: ignore[arg-type]
-            argv = [*run, str(image), *argv]
+                run += ["--cpuset-cpus", cpus]
+            argv = [*run, self._image(inst.kind), *argv]
         elif cpus:
-            argv = [*self._prefix(role, n, cpus), *argv]
+            argv = [*redis_pinning.taskset_prefix(cpus), *argv]
         proc = guest.start(argv, log=f"{d}/{inst.kind}-{inst.port}.log")
         self._started.append(_Started(guest, proc, f"{what} {inst.endpoint}", container))
         ctx.log("redis_started", guest=guest.name, what=what, port=inst.port, pid=proc.pid,
@@ -410,8 +429,8 @@ class RedisScaleout(Workload):
             guest = guests[c.guest]
             _, d = self._dirs[guest.name]
             n = counts[c.guest] = counts.get(c.guest, -1) + 1
-            cpus = self._cpus_on(c.guest)
-            prefix = self._prefix(CLIENTS, n, cpus) if cpus else []
+            cpus = self._pinned_cpus(CLIENTS, c.guest, n)
+            prefix = redis_pinning.taskset_prefix(cpus) if cpus else []
             argv = [*prefix, *topo.benchmark_argv(self.params, c, loop=loop)]
             proc = guest.start(argv, log=f"{d}/{phase}-{c.id}.csv")
             out[c.id] = _Started(guest, proc, f"redis-benchmark {c.id}")

@@ -354,6 +354,7 @@ def nutcracker_conf(
         listen=f"{inst.bind}:{inst.port}",
         hash=params.twemproxy_hash,
         distribution=params.twemproxy_distribution,
+        server_connections=params.twemproxy_server_connections,
         # Names, not addresses, place servers on the ketama ring: stable across labs.
         servers=[(str(s.endpoint), f"redis{s.index + 1}") for s in servers],
     )
