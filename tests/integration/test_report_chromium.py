@@ -10,6 +10,7 @@ names containing ``<script>`` or quotes are text, never markup.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -113,10 +114,8 @@ class Pipe:
         return json.loads(raw)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # already gone
             os.write(self._w, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -129,3 +129,10 @@ def test_report_cli_writes_files_and_stdout(store: Store, tmp_path: Path) -> Non
     assert res.exit_code == 0 and len(json.loads(res.output)["runs"]) == 2
     res = CliRunner().invoke(cli, ["report", "nope", "-o", "-", "--store", url])
     assert res.exit_code != 0
+
+
+def test_json_never_holds_nan() -> None:
+    from vbench.report.exports import finite
+
+    assert finite({"a": [float("nan"), 1.0, (float("inf"),)], "b": "x"}) == {
+        "a": [None, 1.0, [None]], "b": "x"}

@@ -86,7 +86,9 @@ class QosResult:
             return "no QoS criteria declared"
         bad = self.failures
         if not bad:
-            return f"QoS pass: {len(self.checks)} checks of {len(self.criteria)} criteria"
+            n = len(self.criteria)
+            return (f"QoS pass: {len(self.checks)} checks of {n} "
+                    f"criteri{'on' if n == 1 else 'a'}")
         return f"QoS FAIL: {len(bad)} of {len(self.checks)} checks did not pass"
 
 

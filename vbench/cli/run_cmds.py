@@ -171,7 +171,9 @@ def run(
             doc = run_summary_json(store, outcome.run_id, verdict.regression)
             doc.update(exit_code=verdict.exit_code, report=str(report) if report else None,
                        run_dir=str(rundir.path))
-            click.echo(json.dumps(doc, indent=2, default=str))
+            from vbench.report.exports import finite
+
+            click.echo(json.dumps(finite(doc), indent=2, default=str))
     finally:
         store.close()
     ctx.exit(verdict.exit_code)

@@ -173,7 +173,9 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
     others = [f for f in vary if f != x]
     groups: dict[str, list[int]] = {}
     for i, (lab, _) in enumerate(series.rows):
-        groups.setdefault(_group_title(lab, others), []).append(i)
+        # One other factor: the legend's title names it, entries show its levels.
+        name = lab.get(others[0], MISSING) if len(others) == 1 else _group_title(lab, others)
+        groups.setdefault(name, []).append(i)
     lines, ideal = [], []
     for name, idx in groups.items():
         idx = sorted(idx, key=lambda i: _num(series.rows[i][0].get(x)) or 0.0)
@@ -183,6 +185,9 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
         ends = [whiskers(s, mode) for s in sums]
         lines.append(Line(name, xs, ys, [e[0] for e in ends], [e[1] for e in ends]))
         ideal.extend(_ideal_line(series, idx, xs, ys, name, len(groups) > 1))
+    if ideal and all(list(i.ys) == list(ideal[0].ys) and list(i.xs) == list(ideal[0].xs)
+                     for i in ideal):
+        ideal = [Line("ideal", ideal[0].xs, ideal[0].ys)]  # the same for every line
     note = "line = mean per point"
     if ideal:
         note += "; dashed = ideal " + (
@@ -210,9 +215,11 @@ def _ideal_line(series: Series, idx: list[int], xs: list[float], ys: list[float 
 
 def caption(series: Series, shows: str, mode: str, extra: str, window: str) -> str:
     unit = series.unit or "no unit"
-    return (f"{series.name} in {unit} ({series.better} is better): {shows} over successful "
+    main, _, more = shows.partition("; ")
+    notes = "".join(f"; {x}" for x in (more, extra) if x)
+    return (f"{series.name} in {unit} ({series.better} is better): {main} over successful "
             f"trials ({_n_text(series.rows)} per point, {window}); {error_text(mode)}"
-            f"{'; ' + extra if extra else ''}.")
+            f"{notes}.")
 
 
 # ------------------------------------------------------------------ builders

@@ -43,6 +43,17 @@ def _clean(v: Any) -> Any:
     return v
 
 
+def finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity replaced by None: strict JSON has neither."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    return obj
+
+
 def _stats(s: Summary) -> dict[str, Any]:
     return {k: _clean(getattr(s, k)) for k in STAT_FIELDS}
 
@@ -141,7 +152,7 @@ def to_json(datas: Sequence[ReportData]) -> str:
                           "significant": r.sig.significant, "verdict": r.verdict}
                          for r in res.rows],
             })
-    return json.dumps(doc, indent=2, default=str, allow_nan=False)
+    return json.dumps(finite(doc), indent=2, default=str, allow_nan=False)
 
 
 def to_csv(datas: Sequence[ReportData]) -> str:

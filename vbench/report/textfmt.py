@@ -126,11 +126,12 @@ def format_history(history: History) -> str:
 def format_qos(qos: QosResult) -> str:
     if not qos.declared:
         return "QoS: no criteria declared\n"
-    rows = [[c.criterion, c.subject_text or "-", c.point_title,
+    subjects = any(c.subject for c in qos.checks)
+    rows = [[c.criterion, *([c.subject_text or "-"] if subjects else []), c.point_title,
              fmt_value(c.value, c.unit) if c.value is not None else "no data",
              c.status.upper() if c.status != "pass" else "pass"] for c in qos.checks]
-    lines = [qos.verdict(), *table(["criterion", "subject", "point", "value", "status"], rows,
-                                   right=(3,))]
+    head = ["criterion", *(["subject"] if subjects else []), "point", "value", "status"]
+    lines = [qos.verdict(), *table(head, rows, right=(len(head) - 2,))]
     return "\n".join(lines) + "\n"
 
 

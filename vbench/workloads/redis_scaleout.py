@@ -77,7 +77,6 @@ class RedisScaleout(Workload):
         self._clients: dict[str, _Started] = {}
         self._pins: list[tuple[Guest, redis_pinning.PinState]] = []
         self._dirs: dict[str, tuple[Guest, str]] = {}
-        self._stopped_early: set[str] = set()
 
     # ------------------------------------------------------------------ interface
 
