@@ -63,6 +63,11 @@ def remote_processes(pattern: str) -> list[str]:
     return [ln for ln in res.stdout.splitlines() if "pgrep" not in ln]
 
 
+def fio_started(lab: Path, tag: str):  # type: ignore[no-untyped-def]
+    """A predicate: fio of this test's lab runs in the trial directory named by ``tag``."""
+    return lambda: len(remote_processes(f"{guest_workdir(lab)}/.*{tag}")) > 0
+
+
 def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -70,6 +75,12 @@ def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def guest_workdir(lab: Path) -> Path:
+    """The remote scratch root of the lab written at ``lab``: one per test, so that
+    process patterns and leftovers are this test's own, whatever else runs."""
+    return lab.parent / "guest-work"
 
 
 def write_lab(path: Path, guests: LocalGuests, extra_nodes: dict[str, dict] | None = None) -> Path:
@@ -83,7 +94,7 @@ def write_lab(path: Path, guests: LocalGuests, extra_nodes: dict[str, dict] | No
             "port": sshd.port,
             "key_file": str(sshd.key_file),
             "known_hosts": str(sshd.known_hosts),
-            "workdir": str(sshd.workdir),
+            "workdir": str(guest_workdir(path)),
         },
         "nodes": nodes,
     }

@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import LocalGuests, free_port
 from tests.e2e.helpers import (
     extra_node,
+    fio_started,
+    guest_workdir,
     remote_processes,
     run_id_of,
     show,
@@ -92,10 +94,10 @@ def test_guest_dying_mid_trial_fails_the_trial_and_the_run_goes_on(
     lab = write_lab(tmp_path / "lab.yaml", local_guests, {"doomed": extra_node(doomed, tmp_path)})
     s = write_scenario(tmp_path / "s.yaml", groups=3, steady="8s", repeat=2, factors="  bs: [4k]\n")
     proc = vbench_popen("run", str(s), "--lab", str(lab))
-    wait_for(lambda: len(remote_processes("fio-doomed-p0-t1")) > 0, 60, "fio on the doomed guest")
+    wait_for(fio_started(lab, "fio-doomed-p0-t1"), 60, "fio on the doomed guest")
     doomed.kill()
     # A guest that dies takes its processes with it.
-    for line in remote_processes("fio-doomed-"):
+    for line in remote_processes(f"{guest_workdir(lab)}/.*fio-doomed-"):
         import os
 
         os.kill(int(line.split()[0]), signal.SIGKILL)
@@ -110,7 +112,7 @@ def test_guest_dying_mid_trial_fails_the_trial_and_the_run_goes_on(
     assert "doomed" in trials[1]["error"]
     # The healthy guests' fio was stopped at teardown and their scratch dirs removed.
     assert remote_processes(run_id) == []
-    assert not (local_guests.sshd.workdir / run_id).exists()
+    assert not (guest_workdir(lab) / run_id).exists()
 
 
 def test_fail_fast_stops_at_the_first_failed_trial(
@@ -120,7 +122,7 @@ def test_fail_fast_stops_at_the_first_failed_trial(
     lab = write_lab(tmp_path / "lab.yaml", local_guests, {"doomed": extra_node(doomed, tmp_path)})
     s = write_scenario(tmp_path / "s.yaml", groups=3, steady="8s", repeat=3, factors="  bs: [4k]\n")
     proc = vbench_popen("run", str(s), "--lab", str(lab), "--fail-fast")
-    wait_for(lambda: len(remote_processes("fio-doomed-p0-t1")) > 0, 60, "fio on the doomed guest")
+    wait_for(fio_started(lab, "fio-doomed-p0-t1"), 60, "fio on the doomed guest")
     doomed.kill()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, out + err
@@ -137,7 +139,7 @@ def test_ctrl_c_stops_at_once_keeps_data_and_cleans_up(
     proc = vbench_popen(
         "run", str(s), "--lab", str(lab), "--set", "phases.steady=30s", "--set", "repeat=2"
     )
-    wait_for(lambda: len(remote_processes("fio-guest1-p0-t1")) > 0, 60, "fio to start")
+    wait_for(fio_started(lab, "fio-guest1-p0-t1"), 60, "fio to start")
     time.sleep(1.5)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -150,14 +152,14 @@ def test_ctrl_c_stops_at_once_keeps_data_and_cleans_up(
     assert [t["status"] for t in data["trials"]] == ["interrupted"]
     assert data["trials"][0]["phases"]["steady_start"] is not None  # what was measured is kept
     assert remote_processes(run_id) == []
-    assert not (local_guests.sshd.workdir / run_id).exists()
+    assert not (guest_workdir(lab) / run_id).exists()
 
 
 def test_sigterm_behaves_like_ctrl_c(local_guests: LocalGuests, tmp_path: Path) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     s = write_scenario(tmp_path / "s.yaml", steady="30s", repeat=1, factors="  bs: [4k]\n")
     proc = vbench_popen("run", str(s), "--lab", str(lab))
-    wait_for(lambda: len(remote_processes("fio-guest2-p0-t1")) > 0, 60, "fio to start")
+    wait_for(fio_started(lab, "fio-guest2-p0-t1"), 60, "fio to start")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err

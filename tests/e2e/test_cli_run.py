@@ -11,6 +11,7 @@ import yaml
 
 from tests.conftest import LocalGuests
 from tests.e2e.helpers import (
+    guest_workdir,
     remote_processes,
     run_id_of,
     show,
@@ -123,8 +124,8 @@ def test_run_directory_keeps_inputs_raw_outputs_and_log(run_env: dict[str, objec
 
 def test_nothing_is_left_in_the_guests(run_env: dict[str, object]) -> None:
     run_id = run_id_of(run_env["res"].stdout)  # type: ignore[union-attr]
-    guests: LocalGuests = run_env["guests"]  # type: ignore[assignment]
-    assert not (guests.sshd.workdir / run_id).exists()
+    tmp: Path = run_env["tmp"]  # type: ignore[assignment]
+    assert not (guest_workdir(tmp / "lab.yaml") / run_id).exists()
     assert remote_processes(run_id) == []
 
 
