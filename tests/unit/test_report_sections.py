@@ -186,3 +186,26 @@ def test_grouped_bars_for_two_categorical_factors(tmp_path: Path) -> None:
     caption = re.findall(r"<figcaption>(.*?)</figcaption>", section(html, "charts"), re.S)[0]
     assert "bars grouped by bs, one colour per rw" in caption
     assert "not checked (no baseline)" in section(html, "summary")
+
+
+def test_hundreds_of_series_are_capped_with_a_note(curve: tuple[str, Store, Path]) -> None:
+    from vbench.report.html import MAX_SERIES_CHARTS
+
+    _, store, run_dir = curve
+    series = run_dir / "series"
+    series.mkdir(parents=True, exist_ok=True)
+    n = MAX_SERIES_CHARTS + 12
+    ts = T0 + 86400 + np.arange(0, 10, 1.0)
+    frame = pd.concat(
+        pd.DataFrame({"ts": ts, "metric": f"m{i:03d}", "value": float(i), "unit": "%"})
+        for i in range(n)
+    )
+    frame.to_parquet(series / "wide.parquet")
+    stored, _ = read_series(run_dir)  # the fixture's run may hold other series too
+    assert stored is not None
+    total = stored["metric"].nunique()
+    assert total >= n
+    html = render_html(report_data(store, "20270102-000000-00000002"))
+    assert section(html, "timeseries").count("<svg ") == MAX_SERIES_CHARTS
+    note = f"{total} time series; the first {MAX_SERIES_CHARTS} by name are charted"
+    assert note in section(html, "warnings")

@@ -318,6 +318,9 @@ def build_context(view: ReportView) -> dict[str, Any]:
     }
 
 
+MAX_SERIES_CHARTS = 48
+
+
 def _series(view: ReportView, ids: ChartIds) -> tuple[list[dict[str, Any]], list[str]]:
     frame = view.data.series
     problems: list[str] = []
@@ -327,6 +330,16 @@ def _series(view: ReportView, ids: ChartIds) -> tuple[list[dict[str, Any]], list
         return [], problems
     titles = {p.point: p.title for p in view.points}
     ok = [t for t in view.data.trials if t.get("status") == "ok"]
+    metrics = sorted(frame["metric"].astype(str).unique())
+    if len(metrics) > MAX_SERIES_CHARTS:
+        # An all-counters esxtop capture has hundreds of series; a chart each would
+        # take minutes to render and nobody reads them all. The data stays in series/.
+        keep = metrics[:MAX_SERIES_CHARTS]
+        problems.append(
+            f"{len(metrics)} time series; the first {MAX_SERIES_CHARTS} by name are "
+            f"charted, all are in the run's series/ Parquet files"
+        )
+        frame = frame[frame["metric"].astype(str).isin(keep)]
     return series_charts(frame, ok, titles, ids.next), problems
 
 
