@@ -11,10 +11,12 @@ import click
 
 from vbench.cli.options import json_option, open_store, set_option, store_options
 from vbench.config.types import format_duration
-from vbench.engine.plan import Plan
 
 if TYPE_CHECKING:
+    # The engine pulls in pandas and paramiko: import it when a command runs, so that
+    # `vbench --help`, `ls` and `show` start quickly.
     from vbench.analysis.regression import RegressionResult
+    from vbench.engine.plan import Plan
     from vbench.results.store import Store
 
 FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
