@@ -24,7 +24,7 @@ demo: venv system tools
 
 test: venv system tools
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q
 
 lint: venv
 	$(BIN)/ruff check .

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing_peer
 from vbench.errors import GuestError, Interrupted, ParseError
 from vbench.guest.ssh import Guest, GuestPool
 from vbench.parsers.fio import FioResult, guest_samples, parse_fio_json
@@ -27,10 +28,13 @@ from vbench.workloads.fio_jobs import (
 )
 
 FIO = shutil.which("fio")
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(FIO is None, reason="fio is not installed"),
-]
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(autouse=True)
+def _fio_installed() -> None:
+    if FIO is None:
+        missing_peer("fio is not installed (make test installs it)")
 MIB = 1 << 20
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, missing_peer
 from vbench.parsers.redis_benchmark import combine_iterations, parse_redis_benchmark
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     if not (shutil.which("redis-server") and shutil.which("redis-benchmark")):
-        pytest.skip("redis-server / redis-benchmark not installed (make test installs them)")
+        missing_peer("redis-server / redis-benchmark not installed (make test installs them)")
     port = free_port()
     work = tmp_path_factory.mktemp("redis-capture")
     proc = subprocess.Popen(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import LocalGuests
+from tests.conftest import LocalGuests, missing_peer
 from vbench.engine.session import RunRequest, RunSession, execute
 from vbench.results.rundir import RunDir
 from vbench.results.store import Store
@@ -33,7 +33,7 @@ TOOLS = ("redis-server", "redis-benchmark", "redis-cli", "nutcracker", "haproxy"
 def _tools() -> None:
     missing = [t for t in TOOLS if shutil.which(t) is None and not Path(f"/usr/sbin/{t}").exists()]
     if missing:
-        pytest.skip(f"not installed: {', '.join(missing)} (make test installs them)")
+        missing_peer(f"not installed: {', '.join(missing)} (make test installs them)")
 
 
 def free_ports(guests: LocalGuests) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from tests.analysis_runs import T0, add_run, scenario_doc
+from tests.conftest import missing_peer
 from vbench.report.build import render_report
 from vbench.results.store import Store
 
@@ -164,7 +165,7 @@ def _hostile_report(tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pipe, str, str]]:
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it)")
+        missing_peer("chromium is not installed (make test installs it)")
     tmp = tmp_path_factory.mktemp("chromium")
     report = _hostile_report(tmp)
     pipe = Pipe(tmp / "profile")  # a fresh profile every time
