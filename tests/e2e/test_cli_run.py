@@ -117,6 +117,12 @@ def test_run_directory_keeps_inputs_raw_outputs_and_log(run_env: dict[str, objec
     events = [json.loads(line)["event"] for line in (d / "log.jsonl").read_text().splitlines()]
     assert events[0] == "run_start" and events[-1] == "run_end"
     assert events.count("trial_end") == 4
+    samples = (d / "samples.csv").read_text().splitlines()
+    assert samples[0].startswith("point,trial,guest,metric,value,unit")
+    # 4 trials × (the trial's aggregate + per guest + per fio job of each guest)
+    assert sum(",total_iops," in line for line in samples) == 4 * (1 + 2 + 2)
+    summary = json.loads((d / "summary.json").read_text())
+    assert len(summary["points"]) == 2
     env = json.loads((d / "environment.json").read_text())
     assert env["guests"]["guest1"]["tools"]["fio"].startswith("fio-")
     assert env["controller"]["vbench_version"]

@@ -177,6 +177,7 @@ def execute(
             if collectors is not None:
                 collectors.close()
             store.finish_run(run_id, outcome.status, time.time())
+            _write_figures(store, run_id, rundir)
             rundir.log("run_end", status=outcome.status, failed=len(outcome.failed))
     finally:
         failing = sys.exc_info()[1] is not None
@@ -243,6 +244,18 @@ def _vsphere_cleanup(
             )
     finally:
         vsphere.close()
+
+
+def _write_figures(store: Store, run_id: str, rundir: RunDir) -> None:
+    """Keep the run's figures beside its raw outputs, so the run directory stands on its
+    own: every sample (samples.csv) and the per-point statistics (summary.json)."""
+    try:
+        store.samples_frame(run_id).to_csv(rundir.path / "samples.csv", index=False)
+        from vbench.report.build import run_summary_json
+
+        rundir.write_json("summary.json", run_summary_json(store, run_id))
+    except Exception as exc:  # the store already holds them; a copy must not fail a run
+        rundir.log("figures_not_written", level="warning", error=str(exc))
 
 
 def _release(pool: GuestPool) -> None:
