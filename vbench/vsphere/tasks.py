@@ -139,6 +139,9 @@ class Watcher:
             view.ModifyListView(add=[ref])
         except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
             self._rebuild(generation)
+        if not self._thread.is_alive():
+            # The watcher gave up (and failed its waiters): nobody would settle this one.
+            self._fail_all(RuntimeError("the task watcher has stopped"))
         return w.future
 
     def _loop(self) -> None:
@@ -165,7 +168,13 @@ class Watcher:
                 continue
             if update is not None:
                 self._version = update.version
-                self._apply(update)
+                try:
+                    self._apply(update)
+                except Exception as exc:
+                    # A watcher thread that died quietly would leave every waiter
+                    # waiting forever: fail them all with the cause instead.
+                    self._fail_all(exc)
+                    return
 
     def _retry_rebuild(self, generation: int) -> None:
         try:
