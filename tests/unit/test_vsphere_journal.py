@@ -71,3 +71,27 @@ def test_an_intent_without_a_task_may_still_become_a_vm_for_a_while() -> None:
     assert _may_still_appear(a, now=1010.0)
     assert not _may_still_appear(a, now=1000.0 + CLONE_GRACE + 1)
     assert not _may_still_appear(b, now=1010.0)  # its task is known: cleanup waits for it
+
+
+def test_step_calls_and_their_tasks_are_folded_without_changing_the_state() -> None:
+    base = [
+        {"event": "intent", "vcenter": "vc", "name": "a", "ts": 1.0},
+        {"event": "created", "vcenter": "vc", "name": "a", "moid": "vm-1"},
+        {"event": "call", "vcenter": "vc", "name": "a", "op": "reconfigure", "ts": 2.0},
+        {"event": "task", "vcenter": "vc", "name": "a", "op": "reconfigure", "task": "task-7"},
+    ]
+    done = pending(base)[0]
+    assert (done.state, done.step_tasks, done.open_call) == ("created", ("task-7",), None)
+    on_the_wire = [
+        *base,
+        {"event": "call", "vcenter": "vc", "name": "a", "op": "power on", "ts": 3.5},
+    ]
+    item = pending(on_the_wire)[0]
+    assert (item.state, item.step_tasks, item.open_call) == ("created", ("task-7",), 3.5)
+    assert item.moid == "vm-1" and item.since == 1.0
+
+
+def test_steps_need_not_be_fsynced_but_reach_the_file(tmp_path: Path) -> None:
+    j = Journal.in_run_dir(tmp_path)
+    j.write("call", durable=False, vcenter="vc", name="a", op="power on")
+    assert [e["op"] for e in j.read()] == ["power on"]

@@ -36,6 +36,9 @@ from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX
 from vbench.vsphere.tasks import TaskFailed, Watcher, task_done, wait_future
 
 TASK_GRACE = 120.0  # how long cleanup waits for a clone still running to finish
+# How long after a run journaled a step call (reconfigure, customize, power on) that call
+# may still turn into a task: the process may have died with the request on the wire.
+CALL_GRACE = 30.0
 CLONE_GRACE = 3600.0  # how long an intent without a task may still turn into a VM
 
 
@@ -95,6 +98,7 @@ def owned_by(
 # --- removing VMs ----------------------------------------------------------------------
 
 MARK_PROPS = {vim.VirtualMachine: ["name", "config.extraConfig", "runtime.powerState"]}
+SETTLE_PROPS = {vim.VirtualMachine: ["recentTask", "runtime.powerState"]}
 
 
 def _finish_running_clones(
@@ -152,7 +156,10 @@ def cleanup_items(
     items = [i for i in items if i.vcenter == session.target.name]
     if not items:
         return report
-    _finish_running_clones(session, watcher, items)
+    # A clone the killed run saw start but not end made a VM that may carry no mark yet
+    # (the mark is set by the clone spec or, where vCenter ignores that, a reconfigure the
+    # run never reached): the task this run started vouches for it instead.
+    finished = _finish_running_clones(session, watcher, items)
     located = _locate(session, {i.name for i in items})
     doomed: list[tuple[JournalItem, Obj]] = []
     for item in items:
@@ -172,12 +179,19 @@ def cleanup_items(
             report.kept.append(item.name)
             continue
         vm_marks = marks(vm.get("config.extraConfig"))
-        why = owned_by(vm.name, vm_marks, run_id, item.name, vm.moid, item.moid)
+        created = item.moid or finished.get(item.name)
+        why = owned_by(vm.name, vm_marks, run_id, item.name, vm.moid, created)
         if why is not None:
             report.skipped.append(f"{item.name}: left alone, {why}")
             continue
         doomed.append((item, vm))
-    done = remove_vms(session, watcher, [vm for _, vm in doomed], parallel=parallel)
+    done = remove_vms(
+        session,
+        watcher,
+        [vm for _, vm in doomed],
+        parallel=parallel,
+        items=[item for item, _ in doomed],
+    )
     for (item, vm), error in zip(doomed, done, strict=True):
         if error is None:
             journal.write("destroyed", vcenter=item.vcenter, name=item.name, moid=vm.moid)
@@ -187,15 +201,50 @@ def cleanup_items(
     return report
 
 
+def _settle(
+    session: VSphereSession, watcher: Watcher, vm: Obj, item: JournalItem | None
+) -> str | None:
+    """Wait until no task runs on ``vm`` (vCenter refuses to destroy it meanwhile, and a
+    step the dead run had on the wire would meet a VM that is gone); its power state."""
+    known = set(item.step_tasks) if item is not None else set()
+    deadline = item.open_call + CALL_GRACE if item and item.open_call is not None else 0.0
+    while True:
+        now = retrieve_refs(session, [vm.ref], SETTLE_PROPS)
+        if not now:
+            return None  # gone already
+        recent = now[0].get("recentTask") or []
+        if time.time() < deadline and not {t._moId for t in recent} - known:
+            time.sleep(0.25)  # the call in flight has not shown its task yet
+            continue
+        break
+    states = retrieve_refs(session, recent, {vim.Task: ["info.state"]})
+    for task in states:
+        if task.get("info.state") in ("queued", "running"):
+            try:
+                wait_future(watcher.watch(task.ref, task_done), None, TASK_GRACE)
+            except (TimeoutError, LabError):
+                watcher.forget(task.ref)
+    if any(t.get("info.state") in ("queued", "running") for t in states):
+        now = retrieve_refs(session, [vm.ref], SETTLE_PROPS) or now
+    return now[0].get("runtime.powerState") if now else None
+
+
 def remove_vms(
-    session: VSphereSession, watcher: Watcher, vms: Sequence[Obj], *, parallel: int = 8
+    session: VSphereSession,
+    watcher: Watcher,
+    vms: Sequence[Obj],
+    *,
+    parallel: int = 8,
+    items: Sequence[JournalItem | None] | None = None,
 ) -> list[str | None]:
-    """Power off (when on) and destroy each VM, the last first; an error text per VM."""
+    """Power off (when on) and destroy each VM, the last first, once no task of its own
+    is still running (``items``: what the journal knows of each); an error text per VM."""
+    known = dict(zip((vm.moid for vm in vms), items or [None] * len(vms), strict=True))
 
     def one(vm: Obj) -> str | None:
         label = f"VM {vm.name}"
         try:
-            if vm.get("runtime.powerState") == "poweredOn":
+            if _settle(session, watcher, vm, known[vm.moid]) == "poweredOn":
                 task = session.call(lambda: vm.ref.PowerOffVM_Task())
                 with contextlib.suppress(TaskFailed):  # already off is fine
                     watcher.wait_task(task, label, "power off", timeout=TASK_GRACE)

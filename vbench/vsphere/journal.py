@@ -9,7 +9,15 @@ for ``vbench cleanup RUN_ID`` to finish the job::
      "source": "tmpl", "keep": false}
     {"ts": .., "event": "started", "vcenter": "vc1", "name": .., "task": "task-12"}
     {"ts": .., "event": "created", "vcenter": "vc1", "name": .., "moid": "vm-40"}
+    {"ts": .., "event": "call", "vcenter": "vc1", "name": .., "op": "power on"}
+    {"ts": .., "event": "task", "vcenter": "vc1", "name": .., "op": "power on", "task": "task-51"}
     {"ts": .., "event": "destroyed" | "missing" | "kept" | "failed", "vcenter": .., "name": ..}
+
+``call``/``task`` announce each later step on a created VM (reconfigure, customize, power
+on) and the task vCenter returned for it. Cleanup waits for those tasks — and for a call
+that was in flight when the process died — before destroying the VM: vCenter refuses to
+destroy a VM with a task in progress, and a call still travelling would meet a VM that
+is gone.
 
 Reading is pure (:func:`pending`): an object is pending until it is destroyed, found
 missing or deliberately kept.
@@ -23,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +53,8 @@ class JournalItem:
     keep: bool = False
     state: str = "intent"  # the last event seen for it
     since: float | None = None  # when the intent was written
+    step_tasks: tuple[str, ...] = ()  # tasks of later steps on the created VM
+    open_call: float | None = None  # when a step call was made that returned no task yet
 
 
 def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
@@ -84,17 +94,25 @@ def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
             continue
         if cur is None:
             continue
-        by_key[key] = JournalItem(
-            cur.vcenter,
-            cur.name,
-            cur.action,
-            moid=str(e["moid"]) if e.get("moid") else cur.moid,
-            task=str(e["task"]) if e.get("task") else cur.task,
-            keep=cur.keep,
-            state=str(ev),
-            since=cur.since,
-        )
+        by_key[key] = _fold(cur, e)
     return list(by_key.values())
+
+
+def _fold(cur: JournalItem, e: Mapping[str, Any]) -> JournalItem:
+    """``cur`` after one more event about it."""
+    ev = str(e.get("event"))
+    if ev == "call":
+        ts = e.get("ts")
+        return replace(cur, open_call=float(ts) if isinstance(ts, int | float) else time.time())
+    if ev == "task":
+        task = (str(e["task"]),) if e.get("task") else ()
+        return replace(cur, open_call=None, step_tasks=cur.step_tasks + task)
+    return replace(
+        cur,
+        moid=str(e["moid"]) if e.get("moid") else cur.moid,
+        task=str(e["task"]) if e.get("task") else cur.task,
+        state=ev,
+    )
 
 
 def pending(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
@@ -123,7 +141,9 @@ class Journal:
     def open(self, run_id: str) -> None:
         self.write("open", run_id=run_id, pid=os.getpid(), host=socket.gethostname())
 
-    def write(self, event: str, **fields: Any) -> None:
+    def write(self, event: str, *, durable: bool = True, **fields: Any) -> None:
+        """Append one entry. ``durable`` also survives a machine crash (fsync); without
+        it the line survives the process being killed, which is all a step needs."""
         entry = {"ts": round(time.time(), 3), "event": event, **fields}
         line = json.dumps(entry, sort_keys=True, default=str) + "\n"
         with self._lock:
@@ -132,7 +152,8 @@ class Journal:
                 with open(self.path, "a", encoding="utf-8") as f:
                     f.write(line)
                     f.flush()
-                    os.fsync(f.fileno())
+                    if durable:
+                        os.fsync(f.fileno())
             except OSError as exc:
                 raise StoreError(f"cannot write the journal {self.path}: {exc}") from None
 

@@ -262,7 +262,7 @@ class Provisioner:
                     )
                 )
         self._configure(st, req, vm, placement)
-        self._step(st, vm, label, "power on", lambda: vm.PowerOnVM_Task())
+        self._step(st, req, "power on", lambda: vm.PowerOnVM_Task())
         ip = self._wait_ip(st, vm, req)
         return ProvisionedVm(
             req.group,
@@ -279,7 +279,7 @@ class Provisioner:
     def _reuse(self, st: _VcState, req: VmRequest, vm: Obj) -> ProvisionedVm:
         self.journal.write("reused", vcenter=req.vcenter, name=req.vm_name, moid=vm.moid)
         if vm.get("runtime.powerState") != "poweredOn":
-            self._step(st, vm.ref, f"VM {req.vm_name}", "power on", lambda: vm.ref.PowerOnVM_Task())
+            self._step(st, req, "power on", lambda: vm.ref.PowerOnVM_Task(), journaled=False)
         ip = self._wait_ip(st, vm.ref, req)
         return ProvisionedVm(
             req.group,
@@ -306,7 +306,6 @@ class Provisioner:
         return snap
 
     def _configure(self, st: _VcState, req: VmRequest, vm: Any, placement: Placement) -> None:
-        label = f"VM {req.vm_name}"
         hardware: Sequence[Any] = ()
         if req.spec.nic_type or req.spec.scsi_type or placement.network is not None:
             props = {vim.VirtualMachine: ["config.hardware.device"]}
@@ -316,11 +315,11 @@ class Provisioner:
         marks = mark_options(self.run_id, req.spec, req.guest)
         config = reconfig_spec(req.spec, hardware, network, dvs_uuid, marks)
         if config is not None:
-            self._step(st, vm, label, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
+            self._step(st, req, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
         pool = self.lab.vcenters[req.vcenter].ip_pool
         if pool is not None:
             spec = customization_spec(req.vm_name, st.ip_for[req.vm_name], pool)
-            self._step(st, vm, label, "customize", lambda: vm.CustomizeVM_Task(spec=spec))
+            self._step(st, req, "customize", lambda: vm.CustomizeVM_Task(spec=spec))
 
     def _nic_network(self, st: _VcState, network: Obj | None) -> tuple[Obj | None, str | None]:
         """The network with what a vNIC backing needs (a DV port group's key and switch)."""
@@ -340,13 +339,25 @@ class Provisioner:
         )
 
     def _step(
-        self, st: _VcState, vm: Any, label: str, operation: str, start: Callable[[], Any]
+        self,
+        st: _VcState,
+        req: VmRequest,
+        operation: str,
+        start: Callable[[], Any],
+        journaled: bool = True,
     ) -> Any:
+        """One task on a VM; a VM this run created has the call and its task journaled,
+        so that cleanup can wait for them before destroying it."""
         with self._slot():
             if self.cancel.is_set():
                 raise Interrupted("interrupted")
+            where = {"vcenter": req.vcenter, "name": req.vm_name, "op": operation}
+            if journaled:
+                self.journal.write("call", durable=False, **where)
             task = st.session.call(start)
-            return st.watcher.wait_task(task, label, operation, self.cancel)
+            if journaled:
+                self.journal.write("task", durable=False, task=task._moId, **where)
+            return st.watcher.wait_task(task, f"VM {req.vm_name}", operation, self.cancel)
 
     @contextlib.contextmanager
     def _slot(self) -> Iterator[None]:
