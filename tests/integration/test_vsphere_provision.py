@@ -166,7 +166,7 @@ def test_missing_datastore_fails_preflight_with_a_suggestion(sim: VcsimServer) -
 
 
 def test_interrupt_while_cloning_leaves_nothing(vcsim_factory: Factory, tmp_path: Path) -> None:
-    server = vcsim_factory(method_delay_ms=(("CloneVM_Task", 400),))
+    server = vcsim_factory(method_delay_ms=(("CloneVM_Task", 1500),))
     lab = make_lab(server)
     with SessionPool.for_lab(lab) as pool:
         ensure_templates(pool.get("vc1"), [TEMPLATE])
@@ -187,7 +187,7 @@ def test_interrupt_while_cloning_leaves_nothing(vcsim_factory: Factory, tmp_path
 def test_session_terminated_during_provisioning_is_survived(
     vcsim_factory: Factory, tmp_path: Path
 ) -> None:
-    server = vcsim_factory(method_delay_ms=(("CloneVM_Task", 300),))
+    server = vcsim_factory(method_delay_ms=(("CloneVM_Task", 1200),))
     lab = make_lab(server)
     with SessionPool.for_lab(lab) as pool:
         ensure_templates(pool.get("vc1"), [TEMPLATE])

@@ -108,7 +108,11 @@ class Provisioner:
         self.notice = notice or (lambda _m: None)
         self._vcs: dict[str, _VcState] = {}
         self._failed = threading.Event()
-        self._slots = threading.BoundedSemaphore(self.parallel)
+        # Clones (long: a disk copy) and the short steps after them (reconfigure,
+        # customize, power on) have a budget of `parallel` tasks each, so that a VM's
+        # power-on never queues behind other VMs' clones.
+        self._clone_slots = threading.BoundedSemaphore(self.parallel)
+        self._step_slots = threading.BoundedSemaphore(self.parallel)
         self.results: list[ProvisionedVm] = []
 
     # --- per vCenter -------------------------------------------------------------------
@@ -239,7 +243,7 @@ class Provisioner:
             group=req.group,
             keep=req.spec.keep,
         )
-        with self._slot():
+        with self._slot(self._clone_slots):
             if self.cancel.is_set():
                 raise Interrupted("interrupted")
             task = st.session.call(
@@ -348,7 +352,7 @@ class Provisioner:
     ) -> Any:
         """One task on a VM; a VM this run created has the call and its task journaled,
         so that cleanup can wait for them before destroying it."""
-        with self._slot():
+        with self._slot(self._step_slots):
             if self.cancel.is_set():
                 raise Interrupted("interrupted")
             where = {"vcenter": req.vcenter, "name": req.vm_name, "op": operation}
@@ -360,15 +364,15 @@ class Provisioner:
             return st.watcher.wait_task(task, f"VM {req.vm_name}", operation, self.cancel)
 
     @contextlib.contextmanager
-    def _slot(self) -> Iterator[None]:
-        """One of the `parallel` task slots, from the call that starts a task to its end."""
-        while not self._slots.acquire(timeout=0.2):
+    def _slot(self, slots: threading.BoundedSemaphore) -> Iterator[None]:
+        """A task slot, held from the call that starts a task to the task's end."""
+        while not slots.acquire(timeout=0.2):
             if self.cancel.is_set():
                 raise Interrupted("interrupted")
         try:
             yield
         finally:
-            self._slots.release()
+            slots.release()
 
     def _wait_ip(self, st: _VcState, vm: Any, req: VmRequest) -> str:
         future = st.watcher.watch(vm, ip_known)

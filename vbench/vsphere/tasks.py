@@ -129,8 +129,25 @@ class Watcher:
 
     # --- watching --------------------------------------------------------------------
     def watch(self, ref: Any, condition: Condition) -> Future[Any]:
-        """A future settled with ``condition``'s value once it holds for ``ref``."""
+        """A future settled with ``condition``'s value once it holds for ``ref``.
+
+        The object's current values are read first, as a new filter's first update
+        would report them: what already holds (a quick task that has finished, an
+        address Tools already report) settles at once, without joining the shared
+        filter. Only what is still pending is waited on."""
         w = _Watch(ref, condition)
+        try:
+            now = self._current(ref)
+        except LabError as exc:
+            w.future.set_exception(exc)
+            return w.future
+        except Exception:
+            now = None  # the shared filter will report it
+        if now is not None:
+            finished, value = condition(now)
+            if finished:
+                w.future.set_result(value)
+                return w.future
         with self._lock:
             self._watches[ref._moId] = w
             view, generation = self._view, self._generation
@@ -143,6 +160,25 @@ class Watcher:
             # The watcher gave up (and failed its waiters): nobody would settle this one.
             self._fail_all(RuntimeError("the task watcher has stopped"))
         return w.future
+
+    def _current(self, ref: Any) -> dict[str, Any] | None:
+        """``ref``'s watched properties now; raises LabError when vCenter has no such
+        object (a task long expired): nothing would ever settle its watch."""
+        paths = TASK_PROPS if isinstance(ref, vim.Task) else VM_PROPS
+        spec = PC.FilterSpec(
+            objectSet=[PC.ObjectSpec(obj=ref, skip=False)],
+            propSet=[PC.PropertySpec(type=type(ref), pathSet=list(paths))],
+        )
+        pc = self.session.content.propertyCollector
+        try:
+            result = self.session.call(
+                lambda: pc.RetrievePropertiesEx([spec], PC.RetrieveOptions())
+            )
+        except vmodl.fault.ManagedObjectNotFound:
+            raise LabError(self.session.target.label, f"{ref._moId} no longer exists") from None
+        if result is None or not result.objects:
+            raise LabError(self.session.target.label, f"{ref._moId} no longer exists")
+        return {p.name: p.val for p in result.objects[0].propSet or ()}
 
     def _loop(self) -> None:
         failures = 0
@@ -214,6 +250,11 @@ class Watcher:
         for w in watches:
             if not w.future.done():
                 w.future.set_exception(err)
+
+    def pending(self) -> int:
+        """How many objects the shared filter is waiting on."""
+        with self._lock:
+            return len(self._watches)
 
     def forget(self, ref: Any) -> None:
         with self._lock:

@@ -1,0 +1,69 @@
+"""The task watcher against vcsim: what has already finished settles from one read, what
+is still running is awaited through the shared WaitForUpdatesEx filter, and a task
+vCenter does not know fails at once instead of hanging."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from pyVmomi import vim
+
+from tests.vcsim import VcsimServer
+from vbench.config.lab import Lab
+from vbench.errors import LabError
+from vbench.vsphere.connection import SessionPool, VSphereSession, server_thumbprint
+from vbench.vsphere.inventory import Inventory
+from vbench.vsphere.tasks import Watcher, task_done, wait_future
+
+Factory = Callable[..., VcsimServer]
+SLOW_MS = 1500  # vcsim runs each reconfigure task this long (its task name: ReconfigVm)
+
+
+@pytest.fixture
+def session(vcsim_factory: Factory) -> Iterator[VSphereSession]:
+    server = vcsim_factory(method_delay_ms=(("ReconfigVm", SLOW_MS),))
+    vc = server.lab_vcenter(thumbprint=server_thumbprint(server.host, server.port))
+    lab = Lab.model_validate({"version": 1, "name": "w", "vcenters": {"vc1": vc}})
+    with SessionPool.for_lab(lab) as pool:
+        yield pool.get("vc1")
+
+
+def _vm(session: VSphereSession, name: str) -> vim.VirtualMachine:
+    return Inventory.load(session).find("vm", name).ref
+
+
+def test_a_finished_task_settles_from_one_read_without_the_filter(
+    session: VSphereSession,
+) -> None:
+    vm = _vm(session, "DC0_H0_VM0")
+    task = vm.PowerOffVM_Task()  # not delayed: done by the time it is read
+    time.sleep(0.2)
+    with Watcher(session) as w:
+        future = w.watch(task, task_done)
+        assert future.done() and future.result() == ("success", None)
+        assert w.pending() == 0
+
+
+def test_running_tasks_are_awaited_together_through_the_filter(
+    session: VSphereSession,
+) -> None:
+    vms = [_vm(session, n) for n in ("DC0_H0_VM0", "DC0_H0_VM1", "DC0_C0_RP0_VM0")]
+    spec = vim.vm.ConfigSpec(annotation="watched")
+    with Watcher(session) as w:
+        t0 = time.monotonic()
+        futures = [w.watch(vm.ReconfigVM_Task(spec=spec), task_done) for vm in vms]
+        assert w.pending() == 3
+        states = [wait_future(f, None, 30)[0] for f in futures]
+        elapsed = time.monotonic() - t0
+        assert states == ["success"] * 3 and w.pending() == 0
+    # Run side by side, not one after the other (three in a row take 4.5 s).
+    assert SLOW_MS / 1000 <= elapsed < 3 * SLOW_MS / 1000
+
+
+def test_a_task_vcenter_does_not_know_fails_at_once(session: VSphereSession) -> None:
+    with Watcher(session) as w:
+        future = w.watch(vim.Task("task-999999", session.stub), task_done)
+        with pytest.raises(LabError, match="task-999999 no longer exists"):
+            wait_future(future, None, 5)
