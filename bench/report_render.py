@@ -195,8 +195,10 @@ def main() -> None:
         f"report: {report_s:.2f} s  ({charts} charts, {len(str(html)) / 1e6:.1f} MB HTML)"
         f"  = {report_s / one:.0f} × one chart"
     )
-    print(f"report, serial charts: {serial_s:.2f} s, {serial_cpu:.2f} s CPU  "
-          f"(pool speed-up × {serial_s / report_s:.2f})")
+    print(
+        f"report, serial charts: {serial_s:.2f} s, {serial_cpu:.2f} s CPU  "
+        f"(pool speed-up × {serial_s / report_s:.2f})"
+    )
     print(f"report without time series: {tables_s:.2f} s")
     print(f"data only (store + statistics + derived + QoS): {data_s:.2f} s")
     print(f"one 20-bar chart: {one * 1000:.0f} ms")

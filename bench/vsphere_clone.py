@@ -6,7 +6,11 @@ ceil(N / C) × DELAY. The same run measures
 - vbench: the real provisioning path (Provisioner: clone, mark/reconfigure, guest
   customization from an address pool, power on, wait for the IP), every task awaited
   through one PropertyCollector filter; in a child process, whose peak RSS is reported;
-- govc: N ``govc vm.clone`` processes (which clone and power on), C at a time.
+- govc: N ``govc vm.clone`` processes (which clone and power on), C at a time;
+- the simulator's floor: the N clones alone (no reconfigure, customize, power-on or IP
+  wait), C at a time from one process, each task awaited through vbench's watcher. vcsim
+  runs the clones of one template one at a time after their delay, so this is the
+  best any client can do here.
 
 Each side gets a fresh simulator. Report: wall time, ratio to ideal, peak memory.
 
@@ -147,6 +151,38 @@ def measure_vbench(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, 
         proc.stop()
 
 
+def measure_floor(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, Any]:
+    from pyVmomi import vim
+
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.inventory import Inventory
+    from vbench.vsphere.tasks import Watcher
+
+    proc = _start(tmp / "floor", delay)
+    try:
+        lab = _lab(proc, vms)
+        _templates(lab)
+        with SessionPool.for_lab(lab, pool_size=parallel + 4) as pool:
+            session = pool.get("vc")
+            inv = Inventory.load(session)
+            tmpl = inv.find("template", TEMPLATE)
+            src = inv.find("vm", "DC0_C0_RP0_VM0")
+            spec = vim.vm.CloneSpec(location=vim.vm.RelocateSpec(pool=src.get("resourcePool")))
+            with Watcher(session) as watcher:
+
+                def clone(i: int) -> Any:
+                    task = tmpl.ref.CloneVM_Task(folder=src.get("parent"), name=f"f-{i}", spec=spec)
+                    return watcher.wait_task(task, f"f-{i}", "clone", timeout=600)
+
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(parallel) as ex:
+                    done = list(ex.map(clone, range(vms)))
+                elapsed = time.perf_counter() - t0
+        return {"seconds": elapsed, "vms": len(done)}
+    finally:
+        proc.stop()
+
+
 def measure_govc(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, Any]:
     from vbench.vsphere.simulator import find_tool
 
@@ -190,15 +226,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         vb = measure_vbench(Path(tmp), args.vms, args.parallel, args.delay)
         gv = measure_govc(Path(tmp), args.vms, args.parallel, args.delay)
+        fl = measure_floor(Path(tmp), args.vms, args.parallel, args.delay)
     print(
         f"clone {args.vms} VMs, {args.parallel} at a time, CloneVM_Task +{args.delay} ms: "
         f"ideal {ideal:.2f} s"
     )
-    for name, r in (("vbench", vb), ("govc", gv)):
+    for name, r in (("vbench", vb), ("govc", gv), ("floor", fl)):
         # With --delay 0 there is no ideal to divide by: the run then measures what the
         # simulator itself costs per clone.
         ratio = f"{r['seconds'] / ideal:5.2f}x ideal" if ideal else "(no delay: simulator cost)"
         print(f"  {name:6s} {r['seconds']:6.2f} s  {ratio}  ({r['vms']} VMs)")
+    print("  (floor: the clones alone, no other step: what the simulator allows)")
     print(f"  vbench: {vb['wait_updates']} WaitForUpdatesEx answers for all tasks and IPs")
     print(
         f"  vbench controller peak RSS {vb['rss_peak_mib']:.0f} MiB "

@@ -89,6 +89,7 @@ class Watcher:
         self.session = session
         self._lock = threading.RLock()
         self._watches: dict[str, _Watch] = {}  # moid -> watch
+        self._dead: list[Any] = []  # settled, still in the view
         self._stop = threading.Event()
         self._pc: Any = None
         self._view: Any = None
@@ -151,9 +152,11 @@ class Watcher:
         with self._lock:
             self._watches[ref._moId] = w
             view, generation = self._view, self._generation
+            dead, self._dead = self._dead, []
         try:
             # Outside the lock: many workers add at once; a rebuild includes this ref.
-            view.ModifyListView(add=[ref])
+            # What has settled since the last add leaves the view in the same call.
+            view.ModifyListView(add=[ref], remove=dead or None)
         except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
             self._rebuild(generation)
         if not self._thread.is_alive():
@@ -239,9 +242,10 @@ class Watcher:
             if not w.future.done():
                 w.future.set_result(value)
         if done:
-            # Keep the view small: a collector's work per update grows with it.
-            with contextlib.suppress(Exception):
-                view.ModifyListView(remove=[w.ref for w, _ in done])
+            # Keep the view small (a collector's work per update grows with it), but
+            # not from this thread: the next add takes them out in the same call.
+            with self._lock:
+                self._dead.extend(w.ref for w, _ in done)
 
     def _fail_all(self, exc: BaseException) -> None:
         with self._lock:
