@@ -350,7 +350,11 @@ class RegressionSpec(Strict):
 class Settings(Strict):
     max_parallel: int = Field(16, ge=1, le=1024, description="guests acted on at once")
     provision_parallel: int = Field(
-        8, ge=1, le=256, description="vCenter tasks (clone, power, destroy) run at once"
+        8,
+        ge=1,
+        le=256,
+        description="clones run at once; the short steps after them (reconfigure, customize, "
+        "power on) and cleanup's destroys each have a budget of the same size",
     )
     trial_timeout: Duration | None = Field(
         None, description="a trial still running this long after its phases is failed"
