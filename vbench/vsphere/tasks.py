@@ -2,8 +2,9 @@
 
 A :class:`Watcher` owns one PropertyCollector (``CreatePropertyCollector``) with one
 filter over a ListView. Whatever is watched — tasks until they finish, VMs until
-VMware Tools report an address — is added to that ListView, and a single thread runs
-``WaitForUpdatesEx`` and settles each waiter's future as its changes arrive. There is no
+VMware Tools report an address — is read once (what already holds settles there) and
+otherwise added to that ListView, and a single thread runs ``WaitForUpdatesEx`` and
+settles each waiter's future as its changes arrive. There is no
 polling loop per task; adding an object wakes the wait at once. When the session
 expires, the watcher logs in again and rebuilds its collector with everything still
 pending (a new filter reports current values, so nothing is missed).
@@ -117,6 +118,7 @@ class Watcher:
         )
         self._pc.CreateFilter(spec, True)
         self._version = ""
+        self._dead = []  # a new view holds only what is still watched
         self._generation += 1
 
     def _rebuild(self, seen_generation: int | None = None) -> None:
@@ -237,15 +239,12 @@ class Watcher:
                     if finished:
                         done.append((w, value))
                         del self._watches[oc.obj._moId]
-            view = self._view
+            # Keep the view small (a collector's work per update grows with it), but
+            # not with a call from this thread: the next add takes them out with it.
+            self._dead.extend(w.ref for w, _ in done)
         for w, value in done:
             if not w.future.done():
                 w.future.set_result(value)
-        if done:
-            # Keep the view small (a collector's work per update grows with it), but
-            # not from this thread: the next add takes them out in the same call.
-            with self._lock:
-                self._dead.extend(w.ref for w, _ in done)
 
     def _fail_all(self, exc: BaseException) -> None:
         with self._lock:
