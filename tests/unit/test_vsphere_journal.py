@@ -91,6 +91,16 @@ def test_step_calls_and_their_tasks_are_folded_without_changing_the_state() -> N
     assert item.moid == "vm-1" and item.since == 1.0
 
 
+def test_a_step_call_refused_without_a_task_is_no_longer_open() -> None:
+    entries = [
+        {"event": "intent", "vcenter": "vc", "name": "a", "ts": 1.0},
+        {"event": "call", "vcenter": "vc", "name": "a", "op": "power on", "ts": 2.0},
+        {"event": "task", "vcenter": "vc", "name": "a", "op": "power on", "error": "InvalidState"},
+    ]
+    item = pending(entries)[0]
+    assert (item.open_call, item.step_tasks) == (None, ())
+
+
 def test_steps_need_not_be_fsynced_but_reach_the_file(tmp_path: Path) -> None:
     j = Journal.in_run_dir(tmp_path)
     j.write("call", durable=False, vcenter="vc", name="a", op="power on")

@@ -358,7 +358,12 @@ class Provisioner:
             where = {"vcenter": req.vcenter, "name": req.vm_name, "op": operation}
             if journaled:
                 self.journal.write("call", durable=False, **where)
-            task = st.session.call(start)
+            try:
+                task = st.session.call(start)
+            except BaseException as exc:
+                if journaled:  # refused outright: there is no task for cleanup to await
+                    self.journal.write("task", durable=False, error=str(exc)[:200], **where)
+                raise
             if journaled:
                 self.journal.write("task", durable=False, task=task._moId, **where)
             return st.watcher.wait_task(task, f"VM {req.vm_name}", operation, self.cancel)
