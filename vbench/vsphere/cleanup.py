@@ -111,7 +111,7 @@ def _finish_running_clones(
             continue
         task = vim.Task(item.task, session.stub)
         try:
-            state, value = wait_future(watcher.watch(task, task_done), None, TASK_GRACE)
+            state, value = watcher.task_outcome(task, None, TASK_GRACE)
         except (TimeoutError, LabError):
             watcher.forget(task)
             continue

@@ -29,7 +29,13 @@ from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.faults import fault_text
 
 PC = vmodl.query.PropertyCollector
-TASK_PROPS = ("info.state", "info.error", "info.result", "info.descriptionId")
+TASK_PROPS = ("info.state", "info.error", "info.result")  # read once, when a watch starts
+# What the shared filter reports of a task: its state only. vcsim recomputes a filter's
+# every property for every change in its inventory, so the filter stays as lean as it
+# can; a task's result or fault is read once it has finished.
+FILTER_TASK_PROPS = ("info.state",)
+READ_FIRST = "_read_first"  # marks values that hold every path of TASK_PROPS
+UNREAD = object()  # a finished task's outcome not read yet
 VM_PROPS = ("guest.ipAddress", "guest.net", "guest.toolsRunningStatus", "runtime.powerState")
 WAIT_SECONDS = 1  # WaitForUpdatesEx returns at least this often, to notice a stop
 
@@ -53,12 +59,14 @@ class _Watch:
 
 
 def task_done(values: Mapping[str, Any]) -> tuple[bool, Any]:
+    """Settles with (state, result or fault); the outcome is UNREAD when only the state
+    was reported (see :meth:`Watcher.task_outcome`)."""
     state = values.get("info.state")
-    if state == "success":
-        return True, ("success", values.get("info.result"))
-    if state == "error":
-        return True, ("error", values.get("info.error"))
-    return False, None
+    if state not in ("success", "error"):
+        return False, None
+    if READ_FIRST not in values:
+        return True, (state, UNREAD)
+    return True, (state, values.get("info.result" if state == "success" else "info.error"))
 
 
 def guest_ipv4(values: Mapping[str, Any]) -> str | None:
@@ -90,7 +98,9 @@ class Watcher:
         self.session = session
         self._lock = threading.RLock()
         self._watches: dict[str, _Watch] = {}  # moid -> watch
+        self._adds: list[Any] = []  # watched, not yet in the view
         self._dead: list[Any] = []  # settled, still in the view
+        self._wake = threading.Event()  # a watch was added
         self._stop = threading.Event()
         self._pc: Any = None
         self._view: Any = None
@@ -112,13 +122,13 @@ class Watcher:
         spec = PC.FilterSpec(
             objectSet=[PC.ObjectSpec(obj=self._view, skip=True, selectSet=[traverse])],
             propSet=[
-                PC.PropertySpec(type=vim.Task, pathSet=list(TASK_PROPS)),
+                PC.PropertySpec(type=vim.Task, pathSet=list(FILTER_TASK_PROPS)),
                 PC.PropertySpec(type=vim.VirtualMachine, pathSet=list(VM_PROPS)),
             ],
         )
         self._pc.CreateFilter(spec, True)
         self._version = ""
-        self._dead = []  # a new view holds only what is still watched
+        self._adds, self._dead = [], []  # a new view holds exactly what is watched
         self._generation += 1
 
     def _rebuild(self, seen_generation: int | None = None) -> None:
@@ -153,14 +163,8 @@ class Watcher:
                 return w.future
         with self._lock:
             self._watches[ref._moId] = w
-            view, generation = self._view, self._generation
-            dead, self._dead = self._dead, []
-        try:
-            # Outside the lock: many workers add at once; a rebuild includes this ref.
-            # What has settled since the last add leaves the view in the same call.
-            view.ModifyListView(add=[ref], remove=dead or None)
-        except (vim.fault.NotAuthenticated, vmodl.fault.ManagedObjectNotFound):
-            self._rebuild(generation)
+            self._adds.append(ref)
+        self._wake.set()
         if not self._thread.is_alive():
             # The watcher gave up (and failed its waiters): nobody would settle this one.
             self._fail_all(RuntimeError("the task watcher has stopped"))
@@ -183,13 +187,41 @@ class Watcher:
             raise LabError(self.session.target.label, f"{ref._moId} no longer exists") from None
         if result is None or not result.objects:
             raise LabError(self.session.target.label, f"{ref._moId} no longer exists")
-        return {p.name: p.val for p in result.objects[0].propSet or ()}
+        values = {p.name: p.val for p in result.objects[0].propSet or ()}
+        return {**values, READ_FIRST: True} if isinstance(ref, vim.Task) else values
+
+    def _sync_view(self) -> bool:
+        """Bring the view up to date with the watches; False when there is nothing to
+        wait on (then it has waited a while for a watch to be added).
+
+        Only this thread changes the view, and never while its wait is in flight:
+        vcsim (v0.46) deadlocks when ModifyListView runs while WaitForUpdatesEx
+        re-reads a filter over that view (each takes the other's lock)."""
+        self._wake.clear()
+        with self._lock:
+            adds, self._adds = self._adds, []
+            dead, self._dead = self._dead, []
+            idle = not self._watches
+            view = self._view
+        if adds or dead:
+            try:
+                view.ModifyListView(add=adds or None, remove=dead or None)
+            except Exception:
+                with self._lock:  # tried again on the next round (or by a rebuild)
+                    self._adds[:0], self._dead[:0] = adds, dead
+                raise
+        if idle:
+            self._wake.wait(WAIT_SECONDS)
+            return False
+        return True
 
     def _loop(self) -> None:
         failures = 0
         while not self._stop.is_set():
             generation = self._generation
             try:
+                if not self._sync_view():
+                    continue
                 update = self._pc.WaitForUpdatesEx(
                     self._version, PC.WaitOptions(maxWaitSeconds=WAIT_SECONDS)
                 )
@@ -239,8 +271,8 @@ class Watcher:
                     if finished:
                         done.append((w, value))
                         del self._watches[oc.obj._moId]
-            # Keep the view small (a collector's work per update grows with it), but
-            # not with a call from this thread: the next add takes them out with it.
+            # Out of the view before the next wait: a collector's work per update
+            # grows with the view.
             self._dead.extend(w.ref for w, _ in done)
         for w, value in done:
             if not w.future.done():
@@ -261,10 +293,8 @@ class Watcher:
 
     def forget(self, ref: Any) -> None:
         with self._lock:
-            w = self._watches.pop(ref._moId, None)
-            if w is not None:
-                with contextlib.suppress(Exception):
-                    self._view.ModifyListView(remove=[ref])
+            if self._watches.pop(ref._moId, None) is not None:
+                self._dead.append(ref)
 
     # --- convenience -----------------------------------------------------------------
     def wait_task(
@@ -276,10 +306,20 @@ class Watcher:
         timeout: float | None = None,
     ) -> Any:
         """The task's result; TaskFailed names ``target``, ``operation`` and the fault."""
-        state, value = wait_future(self.watch(task, task_done), cancel, timeout, task_ref=task)
+        state, value = self.task_outcome(task, cancel, timeout)
         if state == "error":
             raise TaskFailed(target, operation, value)
         return value
+
+    def task_outcome(
+        self, task: Any, cancel: threading.Event | None = None, timeout: float | None = None
+    ) -> tuple[str, Any]:
+        """("success", result) or ("error", fault) once ``task`` has finished."""
+        state, value = wait_future(self.watch(task, task_done), cancel, timeout, task_ref=task)
+        if value is UNREAD:
+            path = "info.result" if state == "success" else "info.error"
+            value = self._current(task).get(path)
+        return state, value
 
     def close(self) -> None:
         self._stop.set()
