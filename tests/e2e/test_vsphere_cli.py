@@ -81,32 +81,13 @@ def _scenario(path: Path, steady: str = "1s", template: str = TEMPLATE) -> Path:
 
 @pytest.fixture
 def simlab(
+    request: pytest.FixtureRequest,
     local_guests: LocalGuests,
     vcsim_factory: Callable[..., VcsimServer],
     tmp_path: Path,
 ) -> Iterator[SimLab]:
-    with _simlab(local_guests, vcsim_factory, tmp_path, power_on_ms=800) as sim:
-        yield sim
-
-
-@pytest.fixture
-def slow_power_on_lab(
-    local_guests: LocalGuests,
-    vcsim_factory: Callable[..., VcsimServer],
-    tmp_path: Path,
-) -> Iterator[SimLab]:
-    """Power-on calls answer after 5 s: longer than `vbench cleanup` needs to start."""
-    with _simlab(local_guests, vcsim_factory, tmp_path, power_on_ms=POWER_ON_SLOW_S * 1000) as sim:
-        yield sim
-
-
-@contextlib.contextmanager
-def _simlab(
-    local_guests: LocalGuests,
-    vcsim_factory: Callable[..., VcsimServer],
-    tmp_path: Path,
-    power_on_ms: int,
-) -> Iterator[SimLab]:
+    """A simulated lab; a test may ask (indirect parametrization) for slower power-ons."""
+    power_on_ms = getattr(request, "param", 800)
     server = vcsim_factory(method_delay_ms=(("CloneVM_Task", 800), ("PowerOnVM_Task", power_on_ms)))
     sshd = local_guests.sshd
     vc = server.lab_vcenter(thumbprint=server_thumbprint(server.host, server.port))
@@ -266,11 +247,12 @@ def _call_on_the_wire(entries: list[dict], op: str) -> bool:
     return bool(open_calls)
 
 
-def test_kill_9_with_a_power_on_on_the_wire_then_cleanup(slow_power_on_lab: SimLab) -> None:
+@pytest.mark.parametrize("simlab", [POWER_ON_SLOW_S * 1000], indirect=True)
+def test_kill_9_with_a_power_on_on_the_wire_then_cleanup(simlab: SimLab) -> None:
     # The process dies with a power-on request sent and no task returned. vCenter still
     # powers the VM on later; cleanup must wait for that task instead of destroying the
-    # VM under it (vcsim v0.46 panics when a power-on meets a destroyed VM).
-    simlab = slow_power_on_lab
+    # VM under it (vcsim v0.46 panics when a power-on meets a destroyed VM). Power-ons
+    # answer after 5 s here: longer than `vbench cleanup` needs to start.
     scenario = _scenario(simlab.tmp / "long.yaml", steady="60s")
     with started_run(scenario, simlab.lab) as proc:
         run_dir = _run_dir_when(simlab, "created")
