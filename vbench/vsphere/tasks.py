@@ -3,11 +3,13 @@
 A :class:`Watcher` owns one PropertyCollector (``CreatePropertyCollector``) with one
 filter over a ListView. Whatever is watched — tasks until they finish, VMs until
 VMware Tools report an address — is read once (what already holds settles there) and
-otherwise added to that ListView, and a single thread runs ``WaitForUpdatesEx`` and
-settles each waiter's future as its changes arrive. There is no
-polling loop per task; adding an object wakes the wait at once. When the session
-expires, the watcher logs in again and rebuilds its collector with everything still
-pending (a new filter reports current values, so nothing is missed).
+otherwise handed to a single thread, which adds it to the ListView between two calls of
+``WaitForUpdatesEx`` and settles each waiter's future as its changes arrive. There is no
+polling loop per task. An object handed over while a wait is in flight joins the view
+when that wait returns: at the next change of anything watched, or after
+``WAIT_SECONDS``. When the session expires, the watcher logs in again and rebuilds its
+collector with everything still pending (a new filter reports current values, so
+nothing is missed).
 """
 
 from __future__ import annotations
