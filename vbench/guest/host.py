@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import paramiko
 
@@ -26,7 +27,33 @@ _KILL_GRACE = 2.0  # seconds a timed-out foreground command gets between TERM an
 _CHUNK = 65536
 
 
-class Guest:
+class KillsOnExit:
+    """Leaving the ``with`` block kills what was started, then closes: a failure of that
+    cleanup is raised, or noted on the error already on its way out."""
+
+    def kill_all(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.kill_all()
+        except GuestError as exc:
+            if ev is None:
+                raise
+            ev.add_note(f"cleanup also failed: {exc}")
+        finally:
+            self.close()
+
+
+class Guest(KillsOnExit):
     """A connection to one guest. Methods may be called from several threads at once."""
 
     def __init__(self, spec: GuestSpec, *, jump: Guest | None = None) -> None:
@@ -422,20 +449,6 @@ class Guest:
         if self._owns_jump and self._jump is not None:
             self._jump.close()
 
-    def __enter__(self) -> Guest:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            self.kill_all()
-        except GuestError as exc:
-            if ev is None:
-                raise
-            ev.add_note(f"cleanup also failed: {exc}")
-        finally:
-            self.close()
 
 
 def _feed(chan: paramiko.Channel, data: bytes) -> None:

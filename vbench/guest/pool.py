@@ -5,17 +5,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from types import TracebackType
 from typing import TypeVar
 
 from vbench.errors import ConfigError, GuestError
-from vbench.guest.host import Guest
+from vbench.guest.host import Guest, KillsOnExit
 from vbench.guest.spec import GuestSpec
 
 T = TypeVar("T")
 
 
-class GuestPool:
+class GuestPool(KillsOnExit):
     """Guests by name. A jump host that is also a pool guest shares that guest's connection."""
 
     def __init__(self, specs: Iterable[GuestSpec], max_parallel: int = 16) -> None:
@@ -90,18 +89,3 @@ class GuestPool:
             guests, self._guests = list(self._guests.values()), {}
         for guest in guests:
             guest.close()
-
-    def __enter__(self) -> GuestPool:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            self.kill_all()
-        except GuestError as exc:
-            if ev is None:
-                raise
-            ev.add_note(f"cleanup also failed: {exc}")
-        finally:
-            self.close()
