@@ -67,3 +67,15 @@ def test_a_task_vcenter_does_not_know_fails_at_once(session: VSphereSession) -> 
         future = w.watch(vim.Task("task-999999", session.stub), task_done)
         with pytest.raises(LabError, match="task-999999 no longer exists"):
             wait_future(future, None, 5)
+
+
+def test_a_task_watched_again_while_in_the_view_settles(session: VSphereSession) -> None:
+    # Cleanup after Ctrl-C awaits a task the interrupted provisioning was already watching.
+    vm = _vm(session, "DC0_H0_VM0")
+    task = vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(annotation="twice"))
+    with Watcher(session) as w:
+        w.watch(task, task_done)  # abandoned, as by an interrupted wait
+        time.sleep(0.5)  # the watcher thread has put it in its view by now
+        assert w.pending() == 1
+        again = w.watch(task, task_done)
+        assert wait_future(again, None, 10)[0] == "success" and w.pending() == 0

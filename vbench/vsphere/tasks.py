@@ -101,6 +101,7 @@ class Watcher:
         self._lock = threading.RLock()
         self._watches: dict[str, _Watch] = {}  # moid -> watch
         self._adds: list[Any] = []  # watched, not yet in the view
+        self._in_view: set[str] = set()  # moids the view holds
         self._dead: list[Any] = []  # settled, still in the view
         self._wake = threading.Event()  # a watch was added
         self._stop = threading.Event()
@@ -118,6 +119,7 @@ class Watcher:
     def _build(self) -> None:
         content = self.session.content
         refs = [w.ref for w in self._watches.values()]
+        self._in_view = {r._moId for r in refs}
         self._pc = content.propertyCollector.CreatePropertyCollector()
         self._view = content.viewManager.CreateListView(refs)
         traverse = PC.TraversalSpec(name="list", type=vim.view.ListView, path="view")
@@ -165,14 +167,34 @@ class Watcher:
                 return w.future
         with self._lock:
             self._watches[ref._moId] = w
-            self._adds.append(ref)
+            # Watched before (a task an interrupted wait left behind, now awaited by
+            # cleanup): it is still in the view, so the filter will not report it anew.
+            known = ref._moId in self._in_view
+            leaving = [r for r in self._dead if r._moId == ref._moId]
+            if leaving:  # settled before, not yet out of the view: keep it there
+                self._dead = [r for r in self._dead if r._moId != ref._moId]
+            elif not known:
+                self._adds.append(ref)
         self._wake.set()
+        if known:
+            self._recheck(w)  # a change before it was registered went to the old watch
         if not self._thread.is_alive():
             # The watcher gave up (and failed its waiters): nobody would settle this one.
             self._fail_all(RuntimeError("the task watcher has stopped"))
         return w.future
 
-    def _current(self, ref: Any) -> dict[str, Any] | None:
+    def _recheck(self, w: _Watch) -> None:
+        with contextlib.suppress(Exception):
+            finished, value = w.condition(self._current(w.ref))
+            if finished:
+                with self._lock:
+                    if self._watches.get(w.ref._moId) is w:
+                        del self._watches[w.ref._moId]
+                        self._dead.append(w.ref)
+                if not w.future.done():
+                    w.future.set_result(value)
+
+    def _current(self, ref: Any) -> dict[str, Any]:
         """``ref``'s watched properties now; raises LabError when vCenter has no such
         object (a task long expired): nothing would ever settle its watch."""
         paths = TASK_PROPS if isinstance(ref, vim.Task) else VM_PROPS
@@ -212,6 +234,9 @@ class Watcher:
                 with self._lock:  # tried again on the next round (or by a rebuild)
                     self._adds[:0], self._dead[:0] = adds, dead
                 raise
+            with self._lock:
+                self._in_view.difference_update(r._moId for r in dead)
+                self._in_view.update(r._moId for r in adds)
         if idle:
             self._wake.wait(WAIT_SECONDS)
             return False
