@@ -10,17 +10,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.corpus import SHARED, need
 from tests.e2e.helpers import vbench
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "esxtop"
+CORPUS = SHARED / "esxtop"
 RAW = CORPUS / "rach-sharp_esxtopd__esxtop-data.csv"
 TIME_ONLY = CORPUS / "gsliu_VisualEsxtopOnline__upload_1011_origincsv.csv"
 
 
 @pytest.fixture(autouse=True)
 def _corpus() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
 
 
 def test_parse_esxtop_csv_selects_patterns_and_sets() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LocalGuests
+from tests.corpus import SHARED, need
 from tests.e2e.helpers import run_id_of, show, vbench, vbench_popen, write_lab, write_scenario
 from tests.pg import fresh_postgresql_url, postgresql_server
 
@@ -16,7 +17,7 @@ __all__ = ["fresh_postgresql_url", "postgresql_server"]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fio"
+CORPUS = SHARED / "fio"
 
 
 def test_two_runs_at_once_both_land_in_one_store(
@@ -70,7 +71,6 @@ def _corpus_json() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.txt")))
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
 @pytest.mark.parametrize("path", _corpus_json(), ids=lambda p: p.name)
 def test_parse_fio_reads_every_corpus_file(path: Path) -> None:
     res = vbench("parse", "fio", str(path), "--format", "json")
@@ -81,8 +81,8 @@ def test_parse_fio_reads_every_corpus_file(path: Path) -> None:
     assert csv.returncode == 0 and csv.stdout.splitlines()[0].startswith("job,")
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
 def test_parse_fio_refuses_normal_text_output() -> None:
+    need(CORPUS)
     text_output = CORPUS / "chris-sanders_ceph-fio-results__fio-2.2.10_normal_randread-4k.out"
     res = vbench("parse", "fio", str(text_output))
     assert res.returncode == 2

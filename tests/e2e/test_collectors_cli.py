@@ -10,24 +10,23 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-import pytest
 import yaml
 
 from tests.conftest import LocalGuests
+from tests.corpus import SHARED, need
 from tests.e2e.helpers import extra_node, run_id_of, vbench, write_lab, write_scenario
 from vbench.guest.ssh import Guest
 from vbench.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus" / "esxtop"
+CORPUS = SHARED / "esxtop"
 RECORDING = CORPUS / "rach-sharp_esxtopd__esxtop-data.csv"
 REPLAY = ROOT / "tests" / "tools" / "esxtop_replay.py"
 
 
 def install_replay(guests: LocalGuests, folder: str, die_after: int | None = None) -> str:
     """Install the esxtop replay (and the recording it replays) on the loopback host."""
-    if not RECORDING.exists():
-        pytest.skip("shared corpus not present")
+    need(RECORDING)
     remote = f"{guests.sshd.workdir}/{folder}"
     with Guest(guests[0]) as host:
         host.put(REPLAY, f"{remote}/esxtop")

@@ -15,19 +15,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.esxtop_gen import widen
+from tests.corpus import SHARED, need
 from vbench.errors import ConfigError, ParseError
 from vbench.parsers.esxtop import EsxtopReader, write_parquet
 from vbench.parsers.esxtop_csv import split_cells
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "esxtop"
+CORPUS = SHARED / "esxtop"
 RAW = "rach-sharp_esxtopd__esxtop-data.csv"
 TIME_ONLY = "gsliu_VisualEsxtopOnline__upload_1011_origincsv.csv"
 MINUTES = "gsliu_VisualEsxtopOnline__upload_1000_origincsvfile.csv"
 
 
 def corpus(name: str) -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     return CORPUS / name
 
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from tests.corpus import SHARED, need
 from vbench.workloads.base import Finding
 from vbench.workloads.fio import FioWorkload
 from vbench.workloads.fio_jobs import FioParams
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fio"
+CORPUS = SHARED / "fio"
 SAFE = {"dedupe_percentage": 50, "randrepeat": False}
 
 
@@ -20,8 +21,7 @@ def found(**params: Any) -> dict[str, Finding]:
 
 
 def corpus_job(name: str) -> str:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     return str(CORPUS / name)
 
 

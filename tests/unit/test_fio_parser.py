@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.corpus import SHARED, need
 from vbench.errors import ParseError
 from vbench.parsers.fio import (
     UNITS,
@@ -20,13 +21,12 @@ from vbench.parsers.fio import (
 )
 from vbench.results.records import Sample
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fio"
+CORPUS = SHARED / "fio"
 JSON_FILES = sorted(CORPUS.glob("*.json")) + sorted(CORPUS.glob("*.json.txt"))
 
 
 def corpus(name: str) -> FioResult:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     return parse_fio_json((CORPUS / name).read_text(), source=name)
 
 
@@ -98,8 +98,7 @@ def test_every_corpus_json_gives_samples_or_names_the_failed_job(path: Path) -> 
 
 
 def test_corpus_has_the_versions_the_parser_claims_to_read() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     versions = {parse_fio_json(p.read_text()).fio_version for p in JSON_FILES}
     assert {"fio-2.1.4", "fio-3.1", "fio-3.33", "fio-3.26"} <= versions
 
@@ -266,8 +265,7 @@ def test_rows_for_the_parse_command() -> None:
 
 
 def test_normal_text_output_is_refused_with_a_hint() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     path = CORPUS / "chris-sanders_ceph-fio-results__fio-2.2.10_normal_randread-4k.out"
     with pytest.raises(ParseError) as err:
         parse_fio_json(path.read_text(), source=path.name)

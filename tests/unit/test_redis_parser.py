@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.corpus import SHARED, need
 from vbench.cli import cli, main
 from vbench.errors import ParseError
 from vbench.parsers.memtier import parse_memtier
@@ -17,7 +18,7 @@ from vbench.parsers.redis_benchmark import (
     parse_redis_benchmark,
 )
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "redis_memtier"
+CORPUS = SHARED / "redis_memtier"
 
 # The 7.x text report as redis-benchmark prints it (progress redrawn with CRs).
 TEXT_7 = (
@@ -74,9 +75,7 @@ HEADER = (
 
 
 def _corpus(name: str) -> str:
-    path = CORPUS / name
-    if not path.exists():
-        pytest.skip(f"corpus file {name} not present")
+    path = need(CORPUS / name)
     return path.read_text(encoding="utf-8")
 
 
@@ -265,9 +264,7 @@ def test_memtier_garbled_table_is_refused() -> None:
 
 
 def test_cli_parse_memtier_csv() -> None:
-    path = CORPUS / "microsoft_VirtualClient__RedisResults_1.txt"
-    if not path.exists():
-        pytest.skip("corpus not present")
+    path = need(CORPUS / "microsoft_VirtualClient__RedisResults_1.txt")
     res = CliRunner().invoke(cli, ["parse", "memtier", str(path)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
+from tests.corpus import SHARED, need
 from vbench.errors import ParseError
 from vbench.parsers.sysstat import SysstatData, parse_sysstat, unit_of
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "sysstat"
+CORPUS = SHARED / "sysstat"
 FILES = {
     "sadf": "sysstat_sysstat__expected.sadf-j",
     "iostat_json": "sysstat_sysstat__expected.iostat-x-p-ALL-JSON",
@@ -25,8 +24,7 @@ FILES = {
 
 
 def one(key: str) -> SysstatData:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     path = CORPUS / FILES[key]
     [data] = parse_sysstat(path.read_text(), str(path))
     return data
@@ -40,8 +38,7 @@ def value(df: pd.DataFrame, sample: int, obj: str, inst: str, counter: str) -> f
 
 
 def test_every_corpus_file_parses() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip("shared corpus not present")
+    need(CORPUS)
     assert sorted(p.name for p in CORPUS.iterdir()) == sorted(FILES.values())
     for key in FILES:
         data = one(key)
