@@ -12,9 +12,11 @@ ceil(N / C) × DELAY. The same run measures
   runs the clones of one template one at a time after their delay, so this is the
   best any client can do here.
 
-Each side gets a fresh simulator. Report: wall time, ratio to ideal, peak memory.
+Each side gets a fresh simulator; the three alternate within each of REPEAT rounds.
+Report: median and min–max wall time and ratio to ideal, vbench over floor per round,
+peak memory.
 
-    .venv/bin/python -m bench.vsphere_clone [--vms 64] [--parallel 16] [--delay 500]
+    .venv/bin/python -m bench.vsphere_clone [--vms 64] [--parallel 16] [--delay 500] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -217,29 +220,49 @@ def main() -> None:
     ap.add_argument("--vms", type=int, default=64)
     ap.add_argument("--parallel", type=int, default=16)
     ap.add_argument("--delay", type=int, default=500, help="CloneVM_Task delay in ms")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds (vbench, govc, floor each)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         vbench_child(args.child, args.vms, args.parallel)
         return
     ideal = math.ceil(args.vms / args.parallel) * args.delay / 1000
+    rounds: list[dict[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        vb = measure_vbench(Path(tmp), args.vms, args.parallel, args.delay)
-        gv = measure_govc(Path(tmp), args.vms, args.parallel, args.delay)
-        fl = measure_floor(Path(tmp), args.vms, args.parallel, args.delay)
+        for i in range(args.repeat):
+            # The three sides alternate within a round, so a noisy neighbour hits them alike.
+            base = Path(tmp) / str(i)
+            rounds.append(
+                {
+                    "vbench": measure_vbench(base, args.vms, args.parallel, args.delay),
+                    "govc": measure_govc(base, args.vms, args.parallel, args.delay),
+                    "floor": measure_floor(base, args.vms, args.parallel, args.delay),
+                }
+            )
     print(
         f"clone {args.vms} VMs, {args.parallel} at a time, CloneVM_Task +{args.delay} ms: "
-        f"ideal {ideal:.2f} s"
+        f"ideal {ideal:.2f} s; {len(rounds)} rounds, median (min–max)"
     )
-    for name, r in (("vbench", vb), ("govc", gv), ("floor", fl)):
-        # With --delay 0 there is no ideal to divide by: the run then measures what the
-        # simulator itself costs per clone.
-        ratio = f"{r['seconds'] / ideal:5.2f}x ideal" if ideal else "(no delay: simulator cost)"
-        print(f"  {name:6s} {r['seconds']:6.2f} s  {ratio}  ({r['vms']} VMs)")
-    print("  (floor: the clones alone, no other step: what the simulator allows)")
-    print(f"  vbench: {vb['wait_updates']} WaitForUpdatesEx answers for all tasks and IPs")
+    for name in ("vbench", "govc", "floor"):
+        secs = [r[name]["seconds"] for r in rounds]
+        vms = {r[name]["vms"] for r in rounds}
+        line = f"  {name:6s} {statistics.median(secs):6.2f} s ({min(secs):.2f}–{max(secs):.2f})"
+        if ideal:  # with --delay 0 there is no ideal: the run measures the simulator's cost
+            ratios = [x / ideal for x in secs]
+            line += (
+                f"  {statistics.median(ratios):4.2f}x ideal ({min(ratios):.2f}–{max(ratios):.2f})"
+            )
+        print(f"{line}  ({'/'.join(map(str, sorted(vms)))} VMs)")
+    per_round = [r["vbench"]["seconds"] / r["floor"]["seconds"] for r in rounds]
     print(
-        f"  vbench controller peak RSS {vb['rss_peak_mib']:.0f} MiB "
+        f"  vbench / floor, per round: {min(per_round):.2f}–{max(per_round):.2f}"
+        "  (floor: the clones alone, no other step: what the simulator allows)"
+    )
+    vb = rounds[-1]["vbench"]
+    print(f"  vbench: {vb['wait_updates']} WaitForUpdatesEx answers for all tasks and IPs")
+    peak = max(r["vbench"]["rss_peak_mib"] for r in rounds)
+    print(
+        f"  vbench controller peak RSS {peak:.0f} MiB "
         f"({vb['rss_before_mib']:.0f} MiB before provisioning)"
     )
 
