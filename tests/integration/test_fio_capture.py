@@ -19,7 +19,7 @@ from vbench.guest.ssh import Guest, GuestPool
 from vbench.parsers.fio import FioResult, guest_samples, parse_fio_json
 from vbench.workloads.base import TrialContext
 from vbench.workloads.fio import FioWorkload, guest_dir
-from vbench.workloads.fio_jobs import (
+from vbench.workloads.fio.jobs import (
     FioParams,
     adapt_user_job,
     render_layout,

@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import LocalGuests
 from vbench.guest.ssh import GuestPool
-from vbench.workloads import redis_pinning
-from vbench.workloads.redis_params import PinSpec
+from vbench.workloads.redis_scaleout import pinning as redis_pinning
+from vbench.workloads.redis_scaleout.params import PinSpec
 
 pytestmark = pytest.mark.integration
 

@@ -71,8 +71,7 @@ class Synthetic(Collector):
 
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    base._load_builtin()
-    monkeypatch.setitem(base._REGISTRY, "synthetic", Synthetic)
+    monkeypatch.setitem(base.REGISTRY.loaded(), "synthetic", Synthetic)
 
 
 def trial(tmp_path: Path, *specs: CollectorSpec) -> tuple[TrialCollectors, RunDir]:

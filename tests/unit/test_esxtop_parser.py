@@ -18,7 +18,7 @@ from bench.esxtop_gen import widen
 from tests.corpus import SHARED, need
 from vbench.errors import ConfigError, ParseError
 from vbench.parsers.esxtop import EsxtopReader, write_parquet
-from vbench.parsers.esxtop_csv import split_cells
+from vbench.parsers.esxtop.csvfile import split_cells
 
 CORPUS = SHARED / "esxtop"
 RAW = "rach-sharp_esxtopd__esxtop-data.csv"

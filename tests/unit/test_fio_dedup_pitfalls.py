@@ -10,7 +10,7 @@ import pytest
 from tests.corpus import SHARED, need
 from vbench.workloads.base import Finding
 from vbench.workloads.fio import FioWorkload
-from vbench.workloads.fio_jobs import FioParams
+from vbench.workloads.fio.jobs import FioParams
 
 CORPUS = SHARED / "fio"
 SAFE = {"dedupe_percentage": 50, "randrepeat": False}

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from vbench.errors import ConfigError
 from vbench.workloads.base import get_driver
 from vbench.workloads.fio import FioWorkload, fio_argv, guest_dir
-from vbench.workloads.fio_jobs import (
+from vbench.workloads.fio.jobs import (
     FioParams,
     adapt_user_job,
     fio_time,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from vbench.workloads.redis_params import (
+from vbench.workloads.redis_scaleout.params import (
     RedisParams,
     apportion,
     findings,

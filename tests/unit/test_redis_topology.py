@@ -9,10 +9,10 @@ import yaml
 
 from vbench.errors import ConfigError
 from vbench.parsers.redis_benchmark import RedisBenchTest
-from vbench.workloads.redis_guest import conflicts, is_listening, parse_listeners
-from vbench.workloads.redis_metrics import ClientFigures, samples_for
-from vbench.workloads.redis_params import RedisParams
-from vbench.workloads.redis_topology import (
+from vbench.workloads.redis_scaleout.guest import conflicts, is_listening, parse_listeners
+from vbench.workloads.redis_scaleout.metrics import ClientFigures, samples_for
+from vbench.workloads.redis_scaleout.params import RedisParams
+from vbench.workloads.redis_scaleout.topology import (
     Host,
     benchmark_argv,
     haproxy_conf,

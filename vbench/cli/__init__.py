@@ -41,8 +41,6 @@ def _register() -> None:
 
     for command in analysis_cmds.COMMANDS:
         cli.add_command(command)
-    for command in esxtop_cmds.PARSE_COMMANDS:
-        parse_cmds.parse.add_command(command)
 
 
 _register()

@@ -166,7 +166,7 @@ def counters(file: Path, select: tuple[str, ...], as_json: bool) -> None:
 
 def counters_doc(reader: Any) -> dict[str, Any]:
     """Objects → counters → column counts of the reader's selected columns."""
-    from vbench.parsers.esxtop_names import unit_of
+    from vbench.parsers.esxtop.names import unit_of
 
     objects: dict[str, dict[str, Any]] = {}
     for col in reader.columns:
@@ -198,4 +198,3 @@ def counters_doc(reader: Any) -> dict[str, Any]:
 
 
 COMMANDS = [esxtop]
-PARSE_COMMANDS = [parse_esxtop]

@@ -1,13 +1,14 @@
 """parse: turn a tool's output file into the tidy records runs store.
 
-The text parsers share one command shape (FILE, --format json|csv), so they are made
-from a table; `vbench parse esxtop` has options of its own (vbench/cli/esxtop_cmds.py).
+The commands come from the parser registry (:mod:`vbench.parsers.base`): every parser
+package found there is a `vbench parse <tool>` command, loaded only when `parse` is used.
+Text parsers share one shape (FILE, --format json|csv); a streaming parser (esxtop) has
+a command of its own here.
 """
 
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import json
 from pathlib import Path
@@ -16,46 +17,55 @@ import click
 
 FORMATS = click.Choice(["json", "csv"])
 
-# command name -> (help, module, parse function, rows function)
-PARSERS: dict[str, tuple[str, str, str, str]] = {
-    "fio": (
-        "fio --output-format=json output (fio 2.x and 3.x).",
-        "vbench.parsers.fio", "parse_fio_json", "records_to_rows",
-    ),
-    "redis-benchmark": (
-        "redis-benchmark output: --csv (7.x and the older two-column form), text or -q.",
-        "vbench.parsers.redis_benchmark", "parse_redis_benchmark", "result_rows",
-    ),
-    "memtier": (
-        "memtier_benchmark output: the text report or --json-out-file.",
-        "vbench.parsers.memtier", "parse_memtier", "result_rows",
-    ),
-}
+
+def _streaming_commands() -> dict[str, click.Command]:
+    from vbench.cli.esxtop_cmds import parse_esxtop
+
+    return {"esxtop": parse_esxtop}
 
 
-@click.group()
+class ParseGroup(click.Group):
+    """Sub-commands built from the parser registry on first use (keeps --help fast)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from vbench.parsers.base import parser_names
+
+        return parser_names()
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from vbench.errors import ConfigError
+        from vbench.parsers.base import get_parser
+
+        try:
+            parser = get_parser(name)
+        except ConfigError:
+            return None
+        if parser.rows is None:
+            return _streaming_commands().get(name)
+        return _text_command(name, parser.summary)
+
+
+@click.group(cls=ParseGroup)
 def parse() -> None:
     """Parse a tool's output file into tidy records."""
 
 
-def _make(name: str, help_text: str, module: str, parse_fn: str, rows_fn: str) -> None:
-    @parse.command(name=name, help=help_text)
+def _text_command(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=help_text)
     @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
     @click.option("--format", "fmt", type=FORMATS, default="csv", show_default=True)
     def command(file: Path, fmt: str) -> None:
-        mod = importlib.import_module(module)  # parsers load only when used
+        from vbench.parsers.base import get_parser
+
         text = file.read_text(encoding="utf-8", errors="replace")
-        rows = getattr(mod, rows_fn)(getattr(mod, parse_fn)(text, source=str(file)))
-        click.echo(_render(rows, fmt), nl=False)
+        click.echo(_render(get_parser(name).parse_rows(text, str(file)), fmt), nl=False)
 
-
-for _name, _spec in PARSERS.items():
-    _make(_name, *_spec)
+    return command
 
 
 def _render(rows: list[dict[str, object]], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(rows, indent=2) + "\n"
+        return json.dumps(rows, indent=2, default=str) + "\n"
     buf = io.StringIO()
     if rows:
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")

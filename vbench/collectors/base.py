@@ -13,10 +13,9 @@ built, so a mistake is located in the scenario file before anything runs.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,12 +24,14 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from vbench.errors import ConfigError
+from vbench.plugins import Registry
 
 if TYPE_CHECKING:
     from vbench.collectors.runtime import RunEnv
-    from vbench.config.scenario import CollectorSpec
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest
-    from vbench.results.records import Sample
+    from vbench.results.records import Sample, Window
     from vbench.workloads.base import TrialContext
 
 # Columns of the frame a collector returns (time: epoch seconds in the target's clock).
@@ -121,6 +122,27 @@ class Collector(ABC):
         raise NotImplementedError
 
     @classmethod
+    def target_problems(
+        cls, spec: CollectorSpec, scenario: Scenario, lab: Lab | None
+    ) -> list[tuple[int | None, str]]:
+        """Targets this lab or topology cannot give: (index in ``targets`` or None, why)."""
+        return []
+
+    @classmethod
+    def figures(
+        cls,
+        name: str,
+        target: str,
+        frame: pd.DataFrame,
+        window: Window,
+        interval: float,
+        own: Sequence[Sample],
+    ) -> list[Sample]:
+        """Figures derived from one target's series over the steady window (see
+        docs/metrics.md); ``own`` holds the collector's own samples (e.g. CPU count)."""
+        return []
+
+    @classmethod
     def metric_name(cls, obj: str, instance: str, counter: str) -> str:
         """The metric a series row is stored and summarised under."""
         inst = f"({instance})" if instance else ""
@@ -163,38 +185,20 @@ def guest_targets(spec: CollectorSpec, ctx: TrialContext) -> list[Target]:
     return [Target(n, "guest", g) for n, g in out.items()]
 
 
-_REGISTRY: dict[str, type[Collector]] = {}
+REGISTRY: Registry[type[Collector]] = Registry(
+    "vbench.collectors", "collector", lambda cls: cls.kind
+)
 
 
 def register(cls: type[Collector]) -> type[Collector]:
-    """Class decorator: make a collector available under ``cls.kind``."""
-    _REGISTRY[cls.kind] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators.
-    from vbench.collectors import esxtop, guest_sysstat  # noqa: F401
-
-    # The vSphere layer is optional in a trimmed install.
-    with contextlib.suppress(ImportError):
-        from vbench.collectors import vcenter_perf  # noqa: F401
+    """Class decorator: make a collector available under ``cls.kind`` (found by
+    discovery: see :mod:`vbench.plugins`)."""
+    return REGISTRY.register(cls)
 
 
 def get_collector(kind: str) -> type[Collector]:
-    _load_builtin()
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        import difflib
-
-        close = difflib.get_close_matches(kind, list(_REGISTRY), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(
-            f"unknown collector {kind!r} (available: {', '.join(sorted(_REGISTRY))}){hint}"
-        ) from None
+    return REGISTRY.get(kind)
 
 
 def collector_kinds() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return REGISTRY.names()

@@ -25,46 +25,10 @@ SOURCE = "derived"
 _IOPS = ("total_iops", "iops")
 
 
-def _mean(frame: pd.DataFrame, window: Window, interval: float, mask: pd.Series) -> pd.Series:
+def window_mean(frame: pd.DataFrame, window: Window, interval: float, mask: pd.Series) -> pd.Series:
     """Window mean of the selected rows, per instance."""
     rows = frame[mask & in_window(frame["time"], window, interval)]
     return rows.groupby("instance")["value"].mean().dropna()
-
-
-def host_figures(
-    name: str, host: str, frame: pd.DataFrame, window: Window, interval: float
-) -> list[Sample]:
-    out: list[Sample] = []
-    util = frame["object"].eq("Physical Cpu") & frame["counter"].eq("% Util Time")
-    means = _mean(frame, window, interval, util)
-    if "_Total" in means:
-        out.append(Sample("host_cpu_util", float(means["_Total"]), "%", name, host))
-    pcpus = means.drop("_Total", errors="ignore")
-    if len(pcpus):
-        out.append(Sample("host_cores_used", float(pcpus.sum() / 100), "cores", name, host))
-    for counter, metric in (("Average MilliSec/Read", "vdisk_read_latency"),
-                            ("Average MilliSec/Write", "vdisk_write_latency")):  # fmt: skip
-        mask = frame["object"].eq("Virtual Disk") & frame["counter"].eq(counter)
-        for inst, v in _mean(frame, window, interval, mask).items():
-            if ":" in str(inst):  # "<vm>:scsi0:0" is a disk; "<vm>" alone sums the VM's
-                out.append(Sample(metric, float(v), "ms", name, str(inst)))
-    return out
-
-
-def guest_figures(
-    name: str, guest: str, frame: pd.DataFrame, window: Window, interval: float,
-    cpus: float | None,
-) -> list[Sample]:  # fmt: skip
-    idle = frame["object"].eq("cpu-load") & frame["instance"].eq("all")
-    idle &= frame["counter"].eq("idle")
-    means = _mean(frame, window, interval, idle)
-    if "all" not in means:
-        return []
-    util = 100.0 - float(means["all"])
-    out = [Sample("guest_cpu_util", util, "%", name, guest)]
-    if cpus:
-        out.append(Sample("guest_cores_used", util / 100 * cpus, "cores", name, guest))
-    return out
 
 
 def _aggregate(samples: Iterable[Sample], metric: str) -> list[float]:
@@ -140,10 +104,9 @@ def all_figures(
     (kind, frame in controller time, interval)."""
     if window is None:
         return []
+    from vbench.collectors.base import get_collector
+
     per_target: list[Sample] = []
     for (name, target), (kind, frame, interval) in series.items():
-        if kind == "esxtop":
-            per_target += host_figures(name, target, frame, window, interval)
-        elif kind == "guest_sysstat":
-            per_target += guest_figures(name, target, frame, window, interval, cpus_of(own, target))
+        per_target += get_collector(kind).figures(name, target, frame, window, interval, own)
     return per_target + combined_figures(per_target, workload, headline)

@@ -1,7 +1,9 @@
 """The workload driver interface and its registry.
 
-A driver is one module under ``vbench/workloads/`` holding one :class:`Workload`
-subclass registered with :func:`register`. The engine calls, for every trial:
+A driver is one package under ``vbench/workloads/`` (or a module named by a
+``vbench.workloads`` entry point) holding one :class:`Workload` subclass registered
+with :func:`register`; the registry finds it by discovery (:mod:`vbench.plugins`).
+The engine calls, for every trial:
 
     prepare → run (warm-up + steady state) → [cool-down] → collect → teardown
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict
 
 from vbench.config.types import Strict
-from vbench.errors import ConfigError
+from vbench.plugins import Registry
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest
@@ -149,30 +151,20 @@ class Workload(ABC):
         """Stop what the trial started and remove what it created in the guests."""
 
 
-_REGISTRY: dict[str, type[Workload]] = {}
+REGISTRY: Registry[type[Workload]] = Registry(
+    "vbench.workloads", "workload driver", lambda cls: cls.name
+)
 
 
 def register(cls: type[Workload]) -> type[Workload]:
-    """Class decorator: make a driver available under ``cls.name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators.
-    from vbench.workloads import fio, redis_scaleout  # noqa: F401
+    """Class decorator: make a driver available under ``cls.name`` (the package it lives
+    in is found by discovery: see :mod:`vbench.plugins`)."""
+    return REGISTRY.register(cls)
 
 
 def get_driver(name: str) -> type[Workload]:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown workload driver {name!r} (available: {', '.join(sorted(_REGISTRY))})"
-        ) from None
+    return REGISTRY.get(name)
 
 
 def driver_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return REGISTRY.names()

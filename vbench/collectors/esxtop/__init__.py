@@ -9,6 +9,7 @@ raw folder (kept whole) and reads only the selected counters from it.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -24,14 +25,18 @@ from vbench.collectors.base import (
     Target,
     register,
 )
+from vbench.collectors.checks import near
+from vbench.collectors.esxtop.figures import host_figures
 from vbench.errors import ConfigError, GuestError, VbenchError
 from vbench.parsers.esxtop import EsxtopReader
-from vbench.parsers.esxtop_names import check_known, compile_selection
+from vbench.parsers.esxtop.names import check_known, compile_selection
 
 if TYPE_CHECKING:
     from vbench.collectors.runtime import RunEnv
-    from vbench.config.scenario import CollectorSpec
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
+    from vbench.results.records import Sample, Window
     from vbench.workloads.base import TrialContext
 
 # Always read: the derived figures (host CPU, cores used, guest latency per virtual disk)
@@ -67,6 +72,33 @@ class Esxtop(Collector):
     Options: ClassVar[type[CollectorOptions]] = EsxtopOptions
     min_interval: ClassVar[float] = 2.0  # esxtop's own lower bound for -d
     whole_seconds: ClassVar[bool] = False
+
+    @classmethod
+    def target_problems(
+        cls, spec: CollectorSpec, scenario: Scenario, lab: Lab | None
+    ) -> list[tuple[int | None, str]]:
+        if lab is None:
+            return []
+        out: list[tuple[int | None, str]] = []
+        hosts = list(lab.hosts)
+        if not spec.targets and not hosts:
+            out.append((None, "esxtop needs ESXi hosts: the lab has no `hosts:`"))
+        for j, t in enumerate(spec.targets):
+            if t not in lab.hosts:
+                out.append((j, f"no ESXi host {t!r} in the lab's `hosts:`{near(t, hosts)}"))
+        return out
+
+    @classmethod
+    def figures(
+        cls,
+        name: str,
+        target: str,
+        frame: pd.DataFrame,
+        window: Window,
+        interval: float,
+        own: Sequence[Sample],
+    ) -> list[Sample]:
+        return host_figures(name, target, frame, window, interval)
 
     def __init__(self, name: str, interval: float, options: CollectorOptions, target: Target):
         super().__init__(name, interval, options, target)

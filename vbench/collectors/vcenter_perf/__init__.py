@@ -35,7 +35,8 @@ from vbench.errors import ConfigError, LabError
 
 if TYPE_CHECKING:
     from vbench.collectors.runtime import RunEnv
-    from vbench.config.scenario import CollectorSpec
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.workloads.base import TrialContext
 
 REALTIME = 20  # seconds: vCenter's real-time sampling interval for hosts and VMs
@@ -95,6 +96,20 @@ class _Entity:
 
 class PerfPoller:
     """One per vCenter and run: resolves names once, fetches all entities together."""
+
+    @classmethod
+    def target_problems(
+        cls, spec: CollectorSpec, scenario: Scenario, lab: Lab | None
+    ) -> list[tuple[int | None, str]]:
+        out: list[tuple[int | None, str]] = []
+        if lab is not None and not lab.vcenters:
+            out.append((None, "vcenter_perf needs a vCenter: the lab has no `vcenters:`"))
+        kinds = ("host", "vm", "datastore", "cluster")
+        for j, t in enumerate(spec.targets):
+            kind, sep, name = t.partition(":")
+            if sep and (kind not in kinds or not name):
+                out.append((j, f"{t!r}: targets are {'|'.join(kinds)}:NAME (or a VM name)"))
+        return out
 
     def __init__(self, session: Any, poll: float, batch: int) -> None:
         from pyVmomi import vim

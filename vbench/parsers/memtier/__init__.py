@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vbench.errors import ParseError
+from vbench.parsers.base import ToolParser, register
 
 SOURCE = "memtier"
 _HEADER_SPLIT = re.compile(r"\s{2,}")
@@ -195,3 +196,11 @@ def result_rows(result: MemtierResult) -> list[dict[str, object]]:
         row.update({f"{k}_ms": v for k, v in pcts.items()})
         out.append(row)
     return out
+
+
+def _cli_rows(text: str, source: str) -> list[dict[str, object]]:
+    return result_rows(parse_memtier(text, source=source))
+
+
+register(ToolParser("memtier", "memtier_benchmark output: the text report or --json-out-file.",
+                    _cli_rows))  # fmt: skip

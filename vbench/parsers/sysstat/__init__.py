@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from vbench.errors import ParseError
+from vbench.parsers.base import ToolParser, register
 
 COLUMNS = ("sample", "time", "object", "instance", "counter", "value", "unit")
 _CPU_FIELDS = {"usr", "user", "nice", "sys", "system", "iowait", "steal", "irq", "soft",
@@ -355,3 +356,20 @@ def parse_sysstat(text: str, source: str = "<input>") -> list[SysstatData]:
     if re.search(r"^\d{1,2}:\d{2}:\d{2}(\s*[AP]M)?\s+\S", text, re.M | re.I):
         return [parse_sar_text(text, source)]
     raise ParseError(f"{source}: not a sysstat, iostat, mpstat or dstat output vbench reads")
+
+
+def _cli_rows(text: str, source: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for data in parse_sysstat(text, source=source):
+        for rec in data.frame.to_dict("records"):
+            rows.append({"host": data.host, "tool": data.tool, **rec})
+    return rows
+
+
+register(
+    ToolParser(
+        "sysstat",
+        "sadf -j, sar, iostat (text or -o JSON), mpstat -o JSON or dstat --output CSV.",
+        _cli_rows,
+    )
+)

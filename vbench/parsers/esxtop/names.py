@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from vbench.errors import ConfigError
-from vbench.parsers.esxtop_catalog import KNOWN_COUNTERS
+from vbench.parsers.esxtop.catalog import KNOWN_COUNTERS
 
 _CPU_STATES = (
     "% Used", "% Run", "% System", "% Wait", "% VmWait", "% Ready", "% Idle", "% Overlap",

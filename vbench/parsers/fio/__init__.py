@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vbench.errors import ParseError
+from vbench.parsers.base import ToolParser, register
 from vbench.results.records import Sample
 
 SOURCE = "fio"
@@ -509,3 +510,10 @@ def _refuse_failed(result: FioResult, guest: str | None) -> None:
     if result.errors:
         who = f"{guest}: " if guest else ""
         raise ParseError(f"{who}{result.error_message()}")
+
+
+def _cli_rows(text: str, source: str) -> list[dict[str, Any]]:
+    return records_to_rows(parse_fio_json(text, source=source))
+
+
+register(ToolParser("fio", "fio --output-format=json output (fio 2.x and 3.x).", _cli_rows))

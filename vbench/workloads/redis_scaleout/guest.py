@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import threading
 
     from vbench.guest.ssh import Guest, RemoteProcess
-    from vbench.workloads.redis_topology import Endpoint
+    from vbench.workloads.redis_scaleout.topology import Endpoint
 
 _LISTEN = "0A"
 _WILDCARDS = frozenset({"0.0.0.0", "::"})

@@ -10,8 +10,10 @@ core over the collection), so a reviewer sees what the measurement cost.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+import pandas as pd
 from pydantic import Field
 
 from vbench.collectors.base import (
@@ -23,13 +25,17 @@ from vbench.collectors.base import (
     guest_targets,
     register,
 )
+from vbench.collectors.checks import near
+from vbench.collectors.derived import cpus_of
+from vbench.collectors.guest_sysstat.figures import guest_figures
 from vbench.errors import GuestError
 from vbench.parsers.sysstat import parse_sysstat_json
-from vbench.results.records import Sample
+from vbench.results.records import Sample, Window
 
 if TYPE_CHECKING:
     from vbench.collectors.runtime import RunEnv
-    from vbench.config.scenario import CollectorSpec
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
     from vbench.workloads.base import TrialContext
 
@@ -56,6 +62,36 @@ class GuestSysstat(Collector):
     kind: ClassVar[str] = "guest_sysstat"
     target_kind: ClassVar[str] = "guest"
     Options: ClassVar[type[CollectorOptions]] = SysstatOptions
+
+    @classmethod
+    def target_problems(
+        cls, spec: CollectorSpec, scenario: Scenario, lab: Lab | None
+    ) -> list[tuple[int | None, str]]:
+        out: list[tuple[int | None, str]] = []
+        groups = set(scenario.topology)
+        nodes = set(lab.nodes) if lab is not None else set()
+        for group in scenario.topology.values():
+            nodes.update(group.nodes or ())
+        for j, t in enumerate(spec.targets):
+            if t in groups or (lab is not None and t in nodes):
+                continue
+            if lab is None:
+                continue  # a guest name can only be checked against a lab
+            known = sorted(groups | nodes)
+            out.append((j, f"{t!r} is neither a topology group nor a guest{near(t, known)}"))
+        return out
+
+    @classmethod
+    def figures(
+        cls,
+        name: str,
+        target: str,
+        frame: pd.DataFrame,
+        window: Window,
+        interval: float,
+        own: Sequence[Sample],
+    ) -> list[Sample]:
+        return guest_figures(name, target, frame, window, interval, cpus_of(own, target))
 
     def __init__(self, name: str, interval: float, options: CollectorOptions, target: Target):
         super().__init__(name, interval, options, target)

@@ -6,7 +6,7 @@ servers then twemproxy then HAProxy (each waited for until it listens), checks t
 with PING and preloads the keyspace through it; run runs the clients (warm-up, then the
 measured phase); collect parses every client's CSV and asks each server its DBSIZE;
 teardown stops everything in reverse order, removes containers, restores pinning and
-deletes the trial's directories. Placement and configs: :mod:`.redis_topology`;
+deletes the trial's directories. Placement and configs: :mod:`.topology`;
 parameters: :mod:`.redis_params`; guest checks: :mod:`.redis_guest`; pinning:
 :mod:`.redis_pinning`. User documentation: ``drivers/redis/README.md``.
 """
@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from vbench.errors import ConfigError, GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.redis_benchmark import combine_iterations, parse_redis_benchmark
-from vbench.workloads import redis_guest, redis_pinning
-from vbench.workloads import redis_topology as topo
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
-from vbench.workloads.redis_metrics import ClientFigures, samples_for
-from vbench.workloads.redis_params import RedisParams, findings, placement_findings
+from vbench.workloads.redis_scaleout import guest as redis_guest
+from vbench.workloads.redis_scaleout import pinning as redis_pinning
+from vbench.workloads.redis_scaleout import topology as topo
+from vbench.workloads.redis_scaleout.metrics import ClientFigures, samples_for
+from vbench.workloads.redis_scaleout.params import RedisParams, findings, placement_findings
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest, RemoteProcess

@@ -18,7 +18,7 @@ import jinja2
 
 from vbench.errors import ConfigError
 from vbench.resources import driver_file
-from vbench.workloads.redis_params import (
+from vbench.workloads.redis_scaleout.params import (
     STATS_OFFSET,
     RedisParams,
     apportion,

@@ -6,7 +6,7 @@ several loopback guests may share one filesystem): the job files, fio's JSON and
 log, and — unless ``filename`` names a device or file — the data file itself.
 Teardown removes that directory and nothing else.
 
-Parameters, pitfall checks and job-file rendering are in :mod:`.fio_jobs`.
+Parameters, pitfall checks and job-file rendering are in :mod:`.jobs`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
-from vbench.workloads import fio_jobs
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
-from vbench.workloads.fio_jobs import FioParams
+from vbench.workloads.fio import jobs as fio_jobs
+from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest, RemoteProcess

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from vbench.errors import ParseError
+from vbench.parsers.base import ToolParser, register
 
 SOURCE = "redis-benchmark"
 # CSV header name → field of RedisBenchTest (7.x names; 6.2 uses the same).
@@ -322,3 +323,16 @@ def result_rows(result: RedisBenchResult) -> list[dict[str, object]]:
         row.update(asdict(t))
         rows.append(row)
     return rows
+
+
+def _cli_rows(text: str, source: str) -> list[dict[str, object]]:
+    return result_rows(parse_redis_benchmark(text, source=source))
+
+
+register(
+    ToolParser(
+        "redis-benchmark",
+        "redis-benchmark output: --csv (7.x and the older two-column form), text or -q.",
+        _cli_rows,
+    )
+)

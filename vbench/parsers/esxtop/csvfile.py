@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from vbench.errors import ParseError
-from vbench.parsers.esxtop_names import ColumnName, parse_column_name
+from vbench.parsers.esxtop.names import ColumnName, parse_column_name
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _PLAIN = re.compile(r'[^,"]*')

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from vbench.parsers.esxtop_names import ColumnName
+from vbench.parsers.esxtop.names import ColumnName
 
 if TYPE_CHECKING:
     from vbench.parsers.esxtop import EsxtopBatch, EsxtopReader

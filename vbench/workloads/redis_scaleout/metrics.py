@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from vbench.parsers.redis_benchmark import RedisBenchTest
 from vbench.results.records import Sample
-from vbench.workloads.redis_params import RedisParams
-from vbench.workloads.redis_topology import ClientProcess, Layout
+from vbench.workloads.redis_scaleout.params import RedisParams
+from vbench.workloads.redis_scaleout.topology import ClientProcess, Layout
 
 SOURCE = "redis-benchmark"
 DBSIZE_SOURCE = "redis-cli DBSIZE"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vbench.errors import GuestError
-from vbench.workloads.redis_params import PinSpec, parse_cpu_list
+from vbench.workloads.redis_scaleout.params import PinSpec, parse_cpu_list
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest

@@ -5,7 +5,7 @@ per sample, hundreds of MB to GB in all. :class:`EsxtopReader` reads it in block
 keeps only the selected columns, so memory is bounded by the block size and the
 selection, never by the file. Rows whose commas sit where the first data row's do are
 cut with vectorised NumPy (the fast path); any other row is split cell by cell, so the
-quirks described in :mod:`vbench.parsers.esxtop_csv` are handled on both paths.
+quirks described in :mod:`vbench.parsers.esxtop.csvfile` are handled on both paths.
 
 Tidy record: ``time`` (UTC), ``host``, ``object``, ``instance``, ``counter``, ``value``
 (None when the cell was empty or not a number) and ``unit`` (from the counter name).
@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 
 from vbench.errors import ConfigError, ParseError
-from vbench.parsers.esxtop_csv import (
+from vbench.parsers.base import ToolParser, register
+from vbench.parsers.esxtop.csvfile import (
     STAMP_MINUTE,
     Header,
     Layout,
@@ -36,7 +37,7 @@ from vbench.parsers.esxtop_csv import (
     parse_header,
     split_cells,
 )
-from vbench.parsers.esxtop_names import ColumnName, Selection, compile_selection, unit_of
+from vbench.parsers.esxtop.names import ColumnName, Selection, compile_selection, unit_of
 
 DEFAULT_BLOCK = 4 << 20  # bytes read at a time (a few rows; cache-friendly)
 _MAX_HEADER = 256 << 20  # a header longer than this is not an esxtop header
@@ -227,7 +228,7 @@ class EsxtopReader:
     ) -> Iterator[pa.RecordBatch]:
         """Tidy Arrow record batches (see :func:`tidy_schema`; a ``target`` column replaces
         ``host`` when ``target`` is given). ``shift`` is subtracted from every time."""
-        from vbench.parsers.esxtop_arrow import column_dictionaries, tidy_batch, tidy_schema
+        from vbench.parsers.esxtop.arrow import column_dictionaries, tidy_batch, tidy_schema
 
         dicts = column_dictionaries(self.columns, self.units, target)
         schema = tidy_schema(target is not None)
@@ -529,7 +530,15 @@ def _spread(parts: Sequence[EsxtopBatch], notes: list[str]) -> EsxtopBatch:
 
 def write_parquet(reader: EsxtopReader, dest: Path, **kw: Any) -> int:
     """Stream the reader's tidy records into one Parquet file (see
-    :func:`vbench.parsers.esxtop_arrow.write_parquet`); returns the row count."""
-    from vbench.parsers.esxtop_arrow import write_parquet as write
+    :func:`vbench.parsers.esxtop.arrow.write_parquet`); returns the row count."""
+    from vbench.parsers.esxtop.arrow import write_parquet as write
 
     return write(reader, dest, **kw)
+
+
+register(
+    ToolParser(
+        "esxtop",
+        "esxtop batch captures (esxtop -b), any size, read column-selectively and streamed.",
+    )
+)

@@ -1,0 +1,56 @@
+"""The parser registry: every tool-output parser that `vbench parse <tool>` offers.
+
+A parser is one package under ``vbench/parsers/<tool>/`` (or a module named by a
+``vbench.parsers`` entry point) that registers a :class:`ToolParser`. Parsers are pure:
+text in, tidy records out; the workloads and collectors call their functions directly,
+the registry only feeds the CLI and the docs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.plugins import Registry
+
+Rows = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolParser:
+    """One tool's output parser as the CLI offers it.
+
+    ``rows`` turns a file's text into flat rows (``vbench parse TOOL FILE``). A parser
+    whose files are too big to read whole (esxtop) sets ``rows`` to None: the CLI has a
+    streaming command of its own for it (a test holds that every parser has a command).
+    """
+
+    name: str  # the command name: "fio", "redis-benchmark"
+    summary: str  # one line: what files it reads
+    rows: Callable[[str, str], Rows] | None = None  # (text, source) -> rows
+
+    def parse_rows(self, text: str, source: str) -> Rows:
+        assert self.rows is not None
+        return self.rows(text, source)
+
+
+def _origin(p: ToolParser) -> str:
+    return p.rows.__module__ if p.rows is not None else p.name
+
+
+REGISTRY: Registry[ToolParser] = Registry(
+    "vbench.parsers", "parser", lambda p: p.name, origin=_origin
+)
+
+
+def register(parser: ToolParser) -> ToolParser:
+    return REGISTRY.register(parser)
+
+
+def get_parser(name: str) -> ToolParser:
+    return REGISTRY.get(name)
+
+
+def parser_names() -> list[str]:
+    return REGISTRY.names()
