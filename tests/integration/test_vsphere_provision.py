@@ -15,11 +15,11 @@ from pyVmomi import vim
 from tests.vcsim import VcsimServer
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
+from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import Interrupted, LabError
 from vbench.vsphere.connection import SessionPool, server_thumbprint, target_from_lab
 from vbench.vsphere.inventory import Inventory
 from vbench.vsphere.journal import Journal, pending
-from vbench.vsphere.run import VSphereRun
 from vbench.vsphere.simulator import ensure_templates
 from vbench.vsphere.tasks import Watcher
 

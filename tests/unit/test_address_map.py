@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from vbench.config.lab import Lab
-from vbench.config.resolve import guest_spec, map_address, vm_guest_spec
+from vbench.guest.labspec import guest_spec, map_address, vm_guest_spec
 
 
 def _lab(**extra: object) -> Lab:

@@ -36,7 +36,7 @@ def test_literal_password_is_refused_with_how_to_reference(tmp_path: Path) -> No
 
 
 def test_env_reference_resolves_late(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vbench.config.resolve import guest_spec
+    from vbench.guest.labspec import guest_spec
 
     p = tmp_path / "lab.yaml"
     p.write_text(LAB.replace("PASSWORD", "${env:G1_PASS}"))

@@ -76,8 +76,9 @@ def _warning_checks(warnings: list[str]) -> list[Any]:
 def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
     """SSH to every static node and ESXi host (and, with a scenario, the tools its roles
     need on the nodes it uses)."""
-    from vbench.config.resolve import _endpoint_spec, guest_spec, vm_groups
+    from vbench.config.resolve import vm_groups
     from vbench.errors import VbenchError
+    from vbench.guest.labspec import _endpoint_spec, guest_spec
     from vbench.guest.ssh import GuestPool
     from vbench.vsphere.checks import Check
 

@@ -66,7 +66,7 @@ class RunEnv:
 
     def host(self, name: str) -> Guest:
         """An SSH connection to the lab's ESXi host ``name`` (opened once per run)."""
-        from vbench.config.resolve import host_spec
+        from vbench.guest.labspec import host_spec
         from vbench.guest.ssh import Guest
 
         with self._lock:

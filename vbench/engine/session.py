@@ -17,17 +17,18 @@ from typing import Any
 from vbench.collectors.runtime import CollectorRuntime, RunEnv
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded, load_lab, load_scenario
-from vbench.config.resolve import guest_spec, vm_groups
+from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
+from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
+from vbench.guest.labspec import guest_spec
 from vbench.guest.ssh import GuestPool
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
-from vbench.vsphere.run import VSphereRun
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from vbench.config.lab import Lab
-from vbench.config.resolve import vm_guest_spec
 from vbench.config.scenario import Scenario, VmSpec
+from vbench.guest.labspec import vm_guest_spec
 from vbench.guest.spec import GuestSpec
 from vbench.vsphere.checks import Check, first_failure, vsphere_checks
 from vbench.vsphere.cleanup import CleanupReport, cleanup_items

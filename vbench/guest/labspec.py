@@ -1,0 +1,88 @@
+"""A lab's nodes, ESXi hosts and VMs as SSH guests: defaults, jump hosts, address map
+and secrets resolved into connectable :class:`GuestSpec` values."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from vbench.config.lab import Lab, Node, SshEndpoint
+from vbench.config.secrets import expand_path, resolve_secret
+from vbench.guest.spec import GuestSpec
+
+
+def guest_spec(lab: Lab, name: str) -> GuestSpec:
+    """Resolve a lab node (defaults, jump host, secrets) into a connectable GuestSpec."""
+    node = lab.nodes[name]
+    jump_name = node.jump or lab.defaults.jump
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
+        if jump_name
+        else None
+    )
+    return _endpoint_spec(lab, f"nodes.{name}", name, node, jump=jump)
+
+
+def _endpoint_spec(
+    lab: Lab, where: str, name: str, ep: SshEndpoint, jump: GuestSpec | None = None
+) -> GuestSpec:
+    d = lab.defaults
+    password_ref = ep.password or d.password
+    key_file = ep.key_file or d.key_file
+    known = ep.known_hosts or d.known_hosts
+    workdir = (ep.workdir if isinstance(ep, Node) else None) or d.workdir
+    address, port = map_address(lab.address_map, ep.address, ep.port or d.port)
+    return GuestSpec(
+        name=name,
+        address=address,
+        port=port,
+        user=ep.user or d.user,
+        key_file=expand_path(key_file) if key_file else None,
+        password=resolve_secret(password_ref, f"{where}.password") if password_ref else None,
+        host_key_policy=ep.host_key_policy or d.host_key_policy,
+        known_hosts=expand_path(known) if known else None,
+        jump=jump,
+        workdir=workdir,
+        connect_timeout=d.connect_timeout,
+    )
+
+
+def map_address(
+    address_map: Mapping[str, str], address: str, port: int, *also: str
+) -> tuple[str, int]:
+    """Where SSH really connects for ``address`` (or one of the names in ``also``, e.g. a
+    VM name, tried first): the lab's ``address_map`` entry ``host[:port]``, else as is."""
+    for key in (*also, address):
+        target = address_map.get(key)
+        if target is not None:
+            host, sep, mapped_port = target.rpartition(":")
+            if sep and mapped_port.isdigit():
+                return host, int(mapped_port)
+            return target, port
+    return address, port
+
+
+def vm_guest_spec(lab: Lab, name: str, vm_name: str, ip: str) -> GuestSpec:
+    """A provisioned (or existing) VM as an SSH guest: the lab's defaults, reached at its
+    IP, or where the address map sends its name or IP."""
+    d = lab.defaults
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{d.jump}", d.jump, lab.jump_hosts[d.jump])
+        if d.jump
+        else None
+    )
+    spec = _endpoint_spec(lab, f"VM {vm_name}", name, SshEndpoint(address=ip), jump=jump)
+    address, port = map_address(lab.address_map, ip, d.port, vm_name)
+    return dataclasses.replace(spec, address=address, port=port)
+
+
+def host_spec(lab: Lab, name: str) -> GuestSpec:
+    """Resolve a lab ESXi host (`hosts:`) into a connectable GuestSpec (SSH for esxtop)."""
+    host = lab.hosts[name]
+    jump_name = host.jump or lab.defaults.jump
+    jump = (
+        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
+        if jump_name
+        else None
+    )
+    return _endpoint_spec(lab, f"hosts.{name}", name, host, jump=jump)
