@@ -77,6 +77,53 @@ def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def log_events(home: Path) -> list[dict]:
+    """Every complete line of every run log under ``home`` (a test's VBENCH_HOME)."""
+    records: list[dict] = []
+    for log in sorted((home / "results").glob("*/log.jsonl")):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(json.JSONDecodeError):  # a line still being written
+                records.append(json.loads(line))
+    return records
+
+
+def logged(home: Path, event: str, **fields: object):  # type: ignore[no-untyped-def]
+    """A predicate: a run under ``home`` has logged ``event`` with these field values
+    (e.g. ``logged(home, "phase_mark", mark="steady_start", point=0, trial=1)``)."""
+
+    def seen() -> bool:
+        return any(
+            r.get("event") == event and all(r.get(k) == v for k, v in fields.items())
+            for r in log_events(home)
+        )
+
+    return seen
+
+
+def wait_for_log(
+    home: Path,
+    event: str,
+    timeout: float = 60.0,
+    proc: subprocess.Popen | None = None,
+    **fields: object,
+) -> None:
+    """Wait until a run under ``home`` logs ``event`` (with ``fields``): the event itself,
+    not a guess of how long it takes. If ``proc`` (the run) ends first, fail at once."""
+    seen = logged(home, event, **fields)
+
+    def seen_or_ended() -> bool:
+        if seen():
+            return True
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(
+                f"run ended (rc={proc.returncode}) before {event} {fields}:\n{out}{err}"
+            )
+        return False
+
+    wait_for(seen_or_ended, timeout, f"{event} {fields} in the run log")
+
+
 def guest_workdir(lab: Path) -> Path:
     """The remote scratch root of the lab written at ``lab``: one per test, so that
     process patterns and leftovers are this test's own, whatever else runs."""
@@ -226,12 +273,15 @@ def extra_node(s: ExtraSshd, tmp: Path) -> dict:
 
 __all__: Sequence[str] = (
     "extra_node",
+    "log_events",
+    "logged",
     "remote_processes",
     "run_id_of",
     "show",
     "vbench",
     "vbench_popen",
     "wait_for",
+    "wait_for_log",
     "write_lab",
     "write_scenario",
 )

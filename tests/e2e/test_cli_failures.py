@@ -20,6 +20,7 @@ from tests.e2e.helpers import (
     vbench,
     vbench_popen,
     wait_for,
+    wait_for_log,
     write_lab,
     write_scenario,
 )
@@ -130,7 +131,7 @@ def test_fail_fast_stops_at_the_first_failed_trial(
 
 
 def test_ctrl_c_stops_at_once_keeps_data_and_cleans_up(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     s = write_scenario(tmp_path / "s.yaml", steady="1s", repeat=3, factors="  bs: [4k, 64k]\n")
@@ -139,8 +140,8 @@ def test_ctrl_c_stops_at_once_keeps_data_and_cleans_up(
     proc = vbench_popen(
         "run", str(s), "--lab", str(lab), "--set", "phases.steady=30s", "--set", "repeat=2"
     )
-    wait_for(fio_started(lab, "fio-guest1-p0-t1"), 60, "fio to start")
-    time.sleep(1.5)
+    # Steady state has begun when the run says so, however slow the machine is.
+    wait_for_log(vbench_home, "phase_mark", 120, proc, mark="steady_start", point=0, trial=1)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -197,6 +197,8 @@ class Engine:
         def mark(name: str) -> None:
             key = name if name.endswith(("_start", "_end")) else f"{name}_start"
             marks[key] = time.time()
+            # In the run log too: whoever watches a run (tests, tail -f) sees the phase begin.
+            self.rundir.log("phase_mark", mark=key, point=point.index, trial=trial)
             phase = {"warmup_start": "warmup", "steady_start": "steady"}.get(key)
             if phase:
                 self.progress.phase(phase, point.warmup if phase == "warmup" else point.steady)
