@@ -32,7 +32,7 @@ lint: venv
 
 # Regenerate the generated reference (a test fails when it is stale).
 docs: venv
-	$(BIN)/python -m vbench.config.schema > docs/scenario-reference.md
+	$(BIN)/python -m vbench.engine.reference > docs/scenario-reference.md
 
 venv: $(STAMPS)/venv
 

@@ -11,7 +11,7 @@ import yaml
 
 from vbench.cli import cli
 from vbench.config.load import load_lab, load_scenario
-from vbench.config.schema import reference_markdown
+from vbench.engine.reference import reference_markdown
 from vbench.engine.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[2]

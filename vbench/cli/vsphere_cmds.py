@@ -193,28 +193,9 @@ def _orphans(
 
 
 def remove_orphans(lab: Any, orphans: list[Any]) -> list[str]:
-    from pyVmomi import vim
+    from vbench.vsphere.cleanup import remove_orphan_vms
 
-    from vbench.vsphere.cleanup import remove_vms
-    from vbench.vsphere.connection import SessionPool
-    from vbench.vsphere.inventory import Obj
-    from vbench.vsphere.tasks import Watcher
-
-    errors: list[str] = []
-    with SessionPool.for_lab(lab) as sessions:
-        for vc in dict.fromkeys(o.vcenter for o in orphans):
-            session = sessions.get(vc)
-            objs = [
-                Obj(
-                    vim.VirtualMachine(o.moid, session.stub),
-                    {"name": o.name, "runtime.powerState": o.power},
-                )
-                for o in orphans
-                if o.vcenter == vc
-            ]
-            with Watcher(session) as watcher:
-                errors += [e for e in remove_vms(session, watcher, objs) if e]
-    return errors
+    return remove_orphan_vms(lab, orphans)
 
 
 @click.command()

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
@@ -32,7 +32,32 @@ if TYPE_CHECKING:
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample, Window
-    from vbench.workloads.base import TrialContext
+
+
+class TrialContext(Protocol):
+    """What a collector reads of the running trial: the engine passes the workload's
+    trial context (vbench/workloads/base.py), which has these and more. A protocol keeps
+    the collectors below the workloads in the layers of docs/design.md."""
+
+    run_id: str
+    point: int
+    trial: int
+    raw_dir: Path
+    extra: dict[str, Any]
+    log: Callable[..., None]
+
+    def all_guests(self) -> list[Guest]: ...
+
+
+class PlannedPoint(Protocol):
+    """What the collectors read of a planned point (vbench/engine/plan.py)."""
+
+    roles: dict[str, str]
+    guests: dict[str, tuple[str, ...]]
+    warmup: float
+    steady: float
+    cooldown: float
+
 
 # Columns of the frame a collector returns (time: epoch seconds in the target's clock).
 SERIES_COLUMNS = ("time", "object", "instance", "counter", "value", "unit")

@@ -39,12 +39,11 @@ from vbench.results.collected import (
 from vbench.results.records import PhaseTimes, Sample
 
 if TYPE_CHECKING:
+    from vbench.collectors.base import PlannedPoint, TrialContext
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec
-    from vbench.engine.plan import PlannedPoint
     from vbench.guest.ssh import Guest, GuestPool
     from vbench.results.rundir import RunDir
-    from vbench.workloads.base import TrialContext
 
 
 class CollectorFailed(LabError):

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from vbench.results.records import Sample, Window
+from vbench.results.records import ClockOffset, Sample, Window
 
-
-@dataclass(frozen=True)
-class ClockOffset:
-    """Target clock minus controller clock (seconds) and the round trip it was read in."""
-
-    offset: float
-    rtt: float
-
-    def to_controller(self, times: np.ndarray | pd.Series) -> Any:
-        return times - self.offset
+__all__ = ["ClockOffset", "in_window", "window_summaries"]
 
 
 def in_window(times: pd.Series | np.ndarray, window: Window, interval: float) -> Any:

@@ -56,18 +56,13 @@ def report_data(
 
 
 def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:
-    """``report.headline`` of the run's scenario, else its driver's headline metrics."""
-    from vbench.workloads.base import get_driver
-
+    """The metrics the run's report leads with, as stored with the run; for a run stored
+    before they were (schema < 3), the scenario's ``report.headline``, else none."""
+    stored = run.get("headline")
+    if stored:
+        return tuple(stored)
     scenario = run.get("scenario") or {}
-    wanted = (scenario.get("report") or {}).get("headline") or []
-    if wanted:
-        return tuple(wanted)
-    try:
-        return tuple(get_driver(scenario["workload"]["driver"]).headline_metrics)
-    except Exception:  # an old run of a driver this version lacks: lead with nothing
-        return ()
-
+    return tuple((scenario.get("report") or {}).get("headline") or ())
 
 
 def check_regression(

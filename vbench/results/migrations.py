@@ -122,9 +122,17 @@ def _v2_baselines(conn: Connection) -> None:
     md.tables["baselines"].create(conn)
 
 
+def _v3_headline(conn: Connection) -> None:
+    """Schema version 3, frozen: the headline metrics a run's report leads with, stored
+    when the run starts (the scenario's ``report.headline``, else the driver's), so a
+    report never needs the driver's code."""
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN headline TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: runs, run_tags, points, trials, samples", _v1_initial),
     Migration(2, "baselines: the reference run of a scenario per lab", _v2_baselines),
+    Migration(3, "runs.headline: the metrics a report leads with", _v3_headline),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -97,3 +97,15 @@ class RunInfo:
     environment: dict[str, Any] = field(default_factory=dict)
     run_dir: str | None = None
     ended: float | None = None
+    headline: tuple[str, ...] = ()  # metrics the report leads with (first: the headline)
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    """Target clock minus controller clock (seconds) and the round trip it was read in."""
+
+    offset: float
+    rtt: float
+
+    def to_controller(self, times: Any) -> Any:
+        return times - self.offset

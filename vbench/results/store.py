@@ -58,6 +58,7 @@ class RunRow:
     n_points: int
     n_trials: int
     n_samples: int
+    headline: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,7 @@ def _run_row(m: Mapping[str, Any]) -> RunRow:
         n_points=int(m["n_points"]),
         n_trials=int(m["n_trials"]),
         n_samples=int(m["n_samples"]),
+        headline=tuple(json.loads(m["headline"])) if m.get("headline") else (),
     )
 
 
@@ -367,6 +369,7 @@ class Store:
                 testbed=None,
                 run_dir=info.run_dir,
                 vbench_version=__version__,
+                headline=json.dumps(list(info.headline)),
             ))
             if tags:
                 conn.execute(

@@ -55,6 +55,8 @@ runs = sa.Table(
     sa.Column("testbed", json_type(), nullable=True),
     sa.Column("run_dir", sa.Text, nullable=True),
     sa.Column("vbench_version", sa.Text, nullable=False),
+    # JSON list as text (added by migration 3; NULL for runs stored before it).
+    sa.Column("headline", sa.Text, nullable=True),
     sa.Index("ix_runs_scenario_started", "scenario_name", "started"),
     sa.Index("ix_runs_started", "started"),
 )

@@ -32,12 +32,12 @@ from vbench.parsers.esxtop import EsxtopReader
 from vbench.parsers.esxtop.names import check_known, compile_selection
 
 if TYPE_CHECKING:
+    from vbench.collectors.base import TrialContext
     from vbench.collectors.runtime import RunEnv
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
     from vbench.results.records import Sample, Window
-    from vbench.workloads.base import TrialContext
 
 # Always read: the derived figures (host CPU, cores used, guest latency per virtual disk)
 # are computed from these whatever else a scenario selects.

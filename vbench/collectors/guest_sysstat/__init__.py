@@ -33,11 +33,11 @@ from vbench.parsers.sysstat import parse_sysstat_json
 from vbench.results.records import Sample, Window
 
 if TYPE_CHECKING:
+    from vbench.collectors.base import TrialContext
     from vbench.collectors.runtime import RunEnv
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
-    from vbench.workloads.base import TrialContext
 
 Activity = Literal["cpu", "queue", "memory", "disk", "network"]
 # sadf report options per activity (after `--`); -p prints disk names (sda, not dev8-0).

@@ -1,0 +1,111 @@
+"""The layers of docs/design.md hold: every import inside ``vbench/`` points down.
+
+Every import counts — at module level, inside functions (lazy imports) and under
+``TYPE_CHECKING`` — because each one is a dependency a reader has to follow."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "vbench"
+
+# Top to bottom; a layer may import itself and any layer below it. The base modules
+# (errors, plugins, resources, the package itself) are below everything.
+LAYERS = (
+    "cli",
+    "engine",
+    "workloads",
+    "collectors",
+    "vsphere",
+    "guest",
+    "report",
+    "parsers",
+    "analysis",
+    "results",
+    "config",
+)
+BASE = ("errors", "plugins", "resources", "templates", "__init__", "")
+# Third-party libraries that belong to exactly one layer.
+OWNED = {"pyVmomi": "vsphere", "pyVim": "vsphere", "paramiko": "guest"}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _rank(layer: str) -> int:
+    if layer == "__main__":
+        return -1  # `python -m vbench`: the entry point, above the CLI
+    if layer in BASE or layer not in LAYERS:
+        return len(LAYERS)  # the base: importable from everywhere
+    return LAYERS.index(layer)
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1] if len(parts) > 1 else parts
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            if node.module == "vbench":  # `from vbench import x` imports vbench.x
+                found += [(node.lineno, f"vbench.{a.name}") for a in node.names]
+    return found
+
+
+def _violations() -> list[str]:
+    out: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        me = _layer(_module_name(path))
+        where = path.relative_to(ROOT.parent)
+        for line, target in _imports(path):
+            top = target.split(".")[0]
+            if top in OWNED and OWNED[top] != me:
+                out.append(f"{where}:{line}: imports {top} (only vbench/{OWNED[top]}/ may)")
+            if top != "vbench":
+                continue
+            them = _layer(target)
+            if them != me and _rank(them) < _rank(me):
+                out.append(f"{where}:{line}: {me} imports {target} (upward: {them})")
+    return out
+
+
+def test_imports_point_down_the_layers() -> None:
+    problems = _violations()
+    assert not problems, "upward imports:\n" + "\n".join(problems)
+
+
+def test_every_package_of_vbench_has_a_layer() -> None:
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert packages <= set(LAYERS), f"no layer for {sorted(packages - set(LAYERS))}"
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    # The walker must find imports in functions and under TYPE_CHECKING.
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from vbench.engine.plan import Plan\n"
+        "def f():\n    from vbench.cli import main\n"
+    )
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    assert [m for _l, m in _imports(path)] == ["typing", "vbench.engine.plan", "vbench.cli"]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_layer_order_matches_the_design_doc(layer: str) -> None:
+    doc = (ROOT.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    assert f"`vbench/{layer}/`" in doc
