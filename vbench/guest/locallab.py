@@ -8,13 +8,11 @@ started it; ``vbench lab down`` stops it through its pid file.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import getpass
 import ipaddress
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 from vbench.config.secrets import vbench_home
 from vbench.errors import ConfigError, LabError
 from vbench.guest.spec import GuestSpec
+from vbench.localproc import pid_alive, read_pid, stop_pid
 
 TARGET = "local lab sshd"
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/opt/homebrew/sbin/sshd")
@@ -98,10 +97,7 @@ def lab_guest_specs(
 
 
 def _read_pid(home: Path | None) -> int | None:
-    try:
-        return int(_pid_path(home).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
+    return read_pid(_pid_path(home))
 
 
 def _is_our_sshd(pid: int, home: Path | None) -> bool:
@@ -332,7 +328,7 @@ def _wait_ready(
         if status.running and all(status.reachable.values()):
             return status
         pid = _read_pid(home)
-        if time.monotonic() >= deadline or (pid is not None and not _alive(pid)):
+        if time.monotonic() >= deadline or (pid is not None and not pid_alive(pid)):
             break  # out of time, or sshd wrote its pid file and died
         time.sleep(0.05)
     lab_down(home=home)
@@ -363,27 +359,6 @@ def lab_down(*, home: Path | None = None) -> bool:
     if pid is None:
         _pid_path(home).unlink(missing_ok=True)
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    stop_pid(pid, STOP_TIMEOUT)
     _pid_path(home).unlink(missing_ok=True)
     return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (possible when sshd is our own child) has exited for our purposes.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True

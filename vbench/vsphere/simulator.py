@@ -10,13 +10,11 @@ through ``ca_file:``).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ipaddress
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -28,6 +26,7 @@ from typing import Any
 import vbench
 from vbench.config.secrets import vbench_home
 from vbench.errors import LabError
+from vbench.localproc import pid_alive, read_pid, stop_child, stop_pid
 
 GOVMOMI_VERSION = "v0.46.0"
 READY_MARK = "GOVC_URL="
@@ -116,15 +115,9 @@ class VcsimProcess:
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.popen is not None:
-            if self.popen.poll() is None:
-                self.popen.terminate()
-                try:
-                    self.popen.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    self.popen.kill()
-                    self.popen.wait(timeout)
-            return
-        _terminate(self.pid, timeout)
+            stop_child(self.popen, timeout)
+        else:
+            stop_pid(self.pid, timeout)
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -184,31 +177,6 @@ def _tail(path: Path, size: int = 2000) -> str:
     except OSError:
         return ""
     return data[-size:].decode(errors="replace").strip()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        # A zombie (exited, not yet reaped) counts as gone.
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return False
-    return True
-
-
-def _terminate(pid: int, timeout: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if pid_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 # --- a certificate the lab can trust -------------------------------------------------
@@ -282,13 +250,6 @@ def sim_dir(name: str, home: Path | None = None) -> Path:
     return Path(os.path.abspath(home or vbench_home())) / "vcsim" / name
 
 
-def _read_pid(folder: Path) -> int | None:
-    try:
-        return int((folder / "vcsim.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _is_our_vcsim(pid: int, port: int) -> bool:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -303,7 +264,7 @@ def _is_our_vcsim(pid: int, port: int) -> bool:
 
 def sim_status(name: str, address: str, port: int, home: Path | None = None) -> SimStatus:
     folder = sim_dir(name, home)
-    pid = _read_pid(folder)
+    pid = read_pid(folder / "vcsim.pid")
     running = pid is not None and pid_alive(pid) and _is_our_vcsim(pid, port)
     return SimStatus(name, running, pid if running else None, address, port, folder)
 
@@ -328,9 +289,9 @@ def sim_down(home: Path | None = None) -> list[str]:
     root = Path(os.path.abspath(home or vbench_home())) / "vcsim"
     stopped = []
     for pidfile in sorted(root.glob("*/vcsim.pid")):
-        pid = _read_pid(pidfile.parent)
+        pid = read_pid(pidfile)
         if pid is not None and pid_alive(pid):
-            _terminate(pid, 5.0)
+            stop_pid(pid, 5.0)
             stopped.append(pidfile.parent.name)
         pidfile.unlink(missing_ok=True)
     return stopped

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import jinja2
 from pydantic import Field, field_validator, model_validator
 
 from vbench.errors import ConfigError
-from vbench.resources import driver_file
+from vbench.templates import Templates, has_control
 from vbench.workloads.base import Finding, Params
 
 KIB4 = 4096
@@ -40,7 +39,6 @@ _SIZE_RE = re.compile(r"^(\d+)([kmgtpe]?)(i?b)?$", re.IGNORECASE)
 _PERCENT_RE = re.compile(r"^(\d{1,3})%$")
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:,/%+-]+$")
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _SCALE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50, "e": 1 << 60}
 
 RW = Literal[
@@ -71,7 +69,7 @@ def fio_time(seconds: float) -> str:
 
 def check_value(value: str, what: str) -> str:
     """A value safe to write on one job-file line (no newline or control character)."""
-    if _CONTROL_RE.search(value):
+    if has_control(value):
         raise ValueError(f"{what}: control characters (newline, tab …) are not allowed")
     if value != value.strip():
         raise ValueError(f"{what}: leading or trailing spaces are not allowed")
@@ -403,23 +401,12 @@ def _unaligned(value: str) -> bool:
 # ----------------------------------------------------------------------------- rendering
 
 
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(driver_file("fio", ""))),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # fio job files, not HTML
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+# Job files are read line by line by fio: the renderer refuses a control character.
+_TEMPLATES = Templates.for_driver("fio")
 
 
 def _render(template: str, **values: Any) -> str:
-    text = _env().get_template(template).render(**values)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if _CONTROL_RE.search(line):  # belt and braces: a value slipped past validation
-            raise ConfigError(f"{template}: line {number} has a control character")
-    return text
+    return _TEMPLATES.render(template, **values)
 
 
 def target_size(params: FioParams, own_file: bool) -> str | None:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from vbench.templates import has_control
 from vbench.workloads.base import Finding, Params
 
 # redis-benchmark -t names the mix may use; each process runs exactly one of them.
@@ -27,7 +28,6 @@ MANAGED_CONF = frozenset(
     }
 )  # fmt: skip
 _CONF_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 _NIC = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
@@ -227,7 +227,7 @@ class RedisParams(Params):
                     f"{key} is written by vbench (use persistence / appendfsync / "
                     "server_ports instead)"
                 )
-            if _CONTROL.search(str(value)):
+            if has_control(str(value)):
                 raise ValueError(f"{key}: control characters are not allowed in a value")
         return v
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jinja2
-
 from vbench.errors import ConfigError
-from vbench.resources import driver_file
+from vbench.templates import Templates
 from vbench.workloads.redis_scaleout.params import (
     STATS_OFFSET,
     RedisParams,
@@ -26,7 +23,6 @@ from vbench.workloads.redis_scaleout.params import (
     parse_ports,
 )
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 KEY_FORMAT = "key:%012d"  # redis-benchmark's key:__rand_int__ with -r
 
 
@@ -303,23 +299,12 @@ def preload_streams(params: RedisParams, layout: Layout) -> list[tuple[Endpoint,
 # ----------------------------------------------------------------------------- configs
 
 
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(driver_file("redis", ""))),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # config files, not HTML
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+# HAProxy and redis read a tab as white space; any other control character is refused.
+_TEMPLATES = Templates.for_driver("redis", tabs=True)
 
 
 def _render(template: str, **values: Any) -> str:
-    text = _env().get_template(template).render(**values)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if _CONTROL.search(line.replace("\t", " ")):
-            raise ConfigError(f"{template}: line {number} has a control character")
-    return text
+    return _TEMPLATES.render(template, **values)
 
 
 def conf_value(value: str | int | float | bool) -> str:
