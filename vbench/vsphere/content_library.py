@@ -24,6 +24,7 @@ implemented (vcsim needs a datastore backing). Those paths follow the documented
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
@@ -160,8 +161,9 @@ class RestSession:
             raise self._transport_error(exc) from None
         if r.status_code == 401:
             raise ContentLibraryError(
-                self.label, f"login failed for user {self.target.user!r}: wrong user name or "
-                "password (REST session refused)"
+                self.label,
+                f"login failed for user {self.target.user!r}: wrong user name or "
+                "password (REST session refused)",
             )
         if r.status_code >= 400:
             raise ContentLibraryError(self.label, f"REST login answered HTTP {r.status_code}")
@@ -176,10 +178,9 @@ class RestSession:
     def close(self) -> None:
         """End the session on vCenter (sessions count against its limit) and the pool."""
         if self._session_id is not None:
-            try:
+            # closing anyway on failure: vCenter expires idle sessions itself
+            with contextlib.suppress(httpx.HTTPError):
                 self.http.delete(SESSION, headers=self.headers())
-            except httpx.HTTPError:
-                pass  # closing anyway: vCenter expires idle sessions itself
             self._session_id = None
         self.http.close()
 
@@ -215,9 +216,7 @@ class RestSession:
         for attempt in (0, 1):
             generation = self._generation
             try:
-                r = self.http.request(
-                    method, path, params=query, json=body, headers=self.headers()
-                )
+                r = self.http.request(method, path, params=query, json=body, headers=self.headers())
             except httpx.HTTPError as exc:
                 raise self._transport_error(exc) from None
             if r.status_code == 401 and attempt == 0:

@@ -27,6 +27,7 @@ file holds; a mismatch is an error, never a silently short figure.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -162,15 +163,13 @@ def finish_update_session(s: RestSession, session_id: str, timeout: float) -> No
 
 def drop_update_session(s: RestSession, session_id: str, *, failed: bool) -> None:
     """Mark a session failed (so vCenter discards its partial files), then delete it."""
+    # Either call may find the session already ended or gone (vCenter removes ended
+    # sessions after a while): the delete is what matters.
     if failed:
-        try:
+        with contextlib.suppress(ContentLibraryError):
             s.call("POST", f"{UPDATE_SESSION}/id:{session_id}", action="fail")
-        except ContentLibraryError:
-            pass  # it may already have ended; the delete below is what matters
-    try:
+    with contextlib.suppress(ContentLibraryError):
         s.call("DELETE", f"{UPDATE_SESSION}/id:{session_id}")
-    except ContentLibraryError:
-        pass  # gone already (vCenter removes ended sessions after a while)
 
 
 def _add_file(s: RestSession, session_id: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -184,9 +183,7 @@ def _add_file(s: RestSession, session_id: str, spec: dict[str, Any]) -> dict[str
 def push(s: RestSession, session_id: str, source: Source, *, checksum: bool = True) -> Transfer:
     """Upload ``source`` through the session's PUSH endpoint (streamed)."""
     length = source.length
-    info = _add_file(
-        s, session_id, {"name": source.name, "source_type": "PUSH", "size": length}
-    )
+    info = _add_file(s, session_id, {"name": source.name, "source_type": "PUSH", "size": length})
     uri = (info.get("upload_endpoint") or {}).get("uri")
     if not uri:
         raise ContentLibraryError(s.label, f"add file {source.name!r}: no upload endpoint")
@@ -294,10 +291,8 @@ def open_download_session(s: RestSession, item_id: str) -> str:
 
 
 def drop_download_session(s: RestSession, session_id: str) -> None:
-    try:
+    with contextlib.suppress(ContentLibraryError):  # already gone
         s.call("DELETE", f"{DOWNLOAD_SESSION}/id:{session_id}")
-    except ContentLibraryError:
-        pass  # already gone
 
 
 def _prepared(s: RestSession, session_id: str, name: str, timeout: float) -> dict[str, Any]:
@@ -320,9 +315,7 @@ def _prepared(s: RestSession, session_id: str, name: str, timeout: float) -> dic
     return info
 
 
-def fetch(
-    s: RestSession, uri: str, name: str, dest: Path | None, *, checksum: bool
-) -> Transfer:
+def fetch(s: RestSession, uri: str, name: str, dest: Path | None, *, checksum: bool) -> Transfer:
     """Stream one file to ``dest`` (or count and discard it when ``dest`` is None)."""
     digest = hashlib.sha256() if checksum else None
     got = 0
@@ -373,8 +366,8 @@ def export_item(
             expected = info.get("size") or sizes.get(name)
             if expected is not None and t.bytes != expected:
                 raise ContentLibraryError(
-                    s.label, f"export of {name!r}: received {t.bytes} bytes, the item holds "
-                    f"{expected}"
+                    s.label,
+                    f"export of {name!r}: received {t.bytes} bytes, the item holds {expected}",
                 )
             done.append(t)
         return done
