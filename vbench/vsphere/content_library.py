@@ -359,10 +359,27 @@ def create_subscribed_library(
 
 
 def publish_library(s: RestSession, library_id: str, publish: Mapping[str, Any]) -> Library:
-    """Turn publishing on for a local library; returns it with its publish URL."""
+    """Turn publishing on for an existing local library; returns it with its publish URL.
+
+    The update is read back: vcsim v0.46 accepts the PATCH but ignores ``publish_info``
+    (it publishes only at creation), and a server that did not publish must not pass
+    for one that did."""
     body = {"update_spec": {"publish_info": dict(publish)}}
     s.call("PATCH", f"{LOCAL_LIBRARY}/id:{library_id}", body=body, what="publish library")
-    return get_library(s, library_id)
+    lib = get_library(s, library_id)
+    if not lib.published:
+        raise ContentLibraryError(
+            s.label,
+            f"publish library {lib.name!r}: the update was accepted but the library is still "
+            "not published (vcsim publishes only at creation: create it with publish: true)",
+        )
+    return lib
+
+
+def push_to_subscribers(s: RestSession, library_id: str) -> None:
+    """``~action=publish``: push the library's VM templates to its subscribers (vCenter
+    6.7 U2+ subscriptions)."""
+    s.call("POST", f"{LOCAL_LIBRARY}/id:{library_id}", action="publish", body={})
 
 
 def delete_library(s: RestSession, library_id: str, *, subscribed: bool) -> None:
