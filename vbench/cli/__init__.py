@@ -41,6 +41,10 @@ def _register() -> None:
 
     for command in analysis_cmds.COMMANDS:
         cli.add_command(command)
+    from vbench.cli import plugins_cmds
+
+    for command in plugins_cmds.COMMANDS:
+        cli.add_command(command)
 
 
 _register()

@@ -36,7 +36,11 @@ class ToolParser:
 
 
 def _origin(p: ToolParser) -> str:
-    return p.rows.__module__ if p.rows is not None else p.name
+    if p.rows is not None:
+        return p.rows.__module__
+    # A streaming parser has its command in vbench.cli.parse_cmds, so it is a built-in
+    # one, in the package named after its tool.
+    return f"vbench.parsers.{p.name}"
 
 
 REGISTRY: Registry[ToolParser] = Registry(
