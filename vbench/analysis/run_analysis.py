@@ -14,6 +14,7 @@ from vbench.analysis.figures import RunFigures, build_figures
 from vbench.analysis.qos import QosResult, evaluate_qos, parse_criteria
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD
 from vbench.results.store import Store
+from vbench.results.stored import StoredScenario
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,7 @@ def cv_threshold_of(scenario: Mapping[str, Any]) -> float:
 
 
 def better_overrides(scenario: Mapping[str, Any]) -> dict[str, str]:
-    raw = (scenario.get("report") or {}).get("better") or {}
-    return {str(k): str(v) for k, v in raw.items() if v in ("higher", "lower")}
+    return StoredScenario(scenario).better
 
 
 def analyze(

@@ -17,6 +17,7 @@ from vbench.config.scenario import RegressionSpec
 from vbench.report.data import ReportData
 from vbench.results.collected import collector_warnings
 from vbench.results.store import Store
+from vbench.results.stored import StoredRun
 
 
 def report_data(
@@ -58,11 +59,7 @@ def report_data(
 def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:
     """The metrics the run's report leads with, as stored with the run; for a run stored
     before they were (schema < 3), the scenario's ``report.headline``, else none."""
-    stored = run.get("headline")
-    if stored:
-        return tuple(stored)
-    scenario = run.get("scenario") or {}
-    return tuple((scenario.get("report") or {}).get("headline") or ())
+    return StoredRun.of(run).headline
 
 
 def check_regression(
@@ -173,18 +170,18 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
         f"tags: {', '.join(r.get('tags') or ()) or '-'}  run dir: {r.get('run_dir')}",
         highlight=False,
     )
-    env = r.get("environment") or {}
-    ctl = env.get("controller") or {}
+    env = StoredRun.of(r).environment
+    ctl = env.controller
     console.print(
         f"controller: {ctl.get('hostname')} vbench {ctl.get('vbench_version')} "
         f"python {ctl.get('python')}",
         highlight=False,
     )
-    for name, g in (env.get("guests") or {}).items():
-        tools = ", ".join(f"{k}: {v}" for k, v in (g.get("tools") or {}).items())
+    for g in env.guests:
+        tools = ", ".join(f"{k}: {v}" for k, v in g.tools.items())
         console.print(
-            f"guest {name} ({g.get('address')}): {g.get('kernel')}, "
-            f"{g.get('vcpus')} vCPU, {g.get('cpu_model')}; {tools}",
+            f"guest {g.name} ({g.address}): {g.kernel}, "
+            f"{g.vcpus} vCPU, {g.cpu_model}; {tools}",
             highlight=False,
         )
     if r.get("testbed"):

@@ -22,6 +22,7 @@ from vbench.analysis.figures import factor_order
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
+from vbench.results.stored import StoredRun, StoredScenario
 
 NO_DATA = "no data"
 MISSING = "—"
@@ -50,6 +51,11 @@ class ReportData:
     regression: RegressionResult | None = None
     series: pd.DataFrame | None = None  # collectors' time series, when stored
     others: tuple[ReportData, ...] = ()  # further runs overlaid on this one
+
+    @property
+    def stored(self) -> StoredRun:
+        """The run record, typed (what a renderer should read instead of ``run``)."""
+        return StoredRun.of(self.run)
 
     def analyzed(self) -> RunAnalysis:
         if self.analysis is not None:
@@ -382,14 +388,13 @@ class ReportView:
 
     @property
     def phases(self) -> dict[str, float | None]:
-        ph = self.scenario.get("phases") or {}
-        return {k: _num(ph.get(k)) for k in ("warmup", "steady", "cooldown")}
+        return StoredScenario(self.scenario).phases
 
     @property
     def repeat(self) -> int | None:
-        r = _num(self.scenario.get("repeat"))
+        r = StoredScenario(self.scenario).repeat
         if r is not None:
-            return int(r)
+            return r
         return max((p.total for p in self.points), default=None) or None
 
     def trial_window(self, trial: Mapping[str, Any]) -> float | None:

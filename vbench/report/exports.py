@@ -16,7 +16,7 @@ from vbench.analysis.compare import compare_figures
 from vbench.analysis.figures import better, present
 from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
-from vbench.analysis.run_analysis import RunAnalysis, better_overrides
+from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
 
@@ -62,7 +62,7 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     """One row per (point, metric) and per derived figure, with the trial statistics."""
     f = analysis.figures
     derived = set(analysis.derived.names())
-    cv = (data.run.get("scenario") or {}).get("settings", {}).get("cv_threshold", 0.05)
+    cv = data.stored.scenario.cv_threshold
     rows = []
     for (point, metric), values in sorted(f.values.items()):
         rows.append({
@@ -137,7 +137,7 @@ def to_json(datas: Sequence[ReportData]) -> str:
     doc: dict[str, Any] = {"runs": runs}
     if len(datas) > 1:
         first = datas[0].analyzed()
-        overrides = better_overrides(datas[0].run.get("scenario") or {})
+        overrides = datas[0].stored.scenario.better
         metrics = list(datas[0].headline_metrics) or first.figures.metrics()
         doc["comparisons"] = []
         for other in datas[1:]:
@@ -189,10 +189,10 @@ def _case(suite: ET.Element, classname: str, name: str, failure: str | None,
 def _suite(data: ReportData) -> ET.Element:
     analysis = data.analyzed()
     run = data.run
-    name = f"vbench.{run.get('scenario_name', 'run')}"
-    suite = ET.Element("testsuite", name=name, timestamp=fmt_time(run.get("started")),
-                       hostname=str(((run.get("environment") or {}).get("controller") or {})
-                                    .get("hostname") or ""))
+    stored = data.stored
+    name = f"vbench.{stored.scenario_name or 'run'}"
+    suite = ET.Element("testsuite", name=name, timestamp=fmt_time(stored.started),
+                       hostname=stored.environment.hostname or "")
     props = ET.SubElement(suite, "properties")
     for key in ("run_id", "status", "vbench_version"):
         ET.SubElement(props, "property", name=key, value=str(run.get(key, "")))
@@ -248,7 +248,7 @@ def _md_run(d: ReportData) -> list[str]:
     a = d.analyzed()
     run, f = d.run, a.figures
     ok = sum(1 for t in d.trials if t.get("status") == "ok")
-    title = (run.get("scenario") or {}).get("report", {}).get("title") or run.get("scenario_name")
+    title = d.stored.title
     lines = [
         f"### {_md(title)} — run `{run.get('run_id')}`",
         "",
@@ -259,7 +259,7 @@ def _md_run(d: ReportData) -> list[str]:
     if d.regression is not None:
         lines.append(f"- {d.regression.verdict()}")
     metrics = [m for m in (d.headline_metrics or tuple(f.metrics()[:3])) if m in f.units]
-    overrides = better_overrides(run.get("scenario") or {})
+    overrides = d.stored.scenario.better
     if metrics and f.points:
         lines += ["", "| point | " + " | ".join(
             f"{_md(m)} ({_md(f.units.get(m) or '-')}, {better(m, f.units.get(m, ''), overrides)}"

@@ -168,8 +168,7 @@ def _headline_chart(
         else "no 95 % CI (fewer than 2 trials)"
     )
     spec = next(
-        (c for c in (view.scenario.get("report") or {}).get("charts") or []
-         if c.get("metric") == metric and c.get("x")),
+        (c for c in view.data.stored.scenario.charts if c.get("metric") == metric and c.get("x")),
         None,
     )
     svg, shows = draw_series(series, view.factors, ids, mode=mode,

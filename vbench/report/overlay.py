@@ -14,11 +14,12 @@ from vbench.analysis.stats import summarize
 from vbench.report.chartplan import ChartIds, whiskers
 from vbench.report.charts import Bar, grouped_bar_chart_svg
 from vbench.report.data import MISSING, fmt_mean_ci, fmt_time
+from vbench.results.stored import StoredRun
 
 
 def run_label(run: Mapping[str, Any]) -> str:
     version = run.get("vbench_version")
-    lab = (run.get("lab") or {}).get("name")
+    lab = StoredRun.of(run).lab_name
     extra = ", ".join(x for x in (str(lab) if lab else "", f"vbench {version}" if version else "")
                       if x)
     return f"{run.get('run_id', '?')}" + (f" ({extra})" if extra else "")

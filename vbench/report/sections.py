@@ -109,25 +109,22 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str]) -> list[dict[s
 
 
 def scenario_section(view: ReportView) -> dict[str, Any]:
-    sc = view.scenario
-    workload = sc.get("workload") or {}
-    factors = []
-    for name, f in (sc.get("factors") or {}).items():
-        levels = [str(lv.get("label")) for lv in (f or {}).get("levels") or []]
-        path = (f or {}).get("path") or f"workload.params.{name}"
-        factors.append({"name": name, "levels": ", ".join(levels), "path": path})
-    topology = [
-        {"group": g, "count": str((spec or {}).get("count", 1)),
-         "nodes": ", ".join((spec or {}).get("nodes") or []) or MISSING}
-        for g, spec in (sc.get("topology") or {}).items()
+    stored = view.data.stored
+    sc = stored.scenario
+    factors = [
+        {"name": f.name, "levels": ", ".join(f.levels), "path": f.path} for f in sc.factors
     ]
-    params = [(str(k), scalar_text(v)) for k, v in (workload.get("params") or {}).items()]
+    topology = [
+        {"group": g.name, "count": str(g.count), "nodes": ", ".join(g.nodes) or MISSING}
+        for g in sc.topology
+    ]
+    params = [(str(k), scalar_text(v)) for k, v in sc.params.items()]
     n_points = len(view.points)
     ran = sum(p.total for p in view.points)
     return {
-        "name": str(sc.get("name") or view.data.run.get("scenario_name") or MISSING),
-        "description": str(sc.get("description") or "").strip(),
-        "driver": str(workload.get("driver") or MISSING),
+        "name": sc.name or stored.scenario_name or MISSING,
+        "description": sc.description,
+        "driver": sc.driver or MISSING,
         "params": params,
         "factors": factors,
         "topology": topology,
@@ -279,20 +276,19 @@ def regression_section(reg: RegressionResult | None) -> dict[str, Any] | None:
 def extra_warnings(view: ReportView, analysis: RunAnalysis) -> list[str]:
     """Clock offsets, collectors that produced nothing, declarations not honoured."""
     out = list(analysis.problems)
-    env = view.data.run.get("environment") or {}
-    for name, g in (env.get("guests") or {}).items():
-        off = (g or {}).get("clock_offset_s")
-        if isinstance(off, int | float) and math.isfinite(off) and abs(off) > CLOCK_OFFSET_WARN_S:
-            out.append(f"Clock of guest {name} is {off:+.3f} s off the controller's: "
+    stored = view.data.stored
+    for g in stored.environment.guests:
+        off = g.clock_offset_s
+        if off is not None and math.isfinite(off) and abs(off) > CLOCK_OFFSET_WARN_S:
+            out.append(f"Clock of guest {g.name} is {off:+.3f} s off the controller's: "
                        "guest-side timestamps are shifted by that much.")
-        elif off is None and g and "clock_offset_s" in g:
-            out.append(f"Clock offset of guest {name} could not be measured.")
+        elif not g.clock_offset_measured:
+            out.append(f"Clock offset of guest {g.name} could not be measured.")
     sources = set()
     if not view.data.samples.empty and "source" in view.data.samples:
         sources = set(view.data.samples["source"].dropna().astype(str))
-    for c in view.scenario.get("collectors") or []:
-        kind = str((c or {}).get("kind"))
-        if kind and kind not in sources:
+    for kind in stored.scenario.collector_kinds:
+        if kind not in sources:
             out.append(f"Collector {kind} produced no sample in this run.")
     return out
 
@@ -301,16 +297,15 @@ def extra_warnings(view: ReportView, analysis: RunAnalysis) -> list[str]:
 
 
 def footer(view: ReportView) -> dict[str, str]:
-    run = view.data.run
-    env = run.get("environment") or {}
-    ctl = env.get("controller") or {}
+    run = view.data.stored
+    ctl = run.environment.controller
     sc = view.scenario
     return {
         "version": __version__,
-        "run_version": str(run.get("vbench_version") or ctl.get("vbench_version") or MISSING),
+        "run_version": str(run.vbench_version or ctl.get("vbench_version") or MISSING),
         "scenario_hash": scenario_hash(sc) if sc else MISSING,
         "measurement_hash": measurement_hash(sc) if sc else MISSING,
-        "command": str(ctl.get("command") or MISSING),
-        "lab_fingerprint": str(run.get("lab_fingerprint") or MISSING),
-        "rerender": f"vbench report {run.get('run_id', 'RUN_ID')} -o report.html",
+        "command": run.environment.command or MISSING,
+        "lab_fingerprint": run.lab_fingerprint or MISSING,
+        "rerender": f"vbench report {run.run_id or 'RUN_ID'} -o report.html",
     }
