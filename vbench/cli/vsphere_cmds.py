@@ -135,24 +135,31 @@ def _run_dir(store: Any, results_dir: Path, run_id: str) -> tuple[str, Path]:
 
 
 def cleanup_run(lab: Any, run_id: str, run_dir: Path, include_kept: bool) -> Any:
-    from vbench.vsphere.cleanup import CleanupReport, cleanup_items
+    from vbench.vsphere.cleanup import cleanup_journal
     from vbench.vsphere.connection import SessionPool
     from vbench.vsphere.journal import Journal, pending
     from vbench.vsphere.tasks import Watcher
+    from vbench.workloads.base import REGISTRY
 
     journal = Journal.in_run_dir(run_dir)
     todo = pending(journal.read())
-    report = CleanupReport()
+    # Workload plugins register the destroyers of the kinds they create at import.
+    REGISTRY.loaded()
+    watchers: dict[str, Any] = {}
     with SessionPool.for_lab(lab) as sessions:
-        for vc in dict.fromkeys(i.vcenter for i in todo):
-            session = sessions.get(vc)
-            with Watcher(session) as watcher:
-                report.merge(
-                    cleanup_items(
-                        session, watcher, journal, run_id, todo, include_kept=include_kept
-                    )
-                )
-    return report
+
+        def watcher_for(vc: str) -> Any:
+            if vc not in watchers:
+                watchers[vc] = Watcher(sessions.get(vc))
+            return watchers[vc]
+
+        try:
+            return cleanup_journal(
+                sessions.get, watcher_for, journal, run_id, todo, include_kept=include_kept
+            )
+        finally:
+            for w in watchers.values():
+                w.close()
 
 
 def _print_report(report: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -43,7 +43,7 @@ class TrialContext(Protocol):
     point: int
     trial: int
     raw_dir: Path
-    extra: dict[str, Any]
+    groups: Mapping[str, Sequence[str]]  # topology group -> the trial's guest names
     log: Callable[..., None]
 
     def all_guests(self) -> list[Guest]: ...
@@ -196,7 +196,7 @@ def guest_targets(spec: CollectorSpec, ctx: TrialContext) -> list[Target]:
     guests = {g.name: g for g in ctx.all_guests()}
     if not spec.targets:
         return [Target(n, "guest", g) for n, g in guests.items()]
-    by_group: dict[str, list[str]] = ctx.extra.get("groups", {})
+    by_group = ctx.groups
     out: dict[str, Guest] = {}
     for item in spec.targets:
         names = by_group.get(item, [item])

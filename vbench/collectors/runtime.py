@@ -122,10 +122,6 @@ class CollectorRuntime:
 
     def trial(self, ctx: TrialContext, point: PlannedPoint) -> TrialCollectors:
         """The collectors of one trial of ``point`` (``ctx`` is the workload's context)."""
-        groups: dict[str, list[str]] = {}
-        for role, names in point.guests.items():
-            groups.setdefault(point.roles.get(role, role), []).extend(names)
-        ctx.extra.setdefault("groups", groups)
         planned = point.warmup + point.steady + point.cooldown
         return TrialCollectors(self, ctx, planned)
 

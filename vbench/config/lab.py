@@ -113,12 +113,18 @@ class EsxiHost(SshEndpoint):
 
 
 class Profile(Strict):
-    """A lab variant a factor level can switch to (another vCenter, datastore, network)."""
+    """A lab variant a factor level switches to: for the points at that level, `vm:`
+    groups are placed (and a vCenter workload works) in this vCenter, datacenter,
+    cluster, resource pool, folder, datastore and network; `nodes` swaps guests."""
 
     description: str = ""
-    vcenter: str | None = None
-    datastore: str | None = None
-    network: str | None = None
+    vcenter: str | None = Field(None, description="vCenter (name in `vcenters`)")
+    datacenter: str | None = Field(None, description="datacenter (default: the vCenter's)")
+    cluster: str | None = Field(None, description="cluster for `vm:` groups")
+    resource_pool: str | None = Field(None, description="resource pool for `vm:` groups")
+    folder: str | None = Field(None, description="VM folder for `vm:` groups")
+    datastore: str | None = Field(None, description="datastore for `vm:` groups")
+    network: str | None = Field(None, description="port group of the first vNIC")
     nodes: dict[str, str] = Field(
         default_factory=dict, description="node name -> replacement node name"
     )
@@ -170,6 +176,12 @@ class Lab(Strict):
         for name, vc in self.vcenters.items():
             if vc.simulator is not None and not _loopback_url(vc.url):
                 raise ValueError(f"vcenter {name}: a simulator needs a loopback url (127.x)")
+        for name, prof in self.profiles.items():
+            if prof.vcenter and prof.vcenter not in self.vcenters:
+                raise ValueError(f"profile {name}: vcenter {prof.vcenter!r} is not in vcenters")
+            for old, new in prof.nodes.items():
+                if new not in self.nodes:
+                    raise ValueError(f"profile {name}: node {new!r} (for {old}) is not in nodes")
         for key, target in self.address_map.items():
             if not re.match(r"^[^\s:]+(:\d{1,5})?$", target):
                 raise ValueError(f"address_map {key}: {target!r} is not host or host:port")

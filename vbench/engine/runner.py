@@ -23,6 +23,7 @@ from vbench.guest.ssh import GuestPool
 from vbench.results.records import PhaseTimes, Sample, TrialResult
 from vbench.results.rundir import RunDir
 from vbench.results.store import Store
+from vbench.vsphere.resources import VSphereResources
 from vbench.workloads.base import TrialContext
 
 _PHASE_ORDER = ("prepare", "warmup", "steady", "cooldown", "collect", "teardown")
@@ -65,9 +66,12 @@ class Engine:
         progress: ProgressSink | None = None,
         cancel: threading.Event | None = None,
         collectors: CollectorRuntime | None = None,
+        resources: Callable[[PlannedPoint], VSphereResources | None] | None = None,
     ) -> None:
         self.plan, self.pool, self.store, self.rundir = plan, pool, store, rundir
         self.collectors = collectors
+        # The vCenter resources of a point (its profile's vCenter): engine/vsphere_run.py.
+        self.resources = resources
         self.run_id = run_id
         self.fail_fast = fail_fast
         self.progress = progress or ProgressSink()
@@ -193,6 +197,9 @@ class Engine:
         self, point: PlannedPoint, trial: int, marks: dict[str, float], cancel: threading.Event
     ) -> TrialContext:
         guests = {role: [self.pool.get(n) for n in names] for role, names in point.guests.items()}
+        groups: dict[str, list[str]] = {}
+        for role, names in point.guests.items():
+            groups.setdefault(point.roles.get(role, role), []).extend(names)
 
         def mark(name: str) -> None:
             key = name if name.endswith(("_start", "_end")) else f"{name}_start"
@@ -217,6 +224,8 @@ class Engine:
             mark=mark,
             log=self.rundir.log,
             max_parallel=self.plan.scenario.settings.max_parallel,
+            groups=groups,
+            vsphere=self.resources(point) if self.resources is not None else None,
         )
 
     def _watchdog(

@@ -169,6 +169,7 @@ def execute(
             progress=progress,
             cancel=cancel,
             collectors=collectors,
+            resources=lambda point: vsphere.resources(point.profiles),
         )
         outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
@@ -210,6 +211,7 @@ def _vsphere_run(
         plan.groups,
         cancel=cancel,
         notice=notice,
+        workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
     )
 
 

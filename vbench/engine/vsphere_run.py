@@ -1,8 +1,15 @@
 """The vSphere side of one `vbench run`: preflight, provisioning, testbed, cleanup.
 
 The engine calls, in order: :meth:`VSphereRun.preflight` (before anything is touched),
-:meth:`provision` (after the run directory exists; returns the guests), :meth:`testbed`,
-and — always, in a ``finally`` — :meth:`cleanup` and :meth:`close`.
+:meth:`provision` (after the run directory exists; opens the journal and returns the
+guests), :meth:`testbed`, :meth:`resources` for each point's trials, and — always, in a
+``finally`` — :meth:`cleanup` and :meth:`close`.
+
+The run is *active* when a `vm:` group is provisioned or when a driver acting on vCenter
+(``Workload.needs_vcenter``) runs: then the vCenters its points' profiles select are
+checked, logged in to once (one :class:`SessionPool`), watched through one shared
+:class:`Watcher` each, and everything created — by provisioning or by a workload
+through its resources — is journaled and removed at the end.
 """
 
 from __future__ import annotations
@@ -14,14 +21,20 @@ from typing import Any
 
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario, VmSpec
+from vbench.errors import ConfigError
 from vbench.guest.labspec import vm_guest_spec
 from vbench.guest.spec import GuestSpec
 from vbench.vsphere.checks import Check, first_failure, vsphere_checks
-from vbench.vsphere.cleanup import CleanupReport, cleanup_items
+from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool
 from vbench.vsphere.inventory import Inventory
 from vbench.vsphere.journal import Journal, pending
 from vbench.vsphere.provision import ProvisionedVm, Provisioner
+from vbench.vsphere.resources import (
+    RunResources,
+    VSphereResources,
+    point_placement,
+)
 from vbench.vsphere.specs import plan_requests
 from vbench.vsphere.tasks import Watcher
 from vbench.vsphere.testbed import capture_testbed, merge_testbeds
@@ -39,9 +52,14 @@ class VSphereRun:
         *,
         cancel: threading.Event | None = None,
         notice: Notice | None = None,
+        workload_profiles: Sequence[Sequence[str]] = (),
     ) -> None:
         self.scenario, self.lab = scenario, lab
         self.group_vcenters = dict(group_vcenters)
+        # vCenters a driver with needs_vcenter works in (its points' profiles select them).
+        self.workload_vcenters = tuple(
+            dict.fromkeys(self._vcenter_of(p) for p in workload_profiles)
+        )
         self.group_guests = {g: tuple(n) for g, n in group_guests.items()}
         self.cancel = cancel or threading.Event()
         self.notice = notice or (lambda _m: None)
@@ -53,10 +71,27 @@ class VSphereRun:
         self.journal: Journal | None = None
         self.run_id: str | None = None
         self.vms: list[ProvisionedVm] = []
+        self.run_resources: RunResources | None = None
+        self._watchers: dict[str, Watcher] = {}
+        self._watch_lock = threading.Lock()
 
     @property
     def active(self) -> bool:
-        return bool(self.group_vcenters)
+        return bool(self.group_vcenters or self.workload_vcenters)
+
+    @property
+    def vcenters(self) -> list[str]:
+        """Every vCenter this run works in, groups' first."""
+        return list(dict.fromkeys([*self.group_vcenters.values(), *self.workload_vcenters]))
+
+    def watcher(self, vcenter: str) -> Watcher:
+        """The run's one task watcher of ``vcenter`` (shared by provisioning, workloads
+        and cleanup)."""
+        with self._watch_lock:
+            w = self._watchers.get(vcenter)
+            if w is None:
+                w = self._watchers[vcenter] = Watcher(self.sessions.get(vcenter))
+            return w
 
     def preflight(self) -> None:
         """Connect, check privileges, names and capacity; LabError on the first failure."""
@@ -70,6 +105,7 @@ class VSphereRun:
             self.group_vcenters,
             counts,
             all_vcenters=False,
+            extra_vcenters=self.workload_vcenters,
         )
         error = first_failure(self.checks)
         if error is not None:
@@ -82,6 +118,11 @@ class VSphereRun:
         self.run_id = run_id
         self.journal = Journal.in_run_dir(run_dir)
         self.journal.open(run_id)
+        self.run_resources = RunResources(
+            self.lab, self.sessions, self.watcher, self.journal, run_id, self.cancel
+        )
+        if not self.group_vcenters:
+            return {}
         specs: dict[str, VmSpec] = {}
         for g in self.group_vcenters:
             spec = self.scenario.topology[g].vm
@@ -98,6 +139,7 @@ class VSphereRun:
             parallel=self.parallel,
             cancel=self.cancel,
             notice=self.notice,
+            watcher_for=self.watcher,
         )
         self.vms = self.provisioner.provision(requests)
         return {vm.guest: vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip) for vm in self.vms}
@@ -107,10 +149,12 @@ class VSphereRun:
         if not self.active:
             return None
         parts = []
-        for vc in dict.fromkeys(self.group_vcenters.values()):
+        for vc in self.vcenters:
             session = self.sessions.get(vc)
             refs = [v.ref for v in self.vms if v.vcenter == vc and v.ref is not None]
             inv = self.inventories.get(vc)
+            if inv is None and self.run_resources is not None:
+                inv = self.run_resources.inventory(vc)
             hosts = []
             if inv is not None:
                 wanted = {n for n, h in self.lab.hosts.items() if (h.vcenter or vc) == vc}
@@ -118,35 +162,53 @@ class VSphereRun:
             parts.append(capture_testbed(session, refs, hosts))
         return merge_testbeds(parts)
 
+    def resources(self, profiles: Sequence[str] = ()) -> VSphereResources | None:
+        """What a point's trials may use of vCenter (None when the run reaches none)."""
+        if self.run_resources is None:
+            return None
+        placement = point_placement(self.lab, profiles, self._default_vcenter())
+        if placement is None:
+            return None
+        return self.run_resources.for_point(placement)
+
+    def _default_vcenter(self) -> str | None:
+        """A point's vCenter when its profile names none: the lab's only one, else the
+        only one the run's `vm:` groups use."""
+        for names in (list(self.lab.vcenters), list(dict.fromkeys(self.group_vcenters.values()))):
+            if len(names) == 1:
+                return names[0]
+        return None
+
+    def _vcenter_of(self, profiles: Sequence[str]) -> str:
+        placement = point_placement(self.lab, profiles, self._default_vcenter())
+        if placement is None:
+            known = ", ".join(self.lab.vcenters) or "none"
+            raise ConfigError(
+                f"the driver works in vCenter but no vCenter is chosen for a point with "
+                f"profiles [{', '.join(profiles)}] (lab vcenters: {known}): select one with "
+                "a profile's `vcenter:`"
+            )
+        return placement.vcenter
+
     def cleanup(self) -> CleanupReport:
         """Destroy what this run created (journal order reversed); keeps `keep:` VMs."""
-        report = CleanupReport()
         if self.journal is None or self.run_id is None:
-            return report
+            return CleanupReport()
         todo = pending(self.journal.read())
-        for vc in dict.fromkeys(i.vcenter for i in todo):
-            session = self.sessions.get(vc)
-            watchers = self.provisioner.watchers() if self.provisioner else {}
-            watcher = watchers.get(vc)
-            own = watcher is None
-            watcher = watcher or Watcher(session)
-            try:
-                report.merge(
-                    cleanup_items(
-                        session,
-                        watcher,
-                        self.journal,
-                        self.run_id,
-                        todo,
-                        parallel=self.parallel,
-                    )
-                )
-            finally:
-                if own:
-                    watcher.close()
-        return report
+        return cleanup_journal(
+            self.sessions.get,
+            self.watcher,
+            self.journal,
+            self.run_id,
+            todo,
+            parallel=self.parallel,
+        )
 
     def close(self) -> None:
         if self.provisioner is not None:
             self.provisioner.close()
+        with self._watch_lock:
+            watchers, self._watchers = list(self._watchers.values()), {}
+        for w in watchers:
+            w.close()
         self.sessions.close()

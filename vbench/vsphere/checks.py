@@ -224,10 +224,13 @@ def vsphere_checks(
     counts: Mapping[str, int] | None = None,
     *,
     all_vcenters: bool = True,
+    extra_vcenters: Sequence[str] = (),
 ) -> tuple[list[Check], dict[str, Inventory]]:
-    """Every vSphere check; the inventories read on the way are returned for reuse."""
+    """Every vSphere check; the inventories read on the way are returned for reuse.
+    ``extra_vcenters``: vCenters a workload works in (connection checked)."""
     by_vc = vm_groups_by_vcenter(scenario, group_vcenters or {}) if scenario else {}
-    names = list(lab.vcenters) if all_vcenters else list(by_vc)
+    wanted = [*by_vc, *extra_vcenters]
+    names = list(lab.vcenters) if all_vcenters else list(dict.fromkeys(wanted))
     checks: list[Check] = []
     inventories: dict[str, Inventory] = {}
     for name in names:

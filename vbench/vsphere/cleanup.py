@@ -28,9 +28,17 @@ from pyVmomi import vim
 
 from vbench.errors import LabError
 from vbench.vsphere.connection import VSphereSession
+from vbench.vsphere.destroyers import DestroyRequest, destroyer_for
 from vbench.vsphere.faults import fault_text
 from vbench.vsphere.inventory import Obj, retrieve, retrieve_refs
-from vbench.vsphere.journal import JOURNAL_FILE, Journal, JournalItem, opened_by, parse_lines
+from vbench.vsphere.journal import (
+    JOURNAL_FILE,
+    VM_KIND,
+    Journal,
+    JournalItem,
+    opened_by,
+    parse_lines,
+)
 from vbench.vsphere.simulator import pid_alive
 from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX
 from vbench.vsphere.tasks import TaskFailed, Watcher, task_done, wait_future
@@ -153,7 +161,7 @@ def cleanup_items(
 ) -> CleanupReport:
     """Power off and destroy the journal's pending VMs of one vCenter, newest first."""
     report = CleanupReport()
-    items = [i for i in items if i.vcenter == session.target.name]
+    items = [i for i in items if i.vcenter == session.target.name and i.kind == VM_KIND]
     if not items:
         return report
     # A clone the killed run saw start but not end made a VM that may carry no mark yet
@@ -266,6 +274,91 @@ def remove_vms(
     return list(reversed(results))
 
 
+# --- every kind, in reverse order -------------------------------------------------------
+
+
+def cleanup_journal(
+    session_for: Callable[[str], VSphereSession],
+    watcher_for: Callable[[str], Watcher],
+    journal: Journal,
+    run_id: str,
+    items: Sequence[JournalItem],
+    *,
+    parallel: int = 8,
+    include_kept: bool = False,
+) -> CleanupReport:
+    """Remove every pending object of the journal, the last created first: a run of VMs
+    of one vCenter goes together (in parallel, newest first), any other kind through its
+    registered destroyer (see :mod:`vbench.vsphere.destroyers`). A snapshot is thus gone
+    before its VM, a library item before its library."""
+    report = CleanupReport()
+    for vcenter, kind, batch in _segments(items):
+        try:
+            session, watcher = session_for(vcenter), watcher_for(vcenter)
+        except LabError as exc:
+            report.errors.extend(f"{i.kind} {i.name}: {exc}" for i in batch)
+            continue
+        if kind == VM_KIND:
+            report.merge(
+                cleanup_items(
+                    session,
+                    watcher,
+                    journal,
+                    run_id,
+                    batch,
+                    parallel=parallel,
+                    include_kept=include_kept,
+                )
+            )
+            continue
+        for item in reversed(batch):
+            _destroy_one(DestroyRequest(session, watcher, item, run_id), journal, report,
+                         include_kept)
+    return report
+
+
+def _segments(items: Sequence[JournalItem]) -> list[tuple[str, str, list[JournalItem]]]:
+    """Reverse intent order, in runs of one (vCenter, kind); each run in intent order."""
+    out: list[tuple[str, str, list[JournalItem]]] = []
+    for item in reversed(items):
+        if out and out[-1][0] == item.vcenter and out[-1][1] == item.kind:
+            out[-1][2].insert(0, item)
+        else:
+            out.append((item.vcenter, item.kind, [item]))
+    return out
+
+
+def _destroy_one(
+    req: DestroyRequest, journal: Journal, report: CleanupReport, include_kept: bool
+) -> None:
+    item = req.item
+    where = {"vcenter": item.vcenter, "name": item.name, "kind": item.kind}
+    label = f"{item.kind} {item.name}"
+    if item.keep and not include_kept:
+        journal.write("kept", **where)
+        report.kept.append(label)
+        return
+    destroyer = destroyer_for(item.kind)
+    if destroyer is None:
+        origin = item.data.get("plugin")
+        report.errors.append(
+            f"{label}: no destroyer for kind {item.kind!r}"
+            + (f" (registered by {origin}: is it installed?)" if origin else "")
+        )
+        return
+    try:
+        outcome = destroyer(req)
+    except Exception as exc:
+        report.errors.append(f"{label}: {fault_text(exc)}")
+        return
+    if outcome == "missing":
+        journal.write("missing", **where)
+        report.missing.append(label)
+    else:
+        journal.write("destroyed", **where)
+        report.destroyed.append(label)
+
+
 # --- orphans ---------------------------------------------------------------------------
 
 
@@ -348,3 +441,25 @@ def journal_says_alive(run_dir: Path) -> bool | None:
         return pid_alive(int(opened.get("pid", -1)))
     except (TypeError, ValueError):
         return None
+
+
+def remove_orphan_vms(lab: Any, orphans: Sequence[Any]) -> list[str]:
+    """Destroy marked VMs whose run is gone (``vbench cleanup --orphans --yes``); each
+    orphan has ``vcenter``, ``moid``, ``name`` and ``power``. An error text per failure."""
+    from vbench.vsphere.connection import SessionPool
+
+    errors: list[str] = []
+    with SessionPool.for_lab(lab) as sessions:
+        for vc in dict.fromkeys(o.vcenter for o in orphans):
+            session = sessions.get(vc)
+            objs = [
+                Obj(
+                    vim.VirtualMachine(o.moid, session.stub),
+                    {"name": o.name, "runtime.powerState": o.power},
+                )
+                for o in orphans
+                if o.vcenter == vc
+            ]
+            with Watcher(session) as watcher:
+                errors += [e for e in remove_vms(session, watcher, objs) if e]
+    return errors

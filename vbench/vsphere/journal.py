@@ -13,6 +13,11 @@ for ``vbench cleanup RUN_ID`` to finish the job::
     {"ts": .., "event": "task", "vcenter": "vc1", "name": .., "op": "power on", "task": "task-51"}
     {"ts": .., "event": "destroyed" | "missing" | "kept" | "failed", "vcenter": .., "name": ..}
 
+An object of another kind (a snapshot, a content library, a library item, a
+subscription…) carries ``"kind"`` on every entry about it (no ``kind`` means a VM) and
+what its destroyer needs in ``"data"``; ``created`` names it by ``moid`` (a managed
+object id, or the REST id of a REST-side object). See :mod:`vbench.vsphere.resources`.
+
 ``call``/``task`` announce each later step on a created VM (reconfigure, customize, power
 on) and the task vCenter returned for it. Cleanup waits for those tasks — and for a call
 that was in flight when the process died — before destroying the VM: vCenter refuses to
@@ -31,7 +36,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,7 @@ from vbench.errors import StoreError
 
 JOURNAL_FILE = "vsphere-journal.jsonl"
 FINAL = frozenset({"destroyed", "missing", "kept"})
+VM_KIND = "vm"
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class JournalItem:
     since: float | None = None  # when the intent was written
     step_tasks: tuple[str, ...] = ()  # tasks of later steps on the created VM
     open_call: float | None = None  # when a step call was made that returned no task yet
+    kind: str = VM_KIND  # what it is: "vm", "snapshot", "library", … (a destroyer per kind)
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False)  # for its destroyer
 
 
 def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
@@ -75,21 +83,25 @@ def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
 
 def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
     """Every intended object in intent order, folded with what happened to it later."""
-    by_key: dict[tuple[str, str], JournalItem] = {}
+    by_key: dict[tuple[str, str, str], JournalItem] = {}
     for e in entries:
         ev, vc, name = e.get("event"), e.get("vcenter"), e.get("name")
         if not vc or not name:
             continue
-        key = (str(vc), str(name))
+        kind = str(e.get("kind") or VM_KIND)
+        key = (str(vc), kind, str(name))
         cur = by_key.get(key)
         if ev == "intent":
             ts = e.get("ts")
+            data = e.get("data")
             by_key[key] = JournalItem(
                 str(vc),
                 str(name),
                 str(e.get("action", "clone")),
                 keep=bool(e.get("keep")),
                 since=float(ts) if isinstance(ts, int | float) else None,
+                kind=kind,
+                data=dict(data) if isinstance(data, dict) else {},
             )
             continue
         if cur is None:

@@ -101,8 +101,11 @@ class Provisioner:
         parallel: int = 8,
         cancel: threading.Event | None = None,
         notice: Notice | None = None,
+        watcher_for: Callable[[str], Watcher] | None = None,
     ) -> None:
         self.sessions, self.lab, self.journal, self.run_id = sessions, lab, journal, run_id
+        # The run's shared watchers when given (closed by their owner), else our own.
+        self._watcher_for = watcher_for
         self.parallel = max(1, parallel)
         self.cancel = cancel or threading.Event()
         self.notice = notice or (lambda _m: None)
@@ -120,7 +123,8 @@ class Provisioner:
         st = self._vcs.get(vcenter)
         if st is None:
             session = self.sessions.get(vcenter)
-            st = _VcState(session, Watcher(session), Inventory.load(session))
+            watcher = self._watcher_for(vcenter) if self._watcher_for else Watcher(session)
+            st = _VcState(session, watcher, Inventory.load(session))
             pool = self.lab.vcenters[vcenter].ip_pool
             if pool is not None:
                 used = {o.get("guest.ipAddress") for o in st.inventory.candidates("vm")}
@@ -132,8 +136,9 @@ class Provisioner:
         return {name: st.watcher for name, st in self._vcs.items()}
 
     def close(self) -> None:
-        for st in self._vcs.values():
-            st.watcher.close()
+        if self._watcher_for is None:
+            for st in self._vcs.values():
+                st.watcher.close()
 
     # --- the run's VMs -----------------------------------------------------------------
     def provision(self, requests: Sequence[VmRequest]) -> list[ProvisionedVm]:

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ConfigDict
 
@@ -30,6 +30,7 @@ from vbench.plugins import Registry
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
+    from vbench.vsphere.resources import VSphereResources
 
 
 class Params(Strict):
@@ -61,7 +62,15 @@ class PlannedCommand:
 
 @dataclass
 class TrialContext:
-    """Everything a driver may use during one trial."""
+    """Everything a driver may use during one trial.
+
+    ``groups``: topology group -> the trial's guest names in it (role bindings applied).
+    ``vsphere``: the run's vCenter resources for this point — its profile's vCenter
+    session(s), inventory, the shared task watcher, and creating objects that are
+    journaled first and removed at the end of the run whatever happens (see
+    :mod:`vbench.vsphere.resources`); ``None`` when the run reaches no vCenter. A driver
+    that acts on vCenter without `vm:` groups sets ``needs_vcenter = True``.
+    """
 
     run_id: str
     point: int
@@ -76,7 +85,8 @@ class TrialContext:
     mark: Callable[[str], None]  # mark("warmup_start" | "steady_start" | "steady_end")
     log: Callable[..., None]  # log(event, **fields) to the run's JSON-lines log
     max_parallel: int = 16
-    extra: dict[str, Any] = field(default_factory=dict)
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    vsphere: VSphereResources | None = None
 
     def all_guests(self) -> list[Guest]:
         seen: dict[str, Guest] = {}
@@ -105,6 +115,9 @@ class Workload(ABC):
     required_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # Metrics a report leads with, in order (first is the headline figure).
     headline_metrics: ClassVar[tuple[str, ...]] = ()
+    # The driver acts on vCenter itself (ctx.vsphere): the run opens the vCenter of each
+    # point's lab profile even when no `vm:` group is provisioned.
+    needs_vcenter: ClassVar[bool] = False
 
     def __init__(self, params: Params) -> None:
         self.params = params
