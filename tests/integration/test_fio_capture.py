@@ -4,6 +4,7 @@ distinct data stream per guest)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import subprocess
@@ -233,8 +234,15 @@ def test_driver_reports_a_failing_fio_with_its_log(guest_pool: GuestPool, tmp_pa
 def test_driver_stops_on_cancel_during_warmup(guest_pool: GuestPool, tmp_path: Path) -> None:
     driver = FioWorkload(FioParams(size="4m", ioengine="psync", direct=False))
     ctx, marks = trial_context(guest_pool, tmp_path, warmup=30.0, steady=30.0)
+    record = ctx.mark
+
+    def mark(name: str) -> None:  # cancel as soon as the warm-up has begun
+        record(name)
+        if name == "warmup_start":
+            ctx.cancel.set()
+
+    ctx = dataclasses.replace(ctx, mark=mark)
     driver.prepare(ctx)
-    threading.Timer(0.5, ctx.cancel.set).start()
     started = time.monotonic()
     with pytest.raises(Interrupted):
         driver.run(ctx)

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from tests.conftest import LocalGuests
+from tests.e2e.helpers import wait_for
 from vbench.errors import GuestError
 from vbench.guest.ssh import Guest, GuestPool
 
@@ -41,10 +42,8 @@ def test_start_records_exit_status_and_output(guest_pool: GuestPool, log: str) -
 def test_kill_removes_the_whole_process_group(guest_pool: GuestPool, log: str) -> None:
     g = guest_pool.get("guest1")
     proc = g.start(["sh", "-c", "sleep 301 & sleep 302 & wait"], log=log)
-    deadline = time.monotonic() + 5
-    while len(_group_members(g, proc.pid)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(_group_members(g, proc.pid)) >= 3  # setsid sh, sh, two sleeps
+    # setsid sh, sh, two sleeps
+    wait_for(lambda: len(_group_members(g, proc.pid)) >= 3, 60, "the whole group to start")
     assert proc.is_running()
     proc.kill(grace=2)
     assert _group_members(g, proc.pid) == []
@@ -56,7 +55,8 @@ def test_kill_escalates_when_term_is_ignored(guest_pool: GuestPool, log: str) ->
     g = guest_pool.get("guest1")
     # An ignored signal stays ignored across exec, so sleep ignores TERM too.
     proc = g.start(["sh", "-c", "trap '' TERM; sleep 303; sleep 304"], log=log)
-    time.sleep(0.2)
+    # The trap is set once the first sleep runs: wait for it, not for a guessed delay.
+    wait_for(lambda: "sleep 303" in _group_members(g, proc.pid), 60, "the trap to be set")
     started = time.monotonic()
     proc.kill(grace=0.5)
     assert time.monotonic() - started >= 0.5
@@ -109,6 +109,14 @@ def test_lost_connection_during_wait_is_a_guest_error(
         session_pid = int(g.run_script("echo $PPID").stdout)  # sshd's process for g
         proc = g.start(["sleep", "310"], log=log)
         errors: list[BaseException] = []
+        probing = threading.Event()
+        probe = proc._probe
+
+        def first_probe():  # type: ignore[no-untyped-def]
+            probing.set()
+            return probe()
+
+        proc._probe = first_probe  # type: ignore[method-assign]
 
         def waiter() -> None:
             try:
@@ -118,7 +126,7 @@ def test_lost_connection_during_wait_is_a_guest_error(
 
         t = threading.Thread(target=waiter)
         t.start()
-        time.sleep(0.3)
+        wait_for(probing.is_set, 60, "the wait to be polling")  # then lose its connection
         other.get("guest1").run(["kill", "-KILL", str(session_pid)])
         t.join(10)
         assert not t.is_alive()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port, missing_peer
+from tests.e2e.helpers import wait_for
 from vbench.parsers.redis_benchmark import combine_iterations, parse_redis_benchmark
 
 pytestmark = pytest.mark.integration
@@ -84,7 +85,8 @@ def test_captured_loop_output_stopped_mid_iteration(redis_port: int, tmp_path: P
              "-t", "get", "--csv", "-l"],
             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        time.sleep(1.5)
+        # Stop it mid-run once two iterations have finished (seen in the file, not timed).
+        wait_for(lambda: out.read_text().count('"GET"') >= 2, 60, "two finished iterations")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
     result = parse_redis_benchmark(out.read_text(), "loop", cut_short=True)

@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests, missing_peer
+from tests.e2e.helpers import logged, wait_for
 from vbench.engine.session import RunRequest, RunSession, execute
 from vbench.results.rundir import RunDir
 from vbench.results.store import Store
@@ -335,15 +335,8 @@ def test_interrupt_mid_trial_leaves_no_process_behind(
     worker = threading.Thread(target=lambda: result.setdefault(
         "done", run(tmp_path, path, lab, cancel=cancel)))
     worker.start()
-    deadline = time.monotonic() + 60
-    log = None
-    while time.monotonic() < deadline and log is None:
-        for f in (tmp_path / "results").glob("*/log.jsonl"):
-            if '"phase": "steady"' in f.read_text():
-                log = f
-        time.sleep(0.2)
-    assert log is not None, "the steady phase never started"
-    time.sleep(0.5)
+    # Interrupt once the steady phase has begun (the run log says so), not after a guess.
+    wait_for(logged(tmp_path, "phase_mark", mark="steady_start"), 120, "the steady phase")
     cancel.set()
     worker.join(timeout=60)
     assert not worker.is_alive()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.e2e.helpers import wait_for
 from tests.vcsim import VcsimServer
 from vbench.collectors.runtime import CollectorRuntime, RunEnv, TrialCollectors
 from vbench.config.lab import Lab
@@ -50,9 +51,13 @@ def test_counters_are_fetched_in_batches_during_the_trial_and_stored(
                        options={"poll": "1s", "batch": 2})  # fmt: skip
     start = time.time()
     tc.start()
-    time.sleep(2.5)
     poller = tc.running[0].collector.poller  # type: ignore[union-attr]
-    # Fetched while the trial runs: 4 entities in batches of 2 = 2 calls per poll.
+    # Fetched while the trial runs: two polls seen, however slow the machine is.
+    wait_for(lambda: poller.calls >= 4, 60, "two polls of the vCenter counters")
+    # Let the poll under way finish, then count: 3 entities with counters (the datastore
+    # has none) in batches of 2 = 2 calls per poll.
+    poller.close()
+    poller._thread.join(30)
     assert poller.calls >= 4 and poller.calls % 2 == 0
     tc.stop(PhaseTimes(warmup_start=start, steady_start=start, steady_end=time.time()))
     tc.rt.close()

@@ -4,7 +4,6 @@ power on, wait for the IP; task failures; cleanup that removes only what was cre
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from pyVmomi import vim
 
+from tests.e2e.helpers import wait_for
 from tests.vcsim import VcsimServer
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
@@ -68,6 +68,24 @@ def sim(vcsim_factory: Factory) -> VcsimServer:
     with SessionPool.for_lab(lab) as pool:
         ensure_templates(pool.get("vc1"), [TEMPLATE])
     return server
+
+
+def when_journaled(run_dir: Path, event: str, action: Callable[[], None]) -> threading.Thread:
+    """Do ``action`` (in a thread) once the run's journal holds ``event`` ("intent": a clone
+    call is about to go out; "started": a clone task is under way): the moment itself, not
+    a guess of how long preflight and the first clone call take."""
+
+    def seen() -> bool:
+        path = run_dir / "vsphere-journal.jsonl"
+        return path.exists() and f'"event": "{event}"' in path.read_text()
+
+    def go() -> None:
+        wait_for(seen, 60, f"{event} in the journal")
+        action()
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
 
 
 def vm_names(lab: Lab) -> set[str]:
@@ -172,7 +190,7 @@ def test_interrupt_while_cloning_leaves_nothing(vcsim_factory: Factory, tmp_path
         ensure_templates(pool.get("vc1"), [TEMPLATE])
     cancel = threading.Event()
     run = vsphere_run(lab, make_scenario({"template": TEMPLATE}, count=6), cancel=cancel)
-    threading.Timer(0.6, cancel.set).start()
+    when_journaled(tmp_path, "started", cancel.set)
     try:
         run.preflight()
         with pytest.raises(Interrupted):
@@ -203,10 +221,11 @@ def test_session_terminated_during_provisioning_is_survived(
 
     try:
         run.preflight()
-        threading.Timer(0.45, terminate_all).start()
+        when_journaled(tmp_path, "intent", terminate_all)  # clone calls on the wire
         run.provision(RUN_ID, tmp_path)
-        time.sleep(0.2)
-        assert run.sessions.get("vc1").relogins >= 1
+        # The session logged in again (maybe from the watcher thread: wait for it).
+        session = run.sessions.get("vc1")
+        wait_for(lambda: session.relogins >= 1, 30, "a new login after the termination")
         assert len(run.vms) == 4
     finally:
         report = run.cleanup()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from pyVmomi import vim
 
+from tests.e2e.helpers import wait_for
 from tests.vcsim import VcsimServer
 from vbench.config.lab import Lab
 from vbench.errors import LabError
@@ -38,8 +39,8 @@ def test_a_finished_task_settles_from_one_read_without_the_filter(
     session: VSphereSession,
 ) -> None:
     vm = _vm(session, "DC0_H0_VM0")
-    task = vm.PowerOffVM_Task()  # not delayed: done by the time it is read
-    time.sleep(0.2)
+    task = vm.PowerOffVM_Task()  # not delayed: wait until vCenter says it is done
+    wait_for(lambda: task.info.state in ("success", "error"), 30, "the power-off task to end")
     with Watcher(session) as w:
         future = w.watch(task, task_done)
         assert future.done() and future.result() == ("success", None)
@@ -75,7 +76,8 @@ def test_a_task_watched_again_while_in_the_view_settles(session: VSphereSession)
     task = vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(annotation="twice"))
     with Watcher(session) as w:
         w.watch(task, task_done)  # abandoned, as by an interrupted wait
-        time.sleep(0.5)  # the watcher thread has put it in its view by now
+        # Until the watcher thread has put it in its view (white-box: that is the case).
+        wait_for(lambda: task._moId in w._in_view, 30, "the task in the watcher's view")
         assert w.pending() == 1
         again = w.watch(task, task_done)
         assert wait_future(again, None, 10)[0] == "success" and w.pending() == 0
