@@ -362,6 +362,14 @@ class Settings(Strict):
     cv_threshold: float = Field(
         0.05, gt=0, lt=10, description="coefficient of variation above which a point is noisy"
     )
+    order: Literal["sequential", "random"] = Field(
+        "sequential",
+        description="order of the trials: point after point, or every (point, trial) "
+        "shuffled (recorded in the run's plan.json with its seed)",
+    )
+    seed: int | None = Field(
+        None, ge=0, description="seed of the random order (default: drawn and recorded)"
+    )
 
 
 class Scenario(Strict):

@@ -6,17 +6,19 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vbench.collectors.runtime import CollectorFailed, CollectorRuntime, TrialCollectors
 from vbench.engine.plan import Plan, PlannedPoint
+from vbench.engine.schedule import PointHook, Schedule, make_schedule
 from vbench.errors import (
     EXIT_INTERRUPTED,
     EXIT_LAB,
     EXIT_OK,
     GuestError,
+    Interrupted,
     VbenchError,
 )
 from vbench.guest.ssh import GuestPool
@@ -66,12 +68,17 @@ class Engine:
         progress: ProgressSink | None = None,
         cancel: threading.Event | None = None,
         collectors: CollectorRuntime | None = None,
+        schedule: Schedule | None = None,
+        point_hooks: Sequence[PointHook] = (),
         resources: Callable[[PlannedPoint], VSphereResources | None] | None = None,
     ) -> None:
         self.plan, self.pool, self.store, self.rundir = plan, pool, store, rundir
         self.collectors = collectors
         # The vCenter resources of a point (its profile's vCenter): engine/vsphere_run.py.
         self.resources = resources
+        # Which point and trial run next (vbench/engine/schedule.py); default: the matrix.
+        self.schedule = schedule or make_schedule(plan)
+        self.point_hooks = tuple(point_hooks)
         self.run_id = run_id
         self.fail_fast = fail_fast
         self.progress = progress or ProgressSink()
@@ -81,23 +88,40 @@ class Engine:
     def run(self) -> RunOutcome:
         outcome = RunOutcome(self.run_id, "ok")
         self.progress.start_run(self.plan)
+        stored = {p.index for p in self.plan.points}  # points the session recorded
+        hooks = _PointHooks(self.point_hooks, self.rundir)
+        error: BaseException | None = None
         try:
-            for point in self.plan.points:
-                for trial in range(1, self.plan.repeat + 1):
-                    if self.cancel.is_set():
-                        break
-                    result = self._trial(point, trial)
-                    outcome.results.append(result)
-                    self.store.record_trial(self.run_id, result)
-                    self.progress.end_trial(result)
-                    if result.status == "failed" and self.fail_fast:
-                        self.rundir.log("fail_fast", level="error", point=point.index, trial=trial)
-                        break
-                if self.cancel.is_set() or (self.fail_fast and outcome.failed):
+            while not self.cancel.is_set():
+                step = self.schedule.next()
+                if step is None:
                     break
+                point, trial = step.point, step.trial
+                if point.index not in stored:  # a point a search schedule just created
+                    self.store.add_points(self.run_id, [(point.index, point.labels)])
+                    stored.add(point.index)
+                hooks.move_to(point)
+                result = self._trial(point, trial)
+                outcome.results.append(result)
+                self.store.record_trial(self.run_id, result)
+                self.progress.end_trial(result)
+                self.schedule.finished(result)
+                if result.status != "ok" and self.fail_fast:
+                    if result.status == "failed":
+                        self.rundir.log("fail_fast", level="error", point=point.index,
+                                        trial=trial)
+                    break
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            self._cleanup_guests()
-            self.progress.end_run()
+            if error is None and self.cancel.is_set():
+                error = Interrupted("interrupted by the user")
+            try:
+                hooks.leave(error)
+            finally:
+                self._cleanup_guests()
+                self.progress.end_run()
         if self.cancel.is_set():
             outcome.status, outcome.exit_code = "interrupted", EXIT_INTERRUPTED
         elif outcome.failed:
@@ -293,6 +317,46 @@ class Engine:
 
 class _Cancelled(Exception):
     pass
+
+
+class _PointHooks:
+    """Enters and exits the point hooks as the schedule moves between points."""
+
+    def __init__(self, hooks: Sequence[PointHook], rundir: RunDir) -> None:
+        self.hooks, self.rundir = hooks, rundir
+        self.current: PlannedPoint | None = None
+        self.entered: list[PointHook] = []
+
+    def move_to(self, point: PlannedPoint) -> None:
+        if self.current is not None and self.current.index == point.index:
+            return
+        self.leave(None)
+        self.current = point
+        for hook in self.hooks:
+            try:
+                hook.enter(point)
+            except BaseException as exc:
+                self.leave(exc)
+                raise
+            self.entered.append(hook)
+
+    def leave(self, error: BaseException | None) -> None:
+        """Exit the hooks of the current point (reverse order). An exit's own error is
+        raised only when nothing else is already ending the run."""
+        point, hooks = self.current, self.entered
+        self.current, self.entered = None, []
+        if point is None:
+            return
+        first: BaseException | None = None
+        for hook in reversed(hooks):
+            try:
+                hook.exit(point, error)
+            except Exception as exc:
+                self.rundir.log("point_exit_failed", level="error", point=point.index,
+                                error=str(exc))
+                first = first or exc
+        if first is not None and error is None:
+            raise first
 
 
 class _Watchdog:

@@ -22,6 +22,7 @@ from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
+from vbench.engine.schedule import make_schedule
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
@@ -137,7 +138,8 @@ def execute(
         lab_doc = redact(lab.redacted())
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)
-        rundir.write_json("plan.json", plan.to_json())
+        schedule = make_schedule(plan)  # random order: its seed is drawn here
+        rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe()})
         env = {"controller": controller_facts(list(req.argv) or None)}
         tools = _tools_by_guest(plan)
         env["guests"] = all_guest_facts(pool, tools)
@@ -169,6 +171,7 @@ def execute(
             progress=progress,
             cancel=cancel,
             collectors=collectors,
+            schedule=schedule,
             resources=lambda point: vsphere.resources(point.profiles),
         )
         outcome = RunOutcome(run_id, "failed", exit_code=3)

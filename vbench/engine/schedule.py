@@ -1,0 +1,135 @@
+"""Schedules: which point and which trial the engine runs next.
+
+``Engine.run`` asks its schedule for the next :class:`Step` (a planned point and a
+trial number), runs that trial, stores it, and feeds the finished
+:class:`~vbench.results.records.TrialResult` back with :meth:`Schedule.finished`
+before asking again. ``None`` ends the run. Two schedules exist:
+
+- :class:`MatrixSchedule` — every point × ``repeat`` trials. ``settings.order:
+  sequential`` (the default) runs them point after point, trials 1..N; ``random``
+  shuffles every (point, trial) pair with ``settings.seed`` (drawn at random when not
+  given) so that drift in the lab is not confounded with a factor. The seed and the
+  resulting order are recorded under ``schedule`` in the run's ``plan.json``, so the
+  order can be reproduced with ``settings.seed``.
+- a search schedule (``vbench.engine.search``) chooses its next level from the
+  results fed back; its points are created while it runs (the engine records each new
+  point in the store before its first trial).
+
+A schedule may be told which (point, trial) pairs are already complete (``done``), so
+that a resumed run does not repeat them.
+
+Point hooks (for per-point lab changes)
+---------------------------------------
+``Engine(..., point_hooks=[...])`` takes objects with two methods::
+
+    def enter(self, point: PlannedPoint) -> None: ...
+    def exit(self, point: PlannedPoint, error: BaseException | None) -> None: ...
+
+``enter`` is called before the first trial of a point whenever the schedule moves to a
+different point (with a random order that can be before every trial); ``exit`` is
+called for the point being left, before the next point's ``enter``, and once at the
+end of the run on every exit path (normal end, ``fail_fast``, Ctrl-C/SIGTERM, an
+exception), with the exception that ends the run or ``None``. Hooks are entered in
+list order and exited in reverse order. When an ``enter`` raises, the hooks already
+entered for that point are exited with that error and the run ends with it (the CLI
+maps a :class:`~vbench.errors.LabError` to exit 3). An exception raised by ``exit``
+is logged and does not hide the run's own outcome, except at the end of a run that
+had no error of its own, where it is raised.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vbench.engine.plan import Plan, PlannedPoint
+from vbench.results.records import TrialResult
+
+
+@dataclass(frozen=True)
+class Step:
+    """One trial to run: the point and the trial number within that point (1-based)."""
+
+    point: PlannedPoint
+    trial: int
+
+
+class PointHook(Protocol):
+    """Called when the schedule enters and leaves a point (see the module docstring)."""
+
+    def enter(self, point: PlannedPoint) -> None: ...
+
+    def exit(self, point: PlannedPoint, error: BaseException | None) -> None: ...
+
+
+class Schedule(ABC):
+    """Decides the next trial; sees every finished trial."""
+
+    @abstractmethod
+    def next(self) -> Step | None:
+        """The next trial to run, or None when the schedule is complete."""
+
+    def finished(self, result: TrialResult) -> None:  # noqa: B027 - optional to override
+        """A trial of a step this schedule returned has finished (any status)."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What to record in plan.json so the schedule can be understood and reproduced."""
+
+
+class MatrixSchedule(Schedule):
+    """Every point × ``repeat`` trials, sequential or shuffled with a recorded seed."""
+
+    def __init__(
+        self,
+        points: Sequence[PlannedPoint],
+        repeat: int,
+        *,
+        order: str = "sequential",
+        seed: int | None = None,
+        done: Iterable[tuple[int, int]] = (),
+    ) -> None:
+        if order not in ("sequential", "random"):
+            raise ValueError(f"unknown order {order!r} (sequential or random)")
+        self.order = order
+        self.seed = seed if seed is not None or order == "sequential" else new_seed()
+        steps = [Step(p, t) for p in points for t in range(1, repeat + 1)]
+        if order == "random":
+            random.Random(self.seed).shuffle(steps)
+        self._all = steps
+        skip = set(done)
+        self._todo = [s for s in steps if (s.point.index, s.trial) not in skip]
+        self._skipped = len(steps) - len(self._todo)
+        self._pos = 0
+
+    def next(self) -> Step | None:
+        if self._pos >= len(self._todo):
+            return None
+        step = self._todo[self._pos]
+        self._pos += 1
+        return step
+
+    def describe(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": "matrix", "order": self.order}
+        if self.order == "random":
+            doc["seed"] = self.seed
+            doc["sequence"] = [[s.point.index, s.trial] for s in self._all]
+        if self._skipped:
+            doc["already_done"] = self._skipped
+        return doc
+
+
+def make_schedule(plan: Plan, done: Iterable[tuple[int, int]] = ()) -> Schedule:
+    """The schedule the scenario asks for: every point × repeat in ``settings.order``."""
+    settings = plan.scenario.settings
+    return MatrixSchedule(
+        plan.points, plan.repeat, order=settings.order, seed=settings.seed, done=done
+    )
+
+
+def new_seed() -> int:
+    """A fresh seed for a random order (recorded, so the order can be replayed)."""
+    return random.SystemRandom().randrange(1, 2**31)
