@@ -28,22 +28,31 @@ def run_lab_check(lab_file: Path, scenario_file: Path | None, sets: tuple[str, .
         for col in ("target", "check", "result", "detail"):
             table.add_column(col, overflow="fold")
         for c in checks:
-            result = "[green]pass[/]" if c.ok else "[red]FAIL[/]"
+            colour = {"pass": "green", "warn": "yellow", "FAIL": "red"}[_result(c)]
+            result = f"[{colour}]{_result(c)}[/]"
             table.add_row(c.target, c.check, result, c.detail)
         console.print(table)
     else:  # logs and pipes: one unwrapped line per check
         for c in checks:
-            click.echo(f"{'pass' if c.ok else 'FAIL'}  {c.target}  {c.check}: {c.detail}")
-    failed = [c for c in checks if not c.ok]
-    console.print(f"{len(checks) - len(failed)} passed, {len(failed)} failed", highlight=False)
-    return 3 if failed else 0
+            click.echo(f"{_result(c)}  {c.target}  {c.check}: {c.detail}")
+    n = {r: sum(_result(c) == r for c in checks) for r in ("pass", "warn", "FAIL")}
+    warned = f", {n['warn']} warnings" if n["warn"] else ""
+    console.print(f"{n['pass']} passed{warned}, {n['FAIL']} failed", highlight=False)
+    return 3 if n["FAIL"] else 0
+
+
+def _result(check: Any) -> str:
+    """pass, FAIL, or warn: passed but not proven (something vCenter did not report)."""
+    if not check.ok:
+        return "FAIL"
+    return "warn" if getattr(check, "level", "info") == "warning" else "pass"
 
 
 def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, ...]) -> list[Any]:
     from vbench.config.load import load_lab, load_scenario
     from vbench.config.resolve import vm_groups
     from vbench.engine.plan import build_plan
-    from vbench.vsphere.checks import vsphere_checks
+    from vbench.vsphere.checks import check_profiles, vsphere_checks
     from vbench.vsphere.connection import SessionPool
 
     lab_loaded = load_lab(lab_file)
@@ -61,6 +70,7 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
         else:
             vs, _ = vsphere_checks(lab, sessions)
         checks.extend(vs)
+        checks.extend(check_profiles(lab, sessions))
     checks.extend(_ssh_checks(lab, plan))
     return checks + _warning_checks(warnings)
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from vbench.config.lab import Lab
-from vbench.config.scenario import Scenario, VmSpec
+from vbench.config.profiles import vm_placements
+from vbench.config.scenario import Scenario
 from vbench.errors import ConfigError
 from vbench.guest.labspec import vm_guest_spec
 from vbench.guest.spec import GuestSpec
@@ -53,6 +55,7 @@ class VSphereRun:
         cancel: threading.Event | None = None,
         notice: Notice | None = None,
         workload_profiles: Sequence[Sequence[str]] = (),
+        point_profiles: Sequence[Sequence[str]] = (),
     ) -> None:
         self.scenario, self.lab = scenario, lab
         self.group_vcenters = dict(group_vcenters)
@@ -61,6 +64,11 @@ class VSphereRun:
             dict.fromkeys(self._vcenter_of(p) for p in workload_profiles)
         )
         self.group_guests = {g: tuple(n) for g, n in group_guests.items()}
+        # `vm:` groups split by placement: a lab profile may place a point's guests
+        # in another vCenter, datacenter, cluster, datastore or network.
+        self.placements = vm_placements(
+            scenario.topology, lab, self.group_vcenters, self.group_guests, point_profiles
+        )
         self.cancel = cancel or threading.Event()
         self.notice = notice or (lambda _m: None)
         self.parallel = scenario.settings.provision_parallel
@@ -82,7 +90,8 @@ class VSphereRun:
     @property
     def vcenters(self) -> list[str]:
         """Every vCenter this run works in, groups' first."""
-        return list(dict.fromkeys([*self.group_vcenters.values(), *self.workload_vcenters]))
+        placed = [p.vcenter for p in self.placements]
+        return list(dict.fromkeys([*placed, *self.workload_vcenters]))
 
     def watcher(self, vcenter: str) -> Watcher:
         """The run's one task watcher of ``vcenter`` (shared by provisioning, workloads
@@ -97,16 +106,23 @@ class VSphereRun:
         """Connect, check privileges, names and capacity; LabError on the first failure."""
         if not self.active:
             return
-        counts = {g: len(n) for g, n in self.group_guests.items() if g in self.group_vcenters}
+        # Each placement is checked as a group of its own ("group web@nfs").
+        topology = {p.key: self.scenario.topology[p.group].model_copy(update={"vm": p.spec})
+                    for p in self.placements}
+        scenario = self.scenario.model_copy(update={"topology": topology})
         self.checks, self.inventories = vsphere_checks(
             self.lab,
             self.sessions,
-            self.scenario,
-            self.group_vcenters,
-            counts,
+            scenario,
+            {p.key: p.vcenter for p in self.placements},
+            {p.key: len(p.guests) for p in self.placements},
             all_vcenters=False,
             extra_vcenters=self.workload_vcenters,
+            datacenters={p.key: p.datacenter for p in self.placements if p.datacenter},
         )
+        for c in self.checks:  # passed, but not proven: the user hears it
+            if c.ok and c.level == "warning":
+                self.notice(f"{c.target} {c.check}: {c.detail}")
         error = first_failure(self.checks)
         if error is not None:
             raise error
@@ -121,16 +137,16 @@ class VSphereRun:
         self.run_resources = RunResources(
             self.lab, self.sessions, self.watcher, self.journal, run_id, self.cancel
         )
-        if not self.group_vcenters:
+        if not self.placements:
             return {}
-        specs: dict[str, VmSpec] = {}
-        for g in self.group_vcenters:
-            spec = self.scenario.topology[g].vm
-            assert spec is not None
-            specs[g] = spec
-        requests = plan_requests(
-            self.scenario.name, specs, self.group_guests, self.group_vcenters, run_id
-        )
+        requests = [
+            replace(r, datacenter=p.datacenter)
+            for p in self.placements
+            for r in plan_requests(
+                self.scenario.name, {p.key: p.spec}, {p.key: p.guests}, {p.key: p.vcenter},
+                run_id,
+            )
+        ]
         self.provisioner = Provisioner(
             self.sessions,
             self.lab,

@@ -8,8 +8,9 @@ lab's address pool have room for what will be created. Nothing is modified.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 from pyVmomi import vim
 
@@ -50,6 +51,25 @@ class Check:
     check: str  # "connect", "privileges", "template", "capacity", "tools" …
     ok: bool
     detail: str
+    # "warning": not failed, but not proven either (e.g. a capacity vCenter did not
+    # report): shown as such by `lab check` and said by `vbench run`, never a silent pass.
+    level: Literal["info", "warning"] = "info"
+
+
+@dataclass
+class _Need:
+    """What the clones of one datastore or compute resource need; ``unknown`` names the
+    groups whose size vCenter did not report (their share is not in ``amount``)."""
+
+    obj: Obj
+    amount: float = 0.0
+    unknown: list[str] = field(default_factory=list)
+
+    def add(self, group: str, n: int, each: float | None) -> None:
+        if each is None:
+            self.unknown.append(group)
+        else:
+            self.amount += n * each
 
 
 def vm_groups_by_vcenter(
@@ -99,15 +119,18 @@ def check_groups(
     vcenter: str,
     groups: Mapping[str, VmSpec],
     counts: Mapping[str, int],
+    datacenters: Mapping[str, str] | None = None,
 ) -> list[Check]:
-    """Names, then capacity, of one vCenter's `vm:` groups."""
+    """Names, then capacity, of one vCenter's `vm:` groups (``datacenters``: a group's
+    datacenter when a lab profile names one)."""
     out: list[Check] = []
-    datacenter = lab.vcenters[vcenter].datacenter
-    need_disk: dict[str, tuple[Obj, float]] = {}
-    need_mem: dict[str, tuple[Obj, float]] = {}
+    default_dc = lab.vcenters[vcenter].datacenter
+    need_disk: dict[str, _Need] = {}
+    need_mem: dict[str, _Need] = {}
     clones = 0
     for group, spec in groups.items():
         target = f"group {group}"
+        datacenter = (datacenters or {}).get(group) or default_dc
         if spec.existing is not None:
             out.extend(_check_existing(inv, datacenter, target, spec.existing[: counts[group]]))
             continue
@@ -122,17 +145,15 @@ def check_groups(
         clones += n
         tmpl = placement.template
         ds = inv.get(placement.datastore) or inv.get((tmpl.get("datastore") or [None])[0])
-        per_vm = (
-            LINKED_CLONE_BYTES if spec.linked else float(tmpl.get("summary.storage.committed") or 0)
-        )
+        # Missing sizes stay missing (None): an unknown is said, never counted as 0.
+        per_vm = LINKED_CLONE_BYTES if spec.linked else _num(tmpl.get("summary.storage.committed"))
         if ds is not None:
-            prev = need_disk.get(ds.moid, (ds, 0.0))[1]
-            need_disk[ds.moid] = (ds, prev + n * per_vm)
+            need_disk.setdefault(ds.moid, _Need(ds)).add(group, n, per_vm)
         compute = _compute_of_pool(inv, placement.pool)
-        mem_mib = spec.memory or tmpl.get("summary.config.memorySizeMB") or 0
+        mem_mib = spec.memory or _num(tmpl.get("summary.config.memorySizeMB"))
         if compute is not None:
-            prev = need_mem.get(compute.moid, (compute, 0.0))[1]
-            need_mem[compute.moid] = (compute, prev + n * float(mem_mib) * MIB)
+            mem = None if mem_mib is None else float(mem_mib) * MIB
+            need_mem.setdefault(compute.moid, _Need(compute)).add(group, n, mem)
     out.extend(_disk_checks(need_disk.values()))
     out.extend(_memory_checks(inv, need_mem.values()))
     pool = lab.vcenters[vcenter].ip_pool
@@ -179,41 +200,56 @@ def _compute_of_pool(inv: Inventory, pool_ref: object) -> Obj | None:
     return inv.get(pool.get("owner")) if pool is not None else None
 
 
-def _disk_checks(needs: object) -> list[Check]:
-    out = []
-    for ds, need in needs:  # type: ignore[attr-defined]
-        free = float(ds.get("summary.freeSpace") or 0)
-        out.append(
-            Check(
-                f"datastore {ds.name}",
-                "capacity",
-                free >= need,
-                f"{free / 1024**3:.1f} GiB free for {need / 1024**3:.1f} GiB of clones",
-            )
-        )
-    return out
+def _num(value: object) -> float | None:
+    """A size vCenter reported, or None when it did not (never 0 in its place)."""
+    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
-def _memory_checks(inv: Inventory, needs: object) -> list[Check]:
-    out = []
-    for compute, need in needs:  # type: ignore[attr-defined]
-        hosts = [inv.get(h) for h in compute.get("host", ())]
-        total = used = 0.0
-        for h in hosts:
-            if h is None or h.get("runtime.connectionState") != "connected":
-                continue
-            total += float(h.get("summary.hardware.memorySize") or 0)
-            used += float(h.get("summary.quickStats.overallMemoryUsage") or 0) * MIB
-        free = total - used
-        out.append(
-            Check(
-                f"compute {compute.name}",
-                "memory",
-                free >= need,
-                f"{free / 1024**3:.1f} GiB free for {need / 1024**3:.1f} GiB of VMs",
-            )
+def _room_check(target: str, check: str, free: float | None, need: _Need, what: str) -> Check:
+    """Room vs need. Enough for what is known but something unknown: a warning that says
+    what is unknown. Not enough even for what is known: a failure, unknowns or not."""
+    gib = 1024**3
+    have = "unknown free" if free is None else f"{free / gib:.1f} GiB free"
+    detail = f"{have} for {need.amount / gib:.1f} GiB of {what}"
+    if need.unknown:
+        detail += f" + unknown: vCenter reports no size for group {', '.join(need.unknown)}"
+    if free is not None and free < need.amount:
+        return Check(target, check, False, detail)
+    if free is None or need.unknown:
+        return Check(target, check, True, f"{detail} (not checked)", level="warning")
+    return Check(target, check, True, detail)
+
+
+def _disk_checks(needs: Iterable[_Need]) -> list[Check]:
+    return [
+        _room_check(
+            f"datastore {n.obj.name}", "capacity", _num(n.obj.get("summary.freeSpace")), n, "clones"
         )
-    return out
+        for n in needs
+    ]
+
+
+def _free_memory(inv: Inventory, compute: Obj) -> float | None:
+    """Free memory of the connected hosts; None if any of them does not report it."""
+    total = used = 0.0
+    for ref in compute.get("host", ()):
+        h = inv.get(ref)
+        if h is None or h.get("runtime.connectionState") != "connected":
+            continue
+        size = h.get("summary.hardware.memorySize")
+        usage = h.get("summary.quickStats.overallMemoryUsage")
+        if size is None or usage is None:
+            return None
+        total += float(size)
+        used += float(usage) * MIB
+    return total - used
+
+
+def _memory_checks(inv: Inventory, needs: Iterable[_Need]) -> list[Check]:
+    return [
+        _room_check(f"compute {n.obj.name}", "memory", _free_memory(inv, n.obj), n, "VMs")
+        for n in needs
+    ]
 
 
 def vsphere_checks(
@@ -225,6 +261,7 @@ def vsphere_checks(
     *,
     all_vcenters: bool = True,
     extra_vcenters: Sequence[str] = (),
+    datacenters: Mapping[str, str] | None = None,
 ) -> tuple[list[Check], dict[str, Inventory]]:
     """Every vSphere check; the inventories read on the way are returned for reuse.
     ``extra_vcenters``: vCenters a workload works in (connection checked)."""
@@ -248,8 +285,44 @@ def vsphere_checks(
             continue
         inventories[name] = inv = Inventory.load(session)
         n = counts or {g: scenario.topology[g].count for g in groups}  # type: ignore[union-attr]
-        checks.extend(check_groups(inv, lab, name, groups, n))
+        checks.extend(check_groups(inv, lab, name, groups, n, datacenters))
     return checks, inventories
+
+
+PROFILE_NAMES = ("cluster", "resource_pool", "folder", "datastore", "network")
+
+
+def check_profiles(lab: Lab, sessions: SessionPool) -> list[Check]:
+    """Every lab profile: its vCenter answers and each object it names exists there."""
+    out: list[Check] = []
+    inventories: dict[str, Inventory] = {}
+    only = next(iter(lab.vcenters)) if len(lab.vcenters) == 1 else None
+    for name, prof in lab.profiles.items():
+        target = f"profile {name}"
+        named = [(k, getattr(prof, k)) for k in PROFILE_NAMES if getattr(prof, k)]
+        vc = prof.vcenter or only
+        if vc is None:
+            if named or prof.datacenter:
+                out.append(Check(target, "names", False, "names vSphere objects but no "
+                                 "`vcenter:` (the lab has several)"))
+            continue
+        try:
+            inv = inventories.get(vc) or Inventory.load(sessions.get(vc))
+        except LabError as exc:
+            out.append(Check(target, "vcenter", False, f"vcenter {vc}: {exc.cause}"))
+            continue
+        inventories[vc] = inv
+        try:
+            dc = inv.datacenter(prof.datacenter or lab.vcenters[vc].datacenter)
+            for kind, value in named:
+                inv.find(kind, value, dc)
+        except NotInInventory as exc:
+            out.append(Check(target, "names", False, f"vcenter {vc}: {exc.cause}"))
+            continue
+        found = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in named)
+        out.append(Check(target, "names", True, f"vcenter {vc}: {found or 'reachable'}"
+                         + (" found" if found else "")))
+    return out
 
 
 def first_failure(checks: Sequence[Check]) -> LabError | None:
