@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -124,6 +124,11 @@ class PairWorkload(Workload):
     def client_argv(self, pair: Pair, d: str, warmup: float, steady: float) -> list[str]:
         raise NotImplementedError
 
+    def warmup_argv(self, pair: Pair, d: str, warmup: float) -> list[str] | None:
+        """A tool without a warm-up option of its own (netperf) runs this first, for the
+        warm-up; its output is kept but not measured."""
+        return None
+
     def pair_samples(self, pair: Pair, text: str, source: str) -> list[Sample]:
         raise NotImplementedError
 
@@ -184,19 +189,33 @@ class PairWorkload(Workload):
                 rguest.Pending(f"{self.tool} server {p.address}:{p.port}", p.address, p.port, proc))
         for name, items in pending.items():
             rguest.wait_listening(guests[name], items, LISTEN_TIMEOUT, ctx.cancel)
-        clients = []
-        for p in self._pairs:
-            g = guests[p.client]
-            d = self._dir(ctx, g)
-            proc = g.start(self.client_argv(p, d, ctx.warmup, ctx.steady),
-                           log=f"{d}/client-{p.index}.log")
-            started = Started(p, "client", g, proc)
-            self._started.append(started)
-            clients.append(started)
-        ctx.log(f"{self.tool}_started", **{
-            side + "s": {f"{x.guest.name}#{x.pair.index}": x.proc.pid
-                         for x in self._started if x.side == side}
-            for side in ("server", "client")})
+        if ctx.warmup > 0 and self.warmup_argv(self._pairs[0], "", ctx.warmup) is not None:
+            self._run_warmup_apart(ctx, guests)
+        else:
+            self._run_omitting_warmup(ctx, guests)
+
+    def _run_warmup_apart(self, ctx: TrialContext, guests: Mapping[str, Guest]) -> None:
+        """A warm-up run of its own, then the measured run (the steady window)."""
+        begun = time.monotonic()
+        ctx.mark("warmup_start")
+        warm = self._start_clients(ctx, guests, "warmup", lambda p, d: self.warmup_argv(
+            p, d, ctx.warmup) or [])
+        for c in warm:
+            self._wait(ctx, c, begun + ctx.warmup + GRACE_SECONDS)
+        self._started = [s for s in self._started if s not in warm]
+        ctx.mark("steady_start")
+        clients = self._start_clients(ctx, guests, "client", lambda p, d: self.client_argv(
+            p, d, 0.0, ctx.steady))
+        self._log_started(ctx)
+        for c in clients:
+            self._wait(ctx, c, time.monotonic() + ctx.steady + GRACE_SECONDS)
+        ctx.mark("steady_end")
+
+    def _run_omitting_warmup(self, ctx: TrialContext, guests: Mapping[str, Guest]) -> None:
+        """One client run; the tool leaves the warm-up out itself (iperf3 --omit)."""
+        clients = self._start_clients(ctx, guests, "client", lambda p, d: self.client_argv(
+            p, d, ctx.warmup, ctx.steady))
+        self._log_started(ctx)
         ctx.mark("warmup_start")
         begun = time.monotonic()
         if ctx.warmup > 0 and ctx.cancel.wait(ctx.warmup):
@@ -207,6 +226,26 @@ class PairWorkload(Workload):
         for c in clients:
             self._wait(ctx, c, deadline)
         ctx.mark("steady_end")
+
+    def _start_clients(
+        self, ctx: TrialContext, guests: Mapping[str, Guest], name: str,
+        argv: Callable[[Pair, str], list[str]],
+    ) -> list[Started]:
+        out = []
+        for p in self._pairs:
+            g = guests[p.client]
+            d = self._dir(ctx, g)
+            proc = g.start(argv(p, d), log=f"{d}/{name}-{p.index}.log")
+            started = Started(p, "client", g, proc)
+            self._started.append(started)
+            out.append(started)
+        return out
+
+    def _log_started(self, ctx: TrialContext) -> None:
+        ctx.log(f"{self.tool}_started", **{
+            side + "s": {f"{x.guest.name}#{x.pair.index}": x.proc.pid
+                         for x in self._started if x.side == side}
+            for side in ("server", "client")})
 
     def _wait(self, ctx: TrialContext, c: Started, deadline: float) -> None:
         try:
