@@ -252,16 +252,37 @@ def pull(
     return Transfer(name, moved, ended - started, sha256, ended)
 
 
+class SessionLog:
+    """Hooks around the life of a transfer session: a run journals the intent before
+    the session is created and its id once it exists, and notes its removal (sessions
+    hold server resources until they expire). The default does nothing."""
+
+    def intent(self, kind: str, item_id: str) -> Any:
+        return None
+
+    def created(self, token: Any, session_id: str) -> None:
+        return None
+
+    def removed(self, token: Any) -> None:
+        return None
+
+
+NO_LOG = SessionLog()
+
+
 def import_files(
     s: RestSession,
     item_id: str,
     transfers: Callable[[str], list[Transfer]],
     *,
     timeout: float = 3600.0,
+    log: SessionLog = NO_LOG,
 ) -> list[Transfer]:
     """Open an update session on ``item_id``, run ``transfers(session_id)``, complete it
     and check every file's size on the server against the bytes moved."""
+    token = log.intent("update", item_id)
     session_id = open_update_session(s, item_id)
+    log.created(token, session_id)
     ok = False
     try:
         done = transfers(session_id)
@@ -269,6 +290,7 @@ def import_files(
         ok = True
     finally:
         drop_update_session(s, session_id, failed=not ok)
+        log.removed(token)
     return check_stored(s, item_id, done)
 
 
@@ -368,11 +390,14 @@ def export_item(
     *,
     checksum: bool = False,
     timeout: float = 600.0,
+    log: SessionLog = NO_LOG,
 ) -> list[Transfer]:
     """Download every file of an item; each byte count is checked against the file's
     size on the server."""
     sizes = {f.name: f.size for f in item_files(s, item_id)}
+    token = log.intent("download", item_id)
     session_id = open_download_session(s, item_id)
+    log.created(token, session_id)
     try:
         listed = s.call("GET", DOWNLOAD_FILE, params={"download_session_id": session_id}) or []
         names = [str(f["name"]) for f in listed] or list(sizes)
@@ -394,3 +419,4 @@ def export_item(
         return done
     finally:
         drop_download_session(s, session_id)
+        log.removed(token)

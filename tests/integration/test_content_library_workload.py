@@ -1,0 +1,232 @@
+"""The content_library workload against one and two vcsim instances and a loopback web
+server: steps, concurrency, figures, honesty checks, and nothing left behind."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import content_library_env as env
+from tests.integration.vcbench_harness import Harness, context, harness
+from tests.vcsim import VcsimServer
+from vbench.results.records import Sample
+from vbench.vsphere import content_library as cl
+from vbench.vsphere.journal import pending
+from vbench.workloads.content_library import ContentLibraryWorkload
+from vbench.workloads.content_library.ops import SyncShort
+from vbench.workloads.content_library.params import ContentLibraryParams
+
+pytestmark = pytest.mark.integration
+Factory = Callable[..., VcsimServer]
+
+
+@pytest.fixture
+def two(vcsim_factory: Factory, tmp_path: Path) -> Iterator[tuple[Harness, dict]]:
+    servers = {"vc1": vcsim_factory(), "vc2": vcsim_factory()}
+    h = harness(servers, tmp_path)
+    try:
+        yield h, servers
+    finally:
+        h.close()
+
+
+def trial(
+    h: Harness, params: dict[str, Any], *, cancel: threading.Event | None = None
+) -> tuple[list[Sample], Path, list[dict[str, Any]]]:
+    wl = ContentLibraryWorkload(ContentLibraryParams.model_validate(params))
+    raw = h.run_dir / "raw"
+    ctx, _marks, log = context(h, "vc1", raw, warmup=0, steady=0, cancel=cancel)
+    try:
+        wl.prepare(ctx)
+        wl.run(ctx)
+        return wl.collect(ctx), raw, log
+    finally:
+        wl.teardown(ctx)
+
+
+def value(samples: list[Sample], metric: str, step: str) -> float | None:
+    hits = [s.value for s in samples if s.metric == metric and s.label_dict() == {"step": step}]
+    assert len(hits) == 1, (metric, step, hits)
+    return hits[0]
+
+
+def libraries(server: VcsimServer) -> list[str]:
+    with env.rest(server) as s:
+        return [cl.get_library(s, i).name for i in s.call("GET", cl.LIBRARY) or []]
+
+
+def left_behind(h: Harness, servers: dict) -> list[str]:
+    names = [n for srv in servers.values() for n in libraries(srv)]
+    open_items = [i.name for i in pending(h.journal.read())]
+    return names + open_items
+
+
+def test_import_export_concurrent_with_checksums(two: tuple) -> None:
+    h, servers = two
+    size = 3 * (1 << 20) + 11
+    samples, raw, _ = trial(h, {
+        "datastore": "LocalDS_0", "items": 4, "item_size": size, "concurrency": 2,
+        "steps": [
+            {"op": "create_library", "library": "pub"},
+            {"op": "import", "library": "pub", "label": "up"},
+            {"op": "export", "library": "pub", "label": "down", "checksum": True},
+        ],
+    })  # fmt: skip
+    assert value(samples, "import_bytes", "up") == 4 * size
+    assert value(samples, "export_bytes", "down") == 4 * size
+    assert value(samples, "import_ops", "up") == 4
+    wall = value(samples, "export_batch_time", "down")
+    assert value(samples, "export_throughput", "down") == pytest.approx(4 * size / 1e6 / wall)
+    assert (value(samples, "import_overhead", "up") or 0) > 0
+    rows = (raw / "ops.csv").read_text().splitlines()
+    assert len(rows) == 1 + 1 + 4 + 4  # header, create, 4 imports, 4 exports
+    assert left_behind(h, servers) == []
+
+
+def test_pull_import_from_a_web_server(two: tuple, tmp_path: Path) -> None:
+    h, servers = two
+    www = tmp_path / "www"
+    www.mkdir()
+    from vbench.vsphere.content_library_transfer import write_generated
+
+    write_generated(www / "media.iso", 2 << 20)
+    with env.web_server(www) as base:
+        samples, _, _ = trial(h, {
+            "datastore": "LocalDS_0",
+            "steps": [
+                {"op": "create_library", "library": "pub"},
+                {"op": "import", "library": "pub", "label": "pull", "url": f"{base}/media.iso",
+                 "kind": "iso", "count": 2, "concurrency": 2},
+                {"op": "export", "library": "pub", "label": "down"},
+            ],
+        })  # fmt: skip
+    assert value(samples, "import_bytes", "pull") == 2 * (2 << 20)
+    assert value(samples, "export_bytes", "down") == 2 * (2 << 20)
+    assert left_behind(h, servers) == []
+
+
+def test_subscribe_and_sync_on_the_same_vcenter_counts_items(two: tuple) -> None:
+    h, servers = two
+    samples, _, _ = trial(h, {
+        "datastore": "LocalDS_0", "items": 3, "item_size": "64k",
+        "steps": [
+            {"op": "create_library", "library": "pub", "publish": True},
+            {"op": "import", "library": "pub"},
+            {"op": "subscribe", "library": "sub", "publisher": "pub", "on_demand": False},
+            {"op": "sync", "library": "sub", "label": "sync"},
+        ],
+    })  # fmt: skip
+    assert value(samples, "sync_items", "sync") == 3
+    assert (value(samples, "sync_time", "sync") or 0) > 0
+    assert left_behind(h, servers) == []
+
+
+def test_cross_vcenter_sync_with_zero_items_fails_the_trial(two: tuple) -> None:
+    h, servers = two
+    with pytest.raises(SyncShort) as err:
+        trial(h, {
+            "datastore": "LocalDS_0", "items": 2, "item_size": "4k",
+            "steps": [
+                {"op": "create_library", "library": "pub", "publish": True},
+                {"op": "import", "library": "pub"},
+                {"op": "subscribe", "library": "sub", "publisher": "pub", "vcenter": "vc2"},
+                {"op": "sync", "library": "sub"},
+            ],
+        })  # fmt: skip
+    assert "holds 0 of the publisher's 2 items" in str(err.value)
+    assert "vcenter vc1" in str(err.value) and "vcenter vc2" in str(err.value)
+    assert left_behind(h, servers) == []
+
+
+def test_deploy_from_ovf_and_template_items_powered_on(two: tuple, tmp_path: Path) -> None:
+    h, servers = two
+    ovf = env.write_ovf(tmp_path / "appliance.ovf")
+    samples, _, _ = trial(h, {
+        "datastore": "LocalDS_0",
+        "steps": [
+            {"op": "create_library", "library": "lib"},
+            {"op": "import", "library": "lib", "label": "appliance", "files": [str(ovf)]},
+            {"op": "capture", "library": "lib", "label": "golden", "vm": "DC0_C0_RP0_VM0"},
+            {"op": "deploy", "library": "lib", "label": "from-ovf", "item": "appliance",
+             "count": 2, "concurrency": 2, "powered_on": True},
+            {"op": "deploy", "library": "lib", "label": "from-tmpl", "item": "golden",
+             "count": 2},
+        ],
+    })  # fmt: skip
+    assert value(samples, "deploy_ops", "from-ovf") == 2
+    assert value(samples, "deploy_ops", "from-tmpl") == 2
+    assert (value(samples, "capture_time", "golden") or 0) > 0
+    from tests.integration.vcbench_harness import run_vms
+
+    assert run_vms(h, "vc1") == []  # deployed VMs and the captured template are gone
+    assert left_behind(h, servers) == []
+
+
+def test_powering_on_a_template_deploy_on_vcsim_says_why_it_cannot(two: tuple) -> None:
+    h, servers = two
+    from vbench.errors import LabError
+
+    with pytest.raises(LabError, match="deploys VM-template items as templates"):
+        trial(h, {
+            "datastore": "LocalDS_0",
+            "steps": [
+                {"op": "create_library", "library": "lib"},
+                {"op": "capture", "library": "lib", "label": "golden", "vm": "DC0_C0_RP0_VM0"},
+                {"op": "deploy", "library": "lib", "item": "golden", "powered_on": True},
+            ],
+        })  # fmt: skip
+    assert left_behind(h, servers) == []
+
+
+def test_an_existing_library_is_read_and_left_as_it_was(two: tuple) -> None:
+    h, servers = two
+    with env.rest(servers["vc1"]) as s:
+        ds = env.sim_ids(servers["vc1"]).datastore
+        lib = cl.create_local_library(s, "team-isos", cl.Backing(ds))
+        from vbench.vsphere import content_library_transfer as tr
+
+        item = cl.create_item(s, lib, "iso")
+        tr.import_files(s, item, lambda sid: [tr.push(s, sid, tr.Source("a.iso", size=70000))])
+    samples, _, _ = trial(h, {
+        "steps": [
+            {"op": "create_library", "library": "team-isos", "existing": True},
+            {"op": "export", "library": "team-isos", "label": "down", "count": 3},
+        ],
+    })  # fmt: skip
+    assert value(samples, "export_bytes", "down") == 3 * 70000
+    with env.rest(servers["vc1"]) as s:
+        assert cl.list_items(s, lib) == [item] and cl.item_bytes(s, item) == 70000
+    assert libraries(servers["vc1"]) == ["team-isos"]
+
+
+def test_interrupt_mid_step_leaves_nothing(two: tuple) -> None:
+    h, servers = two
+    cancel = threading.Event()
+    params = {
+        "datastore": "LocalDS_0", "items": 6, "item_size": "256k",
+        "steps": [
+            {"op": "create_library", "library": "pub"},
+            {"op": "import", "library": "pub", "label": "up"},
+        ],
+    }  # fmt: skip
+    wl = ContentLibraryWorkload(ContentLibraryParams.model_validate(params))
+    ctx, _, _log = context(h, "vc1", h.run_dir / "raw", warmup=0, steady=0, cancel=cancel)
+    original = ctx.log
+
+    def log_and_cancel(event: str, **kw: Any) -> None:
+        original(event, **kw)
+        if event == "cl_step" and kw.get("op") == "create_library":
+            cancel.set()  # Ctrl-C right after the library exists, before the imports
+
+    ctx.log = log_and_cancel
+    from vbench.errors import Interrupted
+
+    wl.prepare(ctx)
+    with pytest.raises(Interrupted):
+        wl.run(ctx)
+    wl.teardown(ctx)
+    assert left_behind(h, servers) == []

@@ -1,0 +1,159 @@
+"""The ``content_library`` workload driver: Content Library operations timed through the
+vSphere REST API (create, publish, subscribe, sync, import, export, deploy, capture).
+
+No guests: the driver works in the point's vCenter (``ctx.vsphere``; a factor level's
+lab profile may switch vCenter, datastore or label the network set-up) and, for a
+cross-vCenter subscription, in another vCenter of the lab named by a step. Per trial:
+prepare checks the vCenters answer; run executes the steps in order inside the steady
+window (the steps, not ``phases.steady``, decide how long it lasts); collect writes
+``ops.csv`` (every operation) and turns it into figures; teardown removes everything the
+trial created, newest first.
+
+Figures per step (labels ``step``): ``<op>_time`` mean per-operation completion time
+(s), ``<op>_time_max``, ``<op>_batch_time`` (first start to last end, s), ``<op>_ops``;
+for transfers ``<op>_bytes`` and ``<op>_throughput`` (MB/s = bytes moved / batch wall
+time) and ``<op>_overhead`` (transfer complete -> operation recorded, ms); for sync
+``sync_items``. User documentation: ``docs/content-library.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from typing import TYPE_CHECKING, ClassVar
+
+from vbench.errors import LabError
+from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.content_library import destroyers as _destroyers  # noqa: F401 (registers)
+from vbench.workloads.content_library.params import ContentLibraryParams, findings
+
+if TYPE_CHECKING:
+    from vbench.results.records import Sample
+    from vbench.workloads.content_library.ops import Batch, TrialRun
+
+SOURCE = "content_library"
+OPS_FILE = "ops.csv"
+TRANSFERS = ("import", "export")
+
+
+@register
+class ContentLibraryWorkload(Workload):
+    """Content Library operations on one or two vCenters, N at a time."""
+
+    name: ClassVar[str] = "content_library"
+    Params: ClassVar[type[ContentLibraryParams]] = ContentLibraryParams
+    roles: ClassVar[tuple[str, ...]] = ()
+    needs_vcenter: ClassVar[bool] = True
+    headline_metrics: ClassVar[tuple[str, ...]] = (
+        "export_throughput", "import_throughput", "sync_time", "deploy_time",
+        "export_time", "import_time",
+    )  # fmt: skip
+
+    def __init__(self, params: ContentLibraryParams) -> None:  # type: ignore[override]
+        super().__init__(params)
+        self.p: ContentLibraryParams = params
+        self._run: TrialRun | None = None
+
+    @classmethod
+    def findings(cls, params: ContentLibraryParams) -> list[Finding]:  # type: ignore[override]
+        return findings(params)
+
+    def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
+        out = []
+        for s in self.p.steps:
+            what = [s.op, f"library={s.library}"]
+            if s.op in ("import", "export", "deploy"):
+                what.append(f"concurrency={self.p.concurrency_of(s)}")
+            if s.op == "import":
+                src = s.url or (",".join(s.files) if s.files else f"generated {self.p.size(s)} B")
+                what += [f"items={self.p.count(s)}", f"source={src}"]
+            if s.vcenter:
+                what.append(f"vcenter={s.vcenter}")
+            out.append(PlannedCommand("vcenter", "run", tuple(what)))
+        return out
+
+    def estimated_seconds(self, warmup: float, steady: float, cooldown: float) -> float:
+        moved = sum(self.p.count(s) * self.p.size(s) for s in self.p.steps if s.op == "import")
+        return warmup + cooldown + 5.0 + 2 * moved / 100e6  # ~100 MB/s each way (a guess)
+
+    # ------------------------------------------------------------------ trial
+    def prepare(self, ctx: TrialContext) -> None:
+        from vbench.workloads.content_library.ops import TrialRun
+
+        self._run = TrialRun(ctx, self.p)
+        for vc in dict.fromkeys(s.vcenter or ctx.vsphere.vcenter for s in self.p.steps):  # type: ignore[union-attr]
+            self._run.session(vc)  # a wrong password or an unreachable vCenter fails here
+
+    def run(self, ctx: TrialContext) -> None:
+        t = self._run
+        if t is None:
+            raise LabError("content_library", "prepare did not finish")
+        ctx.mark("warmup_start")
+        ctx.mark("steady_start")
+        for i, step in enumerate(self.p.steps):
+            t.run_step(i, step)
+        ctx.mark("steady_end")
+
+    def collect(self, ctx: TrialContext) -> list[Sample]:
+        t = self._run
+        if t is None:
+            return []
+        ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+        write_ops(ctx.raw_dir / OPS_FILE, t.batches)
+        (ctx.raw_dir / "libraries.json").write_text(
+            json.dumps({k: {"id": v.id, "name": v.name, "vcenter": v.vcenter,
+                            "subscribed": v.subscribed, "items": len(v.items)}
+                        for k, v in t.libs.items()}, indent=1),
+            encoding="utf-8",
+        )  # fmt: skip
+        return [s for b in t.batches for s in batch_samples(b)]
+
+    def teardown(self, ctx: TrialContext) -> None:
+        t, self._run = self._run, None
+        if t is None:
+            return
+        try:
+            errors = t.remove_created()
+        finally:
+            t.close()
+        if errors:
+            raise LabError("content_library teardown", "; ".join(errors[:5]))
+
+
+def write_ops(path: object, batches: list[Batch]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:  # type: ignore[call-overload]
+        w = csv.writer(f)
+        w.writerow(["step", "op", "index", "start", "end", "seconds", "bytes", "overhead_ms"])
+        for b in batches:
+            for r in b.records:
+                ovh = "" if r.overhead is None else f"{r.overhead * 1e3:.3f}"
+                w.writerow([r.step, r.op, r.index, f"{r.start:.6f}", f"{r.end:.6f}",
+                            f"{r.seconds:.6f}", r.bytes, ovh])  # fmt: skip
+
+
+def batch_samples(b: Batch) -> list[Sample]:
+    """The figures of one step (pure: unit-tested)."""
+    from vbench.results.records import Sample
+
+    labels = (("step", b.step),)
+    times = [r.seconds for r in b.records]
+    wall = b.end - b.start
+    out = [
+        Sample(f"{b.op}_time", statistics.fmean(times), "s", SOURCE, labels=labels),
+        Sample(f"{b.op}_time_max", max(times), "s", SOURCE, labels=labels),
+        Sample(f"{b.op}_batch_time", wall, "s", SOURCE, labels=labels),
+        Sample(f"{b.op}_ops", float(len(times)), "ops", SOURCE, labels=labels),
+    ]
+    if b.op in TRANSFERS:
+        moved = sum(r.bytes for r in b.records)
+        out.append(Sample(f"{b.op}_bytes", float(moved), "B", SOURCE, labels=labels))
+        rate = moved / 1e6 / wall if wall > 0 else None
+        out.append(Sample(f"{b.op}_throughput", rate, "MB/s", SOURCE, labels=labels))
+        ovh = [r.overhead for r in b.records if r.overhead is not None]
+        if ovh:
+            value = statistics.median(ovh) * 1e3
+            out.append(Sample(f"{b.op}_overhead", value, "ms", SOURCE, labels=labels))
+    for metric, value, unit in b.extra:
+        out.append(Sample(metric, value, unit, SOURCE, labels=labels))
+    return out

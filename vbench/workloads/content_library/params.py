@@ -1,0 +1,231 @@
+"""Parameters of the ``content_library`` driver (pure: no REST, no pyVmomi).
+
+A trial runs ``steps`` in order; each step is one operation kind on one library:
+
+- ``create_library``: a local library on a datastore (``datastore``, default: the
+  profile's) or an NFS/SMB storage URI (``storage_uri``), optionally ``publish``-ed
+  (with ``password``: publisher basic authentication); or ``existing: true`` to use a
+  library of that name as it is (never modified, never removed);
+- ``publish``: publish a library this run created (a real vCenter; vcsim publishes only
+  at creation);
+- ``subscribe``: a subscribed library on ``vcenter`` (another vCenter of the lab, or the
+  same) to ``publisher`` (a library of an earlier step), ``on_demand`` or immediate;
+- ``sync``: synchronise a subscribed library (or its ``item``), time to the server's
+  ``last_sync_time``; then the honesty check (items and, for immediate download, bytes);
+- ``import``: ``count`` items into a library, generated at ``size`` bytes, or from
+  ``files`` (local paths, uploaded), or pulled by vCenter from ``url`` (a web server in
+  the lab);
+- ``export``: download every file of ``count`` items (default: all), counted, optionally
+  checksummed against the import;
+- ``deploy``: ``count`` VMs from ``item`` (an OVF or VM-template item), optionally
+  powered on;
+- ``capture``: a VM (``vm``, by name; it is read, not changed) into a VM-template item.
+
+``concurrency`` operations of one step are in flight at once (1..10 in the study).
+``items``, ``item_size`` and ``concurrency`` at the top are defaults of the steps, and
+what factors vary: ``factors: {concurrency: [1, 2, 4, 8]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from vbench.config.types import Duration
+from vbench.workloads.base import Finding, Params, Strict
+
+OPS = (
+    "create_library",
+    "publish",
+    "subscribe",
+    "sync",
+    "import",
+    "export",
+    "deploy",
+    "capture",
+)
+Op = Literal[
+    "create_library", "publish", "subscribe", "sync", "import", "export", "deploy", "capture"
+]
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: Any) -> int:
+    """``64m``, ``1g``, ``4096`` (binary units) -> bytes."""
+    if isinstance(value, bool):
+        raise ValueError("a size is a number of bytes or e.g. 64m, 1g")
+    if isinstance(value, int):
+        n = value
+    else:
+        text = str(value).strip().lower().removesuffix("ib").removesuffix("b")
+        unit = text[-1:] if text[-1:] in _UNITS and not text[-1:].isdigit() else ""
+        number = text[: len(text) - len(unit)] if unit else text
+        try:
+            n = int(float(number) * _UNITS[unit])
+        except ValueError:
+            raise ValueError(f"{value!r} is not a size (e.g. 4096, 64m, 1g)") from None
+    if n < 1:
+        raise ValueError("a size must be at least 1 byte")
+    return n
+
+
+class Target(Strict):
+    """Where deployed VMs go (names in the point's vCenter; default: the profile's)."""
+
+    cluster: str | None = Field(None, description="cluster (its root resource pool)")
+    host: str | None = Field(None, description="host (and its pool)")
+    resource_pool: str | None = Field(None, description="resource pool")
+    folder: str | None = Field(None, description="VM folder (default: the datacenter's)")
+    datastore: str | None = Field(None, description="datastore of the VM's files")
+
+
+class Step(Strict):
+    """One operation of the trial (see the module docstring for each kind)."""
+
+    op: Op = Field(description="operation: " + ", ".join(OPS))
+    label: str | None = Field(None, description="name in figures (default: op-library)")
+    library: str = Field(description="library name in this scenario (prefixed per run)")
+    vcenter: str | None = Field(None, description="vCenter (default: the point's)")
+    # create_library / subscribe
+    datastore: str | None = Field(None, description="backing datastore")
+    storage_uri: str | None = Field(None, description="NFS/SMB backing (nfs://…, smb://…)")
+    publish: bool = Field(False, description="create_library: publish it")
+    existing: bool = Field(False, description="create_library: use an existing library as is")
+    password: str | None = Field(
+        None, description="publisher basic-auth password (a secret reference: ${env:…})"
+    )
+    publisher: str | None = Field(None, description="subscribe: the published library")
+    on_demand: bool = Field(True, description="subscribe: download content on demand")
+    # transfers
+    count: int | None = Field(None, ge=1, le=1000, description="items (or VMs) per step")
+    size: str | int | None = Field(None, description="import: generated item size (64m, 1g)")
+    files: list[str] = Field(default_factory=list, description="import: local files")
+    url: str | None = Field(None, description="import: http(s) URL vCenter pulls from")
+    kind: str = Field("file", description="import: item type (file, iso, ovf)")
+    checksum: bool = Field(False, description="export: SHA-256 checked against the import")
+    concurrency: int | None = Field(None, ge=1, le=10, description="ops in flight at once")
+    # sync
+    item: str | None = Field(None, description="sync/deploy: one item (by name)")
+    timeout: Duration = Field(600.0, description="longest wait for the step's operations")
+    # deploy / capture
+    target: Target = Field(default_factory=Target, description="deploy/capture placement")
+    powered_on: bool = Field(False, description="deploy: power the VMs on")
+    vm: str | None = Field(None, description="capture: the VM to capture (read only)")
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        if v is not None:
+            parse_size(v)
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("url must be http:// or https://")
+        return v
+
+    @model_validator(mode="after")
+    def _needs(self) -> Step:
+        need = {
+            "subscribe": ("publisher",),
+            "deploy": ("item",),
+            "capture": ("vm",),
+        }.get(self.op, ())
+        for key in need:
+            if getattr(self, key) in (None, ""):
+                raise ValueError(f"{self.op} needs `{key}`")
+        if self.op == "import" and sum(map(bool, (self.files, self.url))) > 1:
+            raise ValueError("import takes `files` or `url`, not both")
+        if self.datastore and self.storage_uri:
+            raise ValueError("a library is backed by `datastore` or `storage_uri`, not both")
+        if self.storage_uri and not self.storage_uri.startswith(("nfs://", "smb://")):
+            raise ValueError("storage_uri must be nfs://… or smb://…")
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.op}-{self.library}"
+
+
+class ContentLibraryParams(Params):
+    """A Content Library study: steps timed through the vSphere REST API."""
+
+    steps: list[Step] = Field(min_length=1, description="operations, in order")
+    items: int = Field(1, ge=1, le=1000, description="default `count` of import steps")
+    item_size: str | int = Field("64m", description="default size of generated items")
+    concurrency: int = Field(1, ge=1, le=10, description="default ops in flight per step")
+    datastore: str | None = Field(None, description="default backing datastore")
+    keep_exports: bool = Field(
+        False, description="keep exported files in the run directory (default: counted only)"
+    )
+
+    @field_validator("item_size")
+    @classmethod
+    def _item_size(cls, v: Any) -> Any:
+        parse_size(v)
+        return v
+
+    @model_validator(mode="after")
+    def _libraries_known(self) -> ContentLibraryParams:
+        made: set[str] = set()
+        for i, step in enumerate(self.steps):
+            if step.op in ("create_library", "subscribe"):
+                if step.library in made:
+                    raise ValueError(f"steps[{i}]: library {step.library!r} is created twice")
+                made.add(step.library)
+                continue
+            if step.library not in made:
+                raise ValueError(
+                    f"steps[{i}]: {step.op} of library {step.library!r} before any "
+                    "create_library/subscribe step makes it"
+                )
+            if step.publisher and step.publisher not in made:
+                raise ValueError(f"steps[{i}]: publisher {step.publisher!r} is not created")
+        return self
+
+    def count(self, step: Step) -> int:
+        return step.count or (len(step.files) if step.files else self.items)
+
+    def size(self, step: Step) -> int:
+        return parse_size(step.size if step.size is not None else self.item_size)
+
+    def concurrency_of(self, step: Step) -> int:
+        return step.concurrency or self.concurrency
+
+
+def findings(p: ContentLibraryParams) -> list[Finding]:
+    """Steps that would change what the scenario says exists, or measure nothing."""
+    out: list[Finding] = []
+    existing = {s.library for s in p.steps if s.op == "create_library" and s.existing}
+    for i, s in enumerate(p.steps):
+        where = f"steps[{i}]"
+        if s.library in existing and s.op in ("import", "publish", "capture"):
+            out.append(
+                Finding(
+                    "error",
+                    where,
+                    f"{s.op} would modify existing library "
+                    f"{s.library!r}: vbench never changes what it did not create",
+                )
+            )
+        if s.op == "create_library" and s.existing and (s.publish or s.storage_uri):
+            out.append(
+                Finding(
+                    "error",
+                    where,
+                    "an existing library is used as it is: publish/storage_uri do not apply",
+                )
+            )
+        if s.op == "subscribe" and s.publisher in existing:
+            out.append(
+                Finding(
+                    "warning",
+                    where,
+                    "subscribing to an existing library: its "
+                    "publish settings (and password) must already allow it",
+                )
+            )
+    return out
