@@ -1,0 +1,200 @@
+"""cloudstone end to end on the loopback guests: the real nginx, PHP-FPM and MariaDB
+serving the Olio-shaped app, driven by the real Locust (installed in the client guest
+from a wheelhouse built from PyPI on this controller)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import LocalGuests, missing_peer
+from vbench.engine.session import RunRequest, RunSession, execute
+from vbench.results.rundir import RunDir
+from vbench.results.store import Store
+from vbench.workloads.cloudstone.params import OLIO_MATRIX, stationary_mix
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ("nginx", "php-fpm8.2", "mariadbd", "mariadb-install-db", "mariadb", "curl")
+SERVER_NAMES = ("mariadbd", "php-fpm", "nginx: ", "locust")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tools() -> None:
+    missing = [t for t in TOOLS if shutil.which(t) is None and not Path(f"/usr/sbin/{t}").exists()]
+    if missing:
+        missing_peer(f"not installed: {', '.join(missing)} (make test installs them)")
+
+
+@pytest.fixture(autouse=True)
+def _wheelhouse(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One wheelhouse for every test (each test has its own VBENCH_HOME): `make wheelhouse`
+    # fills it, else the driver builds it from PyPI on first use.
+    monkeypatch.setenv("VBENCH_WHEELHOUSE", str(ROOT / ".tools" / "wheelhouse"))
+
+
+def free_base(guests: LocalGuests) -> int:
+    """A port base whose 2 instances' ports (base..base+16) are free on both guests."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 60000, 20)
+        if all(_bindable(g.address, base + d) for g in guests for d in range(20)):
+            return base
+    raise RuntimeError("no free port range")
+
+
+def _bindable(address: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def write_lab(path: Path, guests: LocalGuests) -> Path:
+    sshd = guests.sshd
+    lab = {
+        "version": 1, "name": "cloudstone-it",
+        "defaults": {"port": sshd.port, "key_file": str(sshd.key_file),
+                     "known_hosts": str(sshd.known_hosts), "workdir": str(sshd.workdir)},
+        "nodes": {g.name: {"address": g.address, "roles": ["web"]} for g in guests},
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(lab, sort_keys=False))
+    return path
+
+
+def scenario(path: Path, params: dict[str, Any], *, steady: str = "12s", warmup: str = "3s",
+             cooldown: str = "1s", qos: list[dict[str, Any]] | None = None) -> Path:  # fmt: skip
+    doc = {
+        "version": 1, "name": "cloudstone-it",
+        "topology": {"servers": {"nodes": ["guest1"]}, "clients": {"nodes": ["guest2"]}},
+        "workload": {"driver": "cloudstone", "params": params},
+        "repeat": 1,
+        "phases": {"warmup": warmup, "steady": steady, "cooldown": cooldown},
+        "qos": qos or [],
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+class Done:
+    def __init__(self, outcome: Any, rundir: RunDir, store: Store) -> None:
+        self.outcome, self.rundir = outcome, rundir
+        self.samples = store.samples_frame(outcome.run_id)
+        self.trials = store.trials(outcome.run_id)
+        self.log = [json.loads(ln) for ln in (rundir.path / "log.jsonl").read_text().splitlines()]
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.log if e["event"] == name]
+
+    def value(self, metric: str, *, guest: str | None = None, **labels: str) -> float | None:
+        df = self.samples
+        rows = df[(df.metric == metric) & (df.guest.isna() if guest is None else df.guest == guest)]
+        for r in rows.itertuples():
+            got = _labels(r.labels)
+            if got == labels:
+                return r.value
+        raise KeyError((metric, guest, labels))
+
+
+def _labels(raw: Any) -> dict[str, str]:
+    if not raw or raw in ("{}", "[]"):
+        return {}
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    return dict(data) if isinstance(data, dict) else {k: v for k, v in data}
+
+
+def run(tmp: Path, scenario_file: Path, lab: Path, cancel: threading.Event | None = None) -> Done:
+    session = RunSession.load(RunRequest(scenario_file, lab, ()))
+    store = Store.open(None, tmp / "results")
+    outcome, rundir = execute(session, store, tmp / "results", cancel=cancel)
+    return Done(outcome, rundir, store)
+
+
+def left_running(workdir: Path) -> list[str]:
+    """Processes on this machine whose command line names the guests' workdir."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,stat=,args="], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    return [ln for ln in out.splitlines()
+            if str(workdir) in ln and not ln.split()[1].startswith("Z")]  # fmt: skip
+
+
+BASE = {"users": 12, "think": {"kind": "negexp", "mean": 0.1}, "sub_window": 3,
+        "php_children": 4, "mix_tolerance": 5}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two(local_guests: LocalGuests, tmp_path_factory: pytest.TempPathFactory) -> Done:
+    """A short Olio run with 2 instances (both servers on guest1, clients on guest2)."""
+    tmp = tmp_path_factory.mktemp("cloudstone-two")
+    lab = write_lab(tmp / "lab.yaml", local_guests)
+    params = {**BASE, "instances": 2, "port": free_base(local_guests)}
+    qos = [{"metric": "rt_avg", "where": {"operation": ["HomePage", "TagSearch"]},
+            "op": "<=", "threshold": 250, "unit": "ms"}]  # fmt: skip
+    done = run(tmp, scenario(tmp / "s.yaml", params, qos=qos), lab)
+    done.workdir = local_guests.sshd.workdir  # type: ignore[attr-defined]
+    return done
+
+
+def test_two_instances_produce_every_figure(two: Done) -> None:
+    assert two.outcome.status == "ok", [t.error for t in two.trials]
+    ops = list(OLIO_MATRIX)
+    for metric in ("ops_per_sec", "rt_avg", "rt_p90", "rt_p95", "rt_p99", "rt_max", "errors",
+                   "ops_per_sec_subwindow_sd", "rt_avg_subwindow_sd"):  # fmt: skip
+        assert two.value(metric) is not None, metric  # overall, across instances
+        for op in ("HomePage", "TagSearch", "EventDetail"):
+            assert two.value(metric, operation=op) is not None, (metric, op)
+    for op in ops:
+        assert two.value("mix_required", operation=op) == pytest.approx(
+            100 * stationary_mix(OLIO_MATRIX)[op])
+    # Across instances throughput is summed; each instance keeps its own figures.
+    per = [two.value("ops_per_sec", guest="guest1", instance=str(k), operation="all")
+           for k in (1, 2)]  # fmt: skip
+    assert all(v and v > 0 for v in per)
+    assert two.value("ops_per_sec") == pytest.approx(sum(per))
+    avg = [two.value("rt_avg", guest="guest1", instance=str(k), operation="all") for k in (1, 2)]
+    assert two.value("rt_avg") == pytest.approx(sum(avg) / 2)
+    assert two.value("errors") == 0
+    assert two.value("instances") == 2
+    for k in (1, 2):
+        assert two.value("sut_load_seconds", guest="guest1", instance=str(k)) > 0
+        assert two.value("sut_deploy_seconds", guest="guest1", instance=str(k)) > 0
+    assert two.value("client_saturated") == 0
+
+
+def test_achieved_mix_follows_the_matrix(two: Done) -> None:
+    # Documented tolerance: |achieved − required| ≤ 5 points here (widened to 3 binomial
+    # standard errors when there are too few operations to judge).
+    for op in OLIO_MATRIX:
+        assert two.value("mix_outside_tolerance", operation=op) == 0, op
+    home = two.value("mix", operation="HomePage")
+    assert home is not None and abs(home - 26.15) < 8
+
+
+def test_writes_really_write_and_nothing_is_left(two: Done) -> None:
+    assert two.value("operations", operation="AddPerson") is not None
+    assert left_running(two.workdir) == []  # type: ignore[attr-defined]
+    raw = list((two.rundir.path / "raw").rglob("records.*"))
+    assert raw, "the Locust records are kept in the run directory"
+
+
+def test_failing_limit_fails_the_point(local_guests: LocalGuests, tmp_path: Path) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    qos = [{"metric": "rt_avg", "where": {"operation": "HomePage"}, "op": "<=",
+            "threshold": 0.001, "unit": "ms"}]  # fmt: skip
+    done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s",
+                                  qos=qos), lab)  # fmt: skip
+    assert [t.status for t in done.trials] == ["ok"]
+    assert done.outcome.exit_code == 1, done.outcome
