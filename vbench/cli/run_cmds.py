@@ -82,6 +82,8 @@ def _plan_text(p: Plan) -> str:
         )
     for pt in p.points:
         label = ", ".join(f"{k}={v}" for k, v in pt.labels.items()) or "(single point)"
+        if p.scenario.label:  # the template's name first, the levels it stands for after
+            label = f"{pt.title} ({label})"
         lines.append("")
         lines.append(f"point {pt.index + 1}: {label}")
         lines.append(
@@ -89,6 +91,8 @@ def _plan_text(p: Plan) -> str:
             f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
             f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
         )
+        if pt.profiles:
+            lines.append(f"  lab profile: {', '.join(pt.profiles)}")
         for role, names in pt.guests.items():
             lines.append(f"  {role}: {', '.join(names)}")
         for c in pt.commands:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vbench.collectors.checks import collector_issues
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
-from vbench.config.resolve import bind_groups, bind_roles
+from vbench.config.profiles import apply_to_groups, profile_labels
+from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
-from vbench.errors import ConfigIssue, ConfigValidationError
+from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, Workload, get_driver
 
 
@@ -117,6 +118,12 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             # A factor may change a group's size, so every point binds its own guests.
             point_groups = _groups(spec, lab)
             point = _plan_point(spec, driver_cls, roles, point_groups)
+            if lab is not None and spec.profiles:
+                # The run records the profile (and its labels) with the point.
+                extra = profile_labels(lab.model, spec.profiles)
+                labels = {**point.labels, **{k: v for k, v in extra.items()
+                                             if k not in point.labels}}
+                point = replace(point, labels=labels)
             for g, names in point_groups.items():
                 merged = dict.fromkeys((*groups.get(g, ()), *names))
                 groups[g] = tuple(merged)
@@ -162,10 +169,20 @@ def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ..
     sc, src = spec.scenario, spec.source
     assert sc is not None and src is not None
     if lab is not None:
-        return bind_groups(sc, lab.model, src, lab.source.file)
+        groups = bind_groups(sc, lab.model, src, lab.source.file)
+        # The point's lab profiles place `vm:` groups elsewhere or swap nodes.
+        return apply_to_groups(groups, sc.topology, lab.model, spec.profiles,
+                               _vcenters_or_none(sc, lab.model))
     return {
         name: tuple(f"{name}[{i + 1}]" for i in range(g.count)) for name, g in sc.topology.items()
     }
+
+
+def _vcenters_or_none(sc: Scenario, lab: Lab) -> dict[str, str]:
+    try:
+        return vm_groups(sc, lab)
+    except ConfigError:  # several vCenters and none named: bind_groups reports it
+        return {}
 
 
 def get_driver_located(scenario: Scenario, src: Any) -> type[Workload]:

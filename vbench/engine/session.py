@@ -215,6 +215,7 @@ def _vsphere_run(
         cancel=cancel,
         notice=notice,
         workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
+        point_profiles=[p.profiles for p in plan.points],
     )
 
 

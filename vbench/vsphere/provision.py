@@ -174,7 +174,7 @@ class Provisioner:
 
     def _prepare(self, vcenter: str, requests: Sequence[VmRequest]) -> None:
         st = self.state(vcenter)
-        dc = self.lab.vcenters[vcenter].datacenter
+        lab_dc = self.lab.vcenters[vcenter].datacenter
         if any(not r.existing for r in requests):
             st.mark_field = custom_field_key(st.session, MARK_KEY)
         pool = self.lab.vcenters[vcenter].ip_pool
@@ -182,6 +182,7 @@ class Provisioner:
             if r.existing:
                 continue
             if r.group not in st.placements:
+                dc = r.datacenter or lab_dc
                 st.placements[r.group] = resolve_placement(st.inventory, r.spec, dc)
             if pool is not None:
                 # Assigned in request order, so the n-th guest always gets the n-th address.
@@ -203,7 +204,7 @@ class Provisioner:
     # --- existing and kept VMs: used as they are ---------------------------------------
     def _existing(self, req: VmRequest) -> ProvisionedVm:
         st = self.state(req.vcenter)
-        dc = st.inventory.datacenter(self.lab.vcenters[req.vcenter].datacenter)
+        dc = st.inventory.datacenter(req.datacenter or self.lab.vcenters[req.vcenter].datacenter)
         vm = st.inventory.find("vm", req.vm_name, dc)
         if vm.get("runtime.powerState") != "poweredOn":
             raise LabError(

@@ -44,6 +44,7 @@ class VmRequest:
     vcenter: str
     spec: VmSpec
     index: int  # position in its group (spreading)
+    datacenter: str | None = None  # a lab profile's; default: the vCenter's
 
     @property
     def existing(self) -> bool:
