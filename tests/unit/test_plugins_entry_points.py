@@ -54,7 +54,20 @@ probe = labplugins.collector
 
 [vbench.workloads]
 needs_missing = labplugins.needs_missing
+fio = labplugins.second_fio
 """
+
+# A driver taking a name vbench already has: refused, not silently replacing fio.
+SECOND_FIO = '''
+from vbench.workloads.fio import FioWorkload
+from vbench.workloads.base import register
+
+
+@register
+class SecondFio(FioWorkload):
+    pass
+'''
+
 
 
 @pytest.fixture
@@ -68,6 +81,7 @@ def site(tmp_path: Path) -> Path:
     (pkg / "collector.py").write_text(COLLECTOR)
     # A driver whose dependency is not installed: discovery must survive it.
     (pkg / "needs_missing.py").write_text("import no_such_dependency_here\n")
+    (pkg / "second_fio.py").write_text(SECOND_FIO)
     info = root / "labplugins-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labplugins\nVersion: 0.1\n")
@@ -93,9 +107,15 @@ def test_plugins_lists_entry_point_plugins_and_the_broken_one(site: Path) -> Non
     assert found[("vbench.collectors", "probe")]["origin"] == "labplugins.collector"
     assert not found[("vbench.parsers", "wordcount")]["builtin"]
     assert found[("vbench.workloads", "fio")]["builtin"]  # the built-ins are all still there
-    [broken] = data["broken"]
-    assert broken["kind"] == "vbench.workloads" and broken["name"] == "needs_missing"
-    assert "no_such_dependency_here" in broken["reason"]
+    assert found[("vbench.workloads", "fio")]["origin"] == "vbench.workloads.fio"
+    broken = {b["name"]: b for b in data["broken"]}
+    assert set(broken) == {"needs_missing", "fio"}
+    assert all(b["kind"] == "vbench.workloads" for b in broken.values())
+    assert "no_such_dependency_here" in broken["needs_missing"]["reason"]
+    assert (
+        "two workload drivers named 'fio': vbench.workloads.fio and labplugins.second_fio"
+        in broken["fio"]["reason"]
+    )
 
 
 def test_plugins_check_exits_3_on_a_broken_plugin_and_says_why(site: Path) -> None:
@@ -103,8 +123,12 @@ def test_plugins_check_exits_3_on_a_broken_plugin_and_says_why(site: Path) -> No
     assert res.returncode == 3
     lines = [ln.split() for ln in res.stdout.splitlines()]
     assert ["wordcount", "labplugins.parser", "(entry", "point)"] in lines
-    why = "labplugins.needs_missing: ModuleNotFoundError"
-    assert f"broken:\n  workloads needs_missing: {why}" in res.stdout
+    broken = res.stdout.split("broken:\n", 1)[1].splitlines()
+    assert len(broken) == 2
+    assert any(
+        ln.startswith("  workloads needs_missing: labplugins.needs_missing: ModuleNotFoundError")
+        for ln in broken
+    )
 
 
 def test_entry_point_parser_is_a_parse_command(site: Path, tmp_path: Path) -> None:
