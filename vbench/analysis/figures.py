@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from vbench.analysis.aggregate import trial_values
+from vbench.config.labels import render_label
 
 OK_STATUS = "ok"
 Values = dict[int, float | None]  # trial -> value
@@ -56,6 +57,9 @@ class RunFigures:
 
     def title(self, point: int) -> str:
         labels = self.points.get(point, {})
+        template = self.scenario.get("label")
+        if template and labels:  # the scenario names its points: "VM-8VMs-16S"
+            return render_label(str(template), labels)
         ordered = [f for f in self.factors if f in labels]
         return ", ".join(f"{k}={labels[k]}" for k in ordered) or f"point {point}"
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.config.labels import render_label, template_problems
 from vbench.config.load import set_path, validate_model
 from vbench.config.scenario import Factor, Level, Scenario
 from vbench.config.yamlsrc import Source
@@ -26,12 +27,19 @@ class PointSpec:
     source: Source | None = field(default=None, compare=False, repr=False)
 
     def name(self) -> str:
+        template = self.scenario.label if self.scenario is not None else None
+        if template:
+            return render_label(template, self.labels)
         return ", ".join(f"{k}={v}" for k, v in self.labels.items()) or "(single point)"
 
 
 def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
     """All points of the scenario, each with its own validated scenario."""
     _check_zip_and_exclude(scenario, src)
+    if scenario.label is not None:
+        problems = template_problems(scenario.label, scenario.factors)
+        if problems:
+            raise ConfigValidationError([src.issue(("label",), p) for p in problems])
     axes = _axes(scenario)
     points: list[PointSpec] = []
     for combo in itertools.product(*axes):

@@ -381,6 +381,11 @@ class Scenario(Strict):
     topology: dict[str, GroupSpec] = Field(min_length=1, description="guest groups")
     workload: WorkloadSpec = Field(description="the workload driver and its parameters")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
+    label: str | None = Field(
+        None, max_length=200,
+        description="point name template over factor levels, e.g. \"{mode}-{vms}VMs-{instances}S\" "
+        "(used in plans, tables, charts and exports; default: factor=level pairs)",
+    )
     zip: list[list[str]] = Field(
         default_factory=list, description="groups of factors whose levels vary together"
     )

@@ -24,6 +24,7 @@ from vbench.analysis.derived import DerivedFigure, DerivedResult
 from vbench.analysis.figures import better
 from vbench.analysis.qos import QosCheck, QosResult
 from vbench.analysis.stats import Summary
+from vbench.config.labels import render_label
 from vbench.report.charts import Bar, bar_chart_svg, grouped_bar_chart_svg
 from vbench.report.charts_xy import Line, line_chart_svg
 from vbench.report.data import MISSING, ReportView
@@ -111,8 +112,10 @@ def draw_series(
     reference: float | None = None,
     reference_label: str = "",
     title: str = "",
+    template: str | None = None,
 ) -> tuple[str, str]:
-    """Pick the chart for ``series`` and draw it; returns (svg, what the chart shows)."""
+    """Pick the chart for ``series`` and draw it; returns (svg, what the chart shows).
+    ``template``: the scenario's point label template, naming the bars of a bar chart."""
     labels = [lab for lab, _ in series.rows]
     vary = varying(labels, factors)
     if x is None and prefer != "bar":
@@ -130,6 +133,8 @@ def draw_series(
     for lab, s in series.rows:
         low, high = whiskers(s, mode)
         name = " / ".join(lab.get(f, MISSING) for f in vary) or "all"
+        if template and lab:
+            name = render_label(template, lab)
         bars.append(Bar(name, s.mean if s and s.n else None, low, high))
     svg = bar_chart_svg(bars, ylabel, chart_id=ids.next(), xlabel=" / ".join(vary),
                         title=title, reference=reference, reference_label=reference_label)
@@ -246,7 +251,8 @@ def chart(svg: str, cap: str, title: str, kind: str) -> dict[str, Any]:
 
 
 def derived_charts(
-    derived: DerivedResult, factors: Sequence[str], ids: ChartIds, mode: str, window: str
+    derived: DerivedResult, factors: Sequence[str], ids: ChartIds, mode: str, window: str,
+    template: str | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for name in derived.names():
@@ -259,7 +265,7 @@ def derived_charts(
         if kind == "normalize":
             ref, ref_label, prefer = 1.0, "baseline = 1.0", "bar"
         svg, shows = draw_series(series, factors, ids, mode=mode, prefer=prefer,
-                                 reference=ref, reference_label=ref_label)
+                                 reference=ref, reference_label=ref_label, template=template)
         extra = figs[0].reference
         out.append(chart(svg, caption(series, shows, mode, extra, window), name, kind))
     return out

@@ -22,6 +22,7 @@ from vbench.analysis.figures import factor_order
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
+from vbench.config.labels import render_label
 from vbench.results.stored import StoredRun, StoredScenario
 
 NO_DATA = "no data"
@@ -348,6 +349,8 @@ class ReportView:
         for point in sorted(labels):
             lab = {k: labels[point][k] for k in order if k in labels[point]}
             title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point}"
+            if self.scenario.get("label") and lab:
+                title = render_label(str(self.scenario["label"]), lab)
             ok = sum(1 for p, _ in self.ok_trials if p == point)
             total = sum(1 for t in self.data.trials if int(t["point"]) == point)
             out.append(PointView(point, lab, title, ok, max(ok, total)))

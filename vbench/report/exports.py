@@ -163,11 +163,16 @@ def to_csv(datas: Sequence[ReportData]) -> str:
         factors.update(dict.fromkeys(analysis.figures.factors))
         rows += aggregate_rows(d, analysis)
     buf = io.StringIO()
-    head = ["run_id", "point", *factors, "metric", "kind", "unit", *STAT_FIELDS]
+    # A scenario that names its points (label template) gets a title column.
+    titled = any((d.run.get("scenario") or {}).get("label") for d in datas)
+    head = ["run_id", "point", *(["title"] if titled else []), *factors, "metric", "kind",
+            "unit", *STAT_FIELDS]
     writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
     writer.writeheader()
     for r in rows:
         labels = r.pop("labels")
+        if not titled:
+            r.pop("title", None)
         writer.writerow({**r, **{f: labels.get(f, "") for f in factors}})
     return buf.getvalue()
 

@@ -172,7 +172,8 @@ def _headline_chart(
         None,
     )
     svg, shows = draw_series(series, view.factors, ids, mode=mode,
-                             x=spec.get("x") if spec else None)
+                             x=spec.get("x") if spec else None,
+                             template=view.scenario.get("label"))
     cap = caption(series, shows, mode, f"{ci} (see the results table)", view.window_text)
     return {"metric": metric, "svg": Markup(svg), "caption": cap, "title": metric}
 
@@ -263,7 +264,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
     phase_names, trials = _trial_rows(view)
     charts = [_headline_chart(view, m, ids, mode, overrides)
               for m in view.headline if m in view.units]
-    derived_figs = derived_charts(analysis.derived, view.factors, ids, mode, view.window_text)
+    derived_figs = derived_charts(analysis.derived, view.factors, ids, mode, view.window_text,
+                                  template=view.scenario.get("label"))
 
     def lookup(name: str) -> Series | None:
         figs = [f for f in analysis.derived.named(name) if f.point is not None]
