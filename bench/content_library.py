@@ -185,7 +185,16 @@ def throughput(s: Any, ds: str, tmp: Path, size: int, repeat: int) -> dict[str, 
         "median_MB_per_s": {k: round(v, 1) for k, v in med.items()},
         "import_ratio": round(med["import_vbench"] / med["import_curl"], 3),
         "export_ratio": round(med["export_vbench"] / med["export_curl"], 3),
+        # The two sides of one round ran back to back: their ratio is the least
+        # disturbed by other load on the machine.
+        "import_ratio_per_round": _ratios(mbs["import_vbench"], mbs["import_curl"]),
+        "export_ratio_per_round": _ratios(mbs["export_vbench"], mbs["export_curl"]),
     }
+
+
+def _ratios(ours: list[float], theirs: list[float]) -> dict[str, Any]:
+    r = [a / b for a, b in zip(ours, theirs, strict=True)]
+    return {"each": [round(x, 3) for x in r], "median": round(statistics.median(r), 3)}
 
 
 # --- overhead ------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ class ContentLibraryWorkload(Workload):
         from vbench.workloads.content_library.ops import TrialRun
 
         self._run = TrialRun(ctx, self.p)
-        for vc in dict.fromkeys(s.vcenter or ctx.vsphere.vcenter for s in self.p.steps):  # type: ignore[union-attr]
+        for vc in dict.fromkeys(self._run.vc(s) for s in self.p.steps):
             self._run.session(vc)  # a wrong password or an unreachable vCenter fails here
 
     def run(self, ctx: TrialContext) -> None:

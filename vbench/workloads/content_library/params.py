@@ -12,9 +12,9 @@ A trial runs ``steps`` in order; each step is one operation kind on one library:
   same) to ``publisher`` (a library of an earlier step), ``on_demand`` or immediate;
 - ``sync``: synchronise a subscribed library (or its ``item``), time to the server's
   ``last_sync_time``; then the honesty check (items and, for immediate download, bytes);
-- ``import``: ``count`` items into a library, generated at ``size`` bytes, or from
-  ``files`` (local paths, uploaded), or pulled by vCenter from ``url`` (a web server in
-  the lab);
+- ``import``: ``count`` items into a library, generated at ``size`` bytes, or made of
+  ``files`` (local paths uploaded into each item: an OVF with its disks, an ISO…), or
+  pulled by vCenter from ``url`` (a web server in the lab);
 - ``export``: download every file of ``count`` items (default: all), counted, optionally
   checksummed against the import;
 - ``deploy``: ``count`` VMs from ``item`` (an OVF or VM-template item), optionally
@@ -100,7 +100,10 @@ class Step(Strict):
     # transfers
     count: int | None = Field(None, ge=1, le=1000, description="items (or VMs) per step")
     size: str | int | None = Field(None, description="import: generated item size (64m, 1g)")
-    files: list[str] = Field(default_factory=list, description="import: local files")
+    files: list[str] = Field(
+        default_factory=list,
+        description="import: local files of one item (an OVF and its disks, an ISO...)",
+    )
     url: str | None = Field(None, description="import: http(s) URL vCenter pulls from")
     kind: str = Field("file", description="import: item type (file, iso, ovf)")
     checksum: bool = Field(False, description="export: SHA-256 checked against the import")
@@ -158,6 +161,16 @@ class ContentLibraryParams(Params):
     item_size: str | int = Field("64m", description="default size of generated items")
     concurrency: int = Field(1, ge=1, le=10, description="default ops in flight per step")
     datastore: str | None = Field(None, description="default backing datastore")
+    storage_uri: str | None = Field(
+        None, description="default NFS/SMB backing of create_library (nfs://…, smb://…)"
+    )
+    subscriber_vcenter: str | None = Field(
+        None, description="default vCenter of subscribe steps (a factor: one vs two vCenters)"
+    )
+    subscriber_datastore: str | None = Field(None, description="default subscriber datastore")
+    subscriber_storage_uri: str | None = Field(
+        None, description="default NFS/SMB backing of subscribe steps"
+    )
     keep_exports: bool = Field(
         False, description="keep exported files in the run directory (default: counted only)"
     )
@@ -166,6 +179,13 @@ class ContentLibraryParams(Params):
     @classmethod
     def _item_size(cls, v: Any) -> Any:
         parse_size(v)
+        return v
+
+    @field_validator("storage_uri", "subscriber_storage_uri")
+    @classmethod
+    def _uri(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("nfs://", "smb://")):
+            raise ValueError("a storage URI is nfs://… or smb://…")
         return v
 
     @model_validator(mode="after")
@@ -187,7 +207,7 @@ class ContentLibraryParams(Params):
         return self
 
     def count(self, step: Step) -> int:
-        return step.count or (len(step.files) if step.files else self.items)
+        return step.count or (1 if step.files or step.url else self.items)
 
     def size(self, step: Step) -> int:
         return parse_size(step.size if step.size is not None else self.item_size)

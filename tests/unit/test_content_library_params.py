@@ -1,0 +1,101 @@
+"""content_library parameters and figures (pure): sizes, step checks, findings that
+protect existing libraries, and the figures of one step."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from vbench.workloads.content_library import batch_samples
+from vbench.workloads.content_library.ops import Batch, OpRecord
+from vbench.workloads.content_library.params import (
+    ContentLibraryParams,
+    findings,
+    parse_size,
+)
+
+
+def params(*steps: dict, **top: object) -> ContentLibraryParams:
+    return ContentLibraryParams.model_validate({"steps": list(steps), **top})
+
+
+def test_sizes_use_binary_units() -> None:
+    assert parse_size("64m") == 64 << 20
+    assert parse_size("1g") == 1 << 30
+    assert parse_size("1GiB") == 1 << 30
+    assert parse_size(4096) == 4096
+    with pytest.raises(ValueError):
+        parse_size("lots")
+    with pytest.raises(ValueError):
+        parse_size(0)
+
+
+def test_a_step_on_a_library_no_step_creates_is_refused() -> None:
+    with pytest.raises(ValidationError, match="before any create_library/subscribe"):
+        params({"op": "import", "library": "pub"})
+
+
+def test_steps_name_what_they_need() -> None:
+    create = {"op": "create_library", "library": "lib"}
+    with pytest.raises(ValidationError, match="deploy needs `item`"):
+        params(create, {"op": "deploy", "library": "lib"})
+    with pytest.raises(ValidationError, match="subscribe needs `publisher`"):
+        params(create, {"op": "subscribe", "library": "sub"})
+    with pytest.raises(ValidationError, match="`files` or `url`"):
+        params(create, {"op": "import", "library": "lib", "files": ["a"], "url": "http://x/a"})
+    with pytest.raises(ValidationError, match="nfs://"):
+        params({"op": "create_library", "library": "l", "storage_uri": "/mnt/x"})
+    with pytest.raises(ValidationError, match="concurrency"):
+        params(create, {"op": "export", "library": "lib", "concurrency": 11})
+
+
+def test_changing_an_existing_library_is_an_error_finding() -> None:
+    p = params(
+        {"op": "create_library", "library": "isos", "existing": True},
+        {"op": "import", "library": "isos"},
+        {"op": "export", "library": "isos"},
+    )
+    found = findings(p)
+    assert [(f.level, f.path) for f in found] == [("error", "steps[1]")]
+    assert "never changes what it did not create" in found[0].message
+
+
+def test_counts_and_sizes_default_from_the_top() -> None:
+    p = params(
+        {"op": "create_library", "library": "l"},
+        {"op": "import", "library": "l"},
+        {"op": "import", "library": "l", "files": ["a.ovf", "a.vmdk"]},
+        {"op": "import", "library": "l", "count": 2, "size": "1k", "concurrency": 2},
+        items=5,
+        item_size="2m",
+        concurrency=3,
+    )
+    gen, files, small = p.steps[1:]
+    assert (p.count(gen), p.size(gen), p.concurrency_of(gen)) == (5, 2 << 20, 3)
+    assert p.count(files) == 1  # the files make one item
+    assert (p.count(small), p.size(small), p.concurrency_of(small)) == (2, 1024, 2)
+
+
+def test_step_figures_from_the_operations() -> None:
+    recs = (
+        OpRecord("down", "export", 0, 10.0, 12.0, 100_000_000, overhead=0.002),
+        OpRecord("down", "export", 1, 10.5, 14.0, 100_000_000, overhead=0.004),
+    )
+    samples = {s.metric: s for s in batch_samples(Batch("down", "export", 10.0, 14.0, recs))}
+    assert samples["export_time"].value == pytest.approx(2.75)
+    assert samples["export_time_max"].value == pytest.approx(3.5)
+    assert samples["export_batch_time"].value == pytest.approx(4.0)
+    assert samples["export_bytes"].value == 200_000_000
+    assert samples["export_throughput"].value == pytest.approx(50.0)  # MB/s
+    assert samples["export_throughput"].unit == "MB/s"
+    assert samples["export_overhead"].value == pytest.approx(3.0)  # ms, median
+    assert all(s.labels == (("step", "down"),) for s in samples.values())
+
+
+def test_a_sync_step_carries_its_item_count() -> None:
+    rec = (OpRecord("sync", "sync", 0, 1.0, 1.5, 0),)
+    samples = {s.metric: s for s in batch_samples(
+        Batch("sync", "sync", 1.0, 1.5, rec, (("sync_items", 7.0, "items"),)))}  # fmt: skip
+    assert samples["sync_time"].value == pytest.approx(0.5)
+    assert samples["sync_items"].value == 7.0
+    assert "sync_throughput" not in samples
