@@ -113,9 +113,11 @@ class EsxiHost(SshEndpoint):
 
 
 class Profile(Strict):
-    """A lab variant a factor level switches to: for the points at that level, `vm:`
-    groups are placed (and a vCenter workload works) in this vCenter, datacenter,
-    cluster, resource pool, folder, datastore and network; `nodes` swaps guests."""
+    """A lab variant a factor level switches to (docs/labs.md, Profiles).
+
+    For the points at that level, `vm:` groups are placed (and a driver acting on
+    vCenter works) in this vCenter, datacenter, cluster, resource pool, folder,
+    datastore and network; `nodes` swaps lab nodes; `labels` are recorded."""
 
     description: str = ""
     vcenter: str | None = Field(None, description="vCenter (name in `vcenters`)")
