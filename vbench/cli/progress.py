@@ -75,11 +75,10 @@ class RichProgress(ProgressSink):
 
     def end_trial(self, result: TrialResult) -> None:
         assert self._plan is not None
+        # The trial's own point: a search schedule creates points the plan does not list.
+        seconds = self._point.trial_seconds if self._point is not None else 0.0
         self._remaining_s = max(
-            0.0,
-            self._remaining_s
-            - self._plan.points[result.point].trial_seconds
-            - self._plan.overhead_per_trial,
+            0.0, self._remaining_s - seconds - self._plan.overhead_per_trial
         )
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, left=format_duration(self._remaining_s))

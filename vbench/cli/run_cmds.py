@@ -168,6 +168,9 @@ def run(
         say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
         if verdict.text:
             say(verdict.text.rstrip("\n"))
+        searched = _findmax_text(store, outcome.run_id)
+        if searched:
+            say(searched.rstrip("\n"))
         if report is not None:
             say(f"report: {report}")
         say(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
@@ -183,6 +186,14 @@ def run(
     finally:
         store.close()
     ctx.exit(verdict.exit_code)
+
+
+def _findmax_text(store: Store, run_id: str) -> str:
+    """The answer of each find-max search of the run (empty without a search)."""
+    from vbench.report.build import report_data
+    from vbench.report.findmax import findmax_of, findmax_text
+
+    return findmax_text(findmax_of(report_data(store, run_id)))
 
 
 @dataclass(frozen=True)

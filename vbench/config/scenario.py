@@ -372,6 +372,67 @@ class Settings(Strict):
     )
 
 
+class SearchStop(Strict):
+    """When a find-max search stops (whichever comes first)."""
+
+    gap: float = Field(
+        1.0, gt=0, lt=100,
+        description="percent: stop once lowest fail − highest pass ≤ gap % of the lowest fail",
+    )
+    max_levels: int | None = Field(None, ge=2, le=1000, description="most distinct levels run")
+    max_time: Duration | None = Field(None, gt=0, description="most time one search may take")
+
+
+class SearchSpec(Strict):
+    """A find-max search: the largest level of one numeric factor passing every criterion."""
+
+    factor: str = Field(pattern=NAME, description="name of the searched factor (label in reports)")
+    path: str | None = Field(
+        None,
+        description="dotted path each level is written to (default: workload.params.<factor>; "
+        "topology.<group>.count searches a group's size)",
+    )
+    min: float = Field(description="lowest level searched")
+    max: float = Field(description="highest level searched")
+    start: float | None = Field(None, description="first level run (default: min)")
+    step: float | None = Field(
+        None, gt=0, description="first step of the ramp, doubled after every pass "
+        "(default: (max − min) / 8)",
+    )
+    integer: bool | None = Field(
+        None, description="levels are whole numbers (default: when min, max, start and step are)"
+    )
+    trials: int | None = Field(None, ge=1, le=100, description="trials per level (default: repeat)")
+    criteria: list[str] = Field(
+        default_factory=list,
+        description="names of the qos criteria that decide pass/fail (default: all of them)",
+    )
+    max_failure_rate: float = Field(
+        0.0, ge=0, le=1, description="fraction of a level's trials that may fail (status) and "
+        "the level still pass",
+    )
+    noisy_retries: int = Field(
+        2, ge=0, le=20, description="a level whose trials disagree runs `trials` more, this "
+        "many times at most, then is decided over all its trials and reported noisy",
+    )
+    verify_trials: int = Field(
+        2, ge=0, le=100, description="trials added to the highest pass and the lowest fail "
+        "before the answer is given (0: no verification)",
+    )
+    stop: SearchStop = Field(default_factory=SearchStop, description="stopping rule")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SearchSpec:
+        if self.min >= self.max:
+            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
+        if self.start is not None and not self.min <= self.start <= self.max:
+            raise ValueError(f"start ({self.start:g}) must lie within min..max")
+        if self.integer is None:
+            values = [self.min, self.max, self.start, self.step]
+            self.integer = all(v is None or float(v).is_integer() for v in values)
+        return self
+
+
 class Scenario(Strict):
     """A scenario file: what to measure."""
 
@@ -406,6 +467,10 @@ class Scenario(Strict):
     )
     report: ReportSpec = Field(default_factory=ReportSpec, description="report layout")
     settings: Settings = Field(default_factory=Settings, description="engine settings")
+    search: SearchSpec | None = Field(
+        None, description="find-max: search one numeric factor for the largest passing level "
+        "(the other factors still form a matrix: one search per combination)",
+    )
 
     @field_validator("topology")
     @classmethod

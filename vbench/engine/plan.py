@@ -13,6 +13,7 @@ from vbench.config.matrix import PointSpec, expand
 from vbench.config.profiles import apply_to_groups, profile_labels
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
+from vbench.config.search import search_bounds, search_starts
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, Workload, get_driver
 
@@ -113,7 +114,8 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     points: list[PlannedPoint] = []
     findings: dict[tuple[str, str, str], Finding] = {}
     issues: list[ConfigIssue] = []
-    for spec in expand(scenario, src):
+    bases = expand(scenario, src)
+    for spec in search_starts(scenario, src, bases):  # a search: its first level
         try:
             # A factor may change a group's size, so every point binds its own guests.
             point_groups = _groups(spec, lab)
@@ -141,6 +143,9 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             else:
                 findings[(f.level, f.path, f.message)] = f
         points.append(point)
+    for spec in search_bounds(scenario, src, bases):
+        issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
+                      if str(i) not in {str(x) for x in issues})
     issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
     issues.extend(collector_issues(scenario, src, lab.model if lab is not None else None))
     if issues:
@@ -160,9 +165,29 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
 def analysis_issues(scenario: Scenario) -> list[tuple[tuple[Any, ...], str]]:
     """Mistakes in derived figures and QoS criteria, found before anything runs."""
     from vbench.analysis.derived import check_derived
+    from vbench.analysis.findmax_qos import check_search
     from vbench.analysis.qos import check_qos
 
-    return [*check_derived(scenario), *check_qos(scenario)]
+    return [*check_derived(scenario), *check_qos(scenario), *check_search(scenario)]
+
+
+def _search_bound(
+    spec: PointSpec,
+    driver_cls: type[Workload],
+    roles: dict[str, str],
+    lab: Loaded[Lab] | None,
+    groups: dict[str, tuple[str, ...]],
+) -> list[ConfigIssue]:
+    """A search's min or max level: checked like a point, its guests bound (the largest
+    group size of a search needs the most guests)."""
+    try:
+        point_groups = _groups(spec, lab)
+        _plan_point(spec, driver_cls, roles, point_groups)
+    except ConfigValidationError as exc:
+        return list(exc.issues)
+    for g, names in point_groups.items():
+        groups[g] = tuple(dict.fromkeys((*groups.get(g, ()), *names)))
+    return []
 
 
 def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ...]]:

@@ -45,8 +45,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from vbench.config.lab import Lab
+from vbench.config.load import Loaded
+from vbench.config.scenario import Scenario
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.results.records import TrialResult
+from vbench.results.store import Store
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,18 @@ class Schedule(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """What to record in plan.json so the schedule can be understood and reproduced."""
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a search schedule reads besides the plan: levels are planned from the loaded
+    scenario and lab, and decided from the run's stored figures."""
+
+    scenario: Loaded[Scenario]
+    lab: Loaded[Lab] | None
+    store: Store
+    run_id: str
+    resume: bool = False
 
 
 class MatrixSchedule(Schedule):
@@ -122,8 +138,22 @@ class MatrixSchedule(Schedule):
         return doc
 
 
-def make_schedule(plan: Plan, done: Iterable[tuple[int, int]] = ()) -> Schedule:
-    """The schedule the scenario asks for: every point × repeat in ``settings.order``."""
+def make_schedule(
+    plan: Plan,
+    done: Iterable[tuple[int, int]] = (),
+    *,
+    search: SearchContext | None = None,
+) -> Schedule:
+    """The schedule the scenario asks for: its find-max ``search`` (which needs the
+    loaded scenario, lab, store and run: ``search``), else every point × repeat in
+    ``settings.order``. ``done``: (point, trial) pairs a resumed matrix run skips."""
+    if plan.scenario.search is not None:
+        if search is None:
+            raise ValueError("a find-max scenario needs its store and run to schedule")
+        from vbench.engine.search import SearchSchedule
+
+        return SearchSchedule(plan, search.scenario, search.lab, search.store, search.run_id,
+                              resume=search.resume)
     settings = plan.scenario.settings
     return MatrixSchedule(
         plan.points, plan.repeat, order=settings.order, seed=settings.seed, done=done

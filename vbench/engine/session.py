@@ -22,7 +22,7 @@ from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
-from vbench.engine.schedule import make_schedule
+from vbench.engine.schedule import SearchContext, make_schedule
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
@@ -138,7 +138,10 @@ def execute(
         lab_doc = redact(lab.redacted())
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)
-        schedule = make_schedule(plan)  # random order: its seed is drawn here
+        # A random order draws its seed here; a find-max search reads the run's figures.
+        schedule = make_schedule(
+            plan, search=SearchContext(session.scenario, session.lab, store, run_id)
+        )
         rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe()})
         env = {"controller": controller_facts(list(req.argv) or None)}
         tools = _tools_by_guest(plan)

@@ -53,6 +53,7 @@ from vbench.report.data import (
     scalar_text,
     tabulate,
 )
+from vbench.report.findmax import findmax_reports, findmax_section
 from vbench.report.overlay import overlay_section
 from vbench.report.sections import (
     badges,
@@ -301,6 +302,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
                 "has_subject": any(c.subject for c in analysis.qos.checks)}
         if analysis.qos.declared else None,
         "regression": regression_section(view.data.regression),
+        "findmax": findmax_section(findmax_reports(
+            run, view.data.points, view.data.trials, analysis.figures)),
         "charts": charts,
         "derived_charts": derived_figs,
         "extra_charts": extra,

@@ -1,0 +1,143 @@
+"""Pass/fail of one find-max level from stored figures, trial by trial.
+
+A trial passes when its status is ok and every selected QoS criterion holds on that
+trial's own figure. A level (its first k trials) passes when at most
+``max_failure_rate`` of them failed (status) and every criterion holds on the
+criterion's ``stat`` over its ok trials — the same verdict the QoS table of the
+report gives for that point. A figure that is missing is a fail: it cannot show the
+criterion holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.analysis.figures import RunFigures, convert
+from vbench.analysis.findmax import SearchParams
+from vbench.analysis.qos import combine, criterion_name, holds
+from vbench.config.scenario import QosCriterion, SearchSpec
+
+
+@dataclass(frozen=True)
+class CriterionValue:
+    """One criterion (one subject) at one level: its value over the level's ok trials."""
+
+    name: str
+    op: str
+    threshold: float
+    unit: str
+    value: float | None
+    passed: bool
+
+
+def search_params(spec: SearchSpec, repeat: int) -> SearchParams:
+    return SearchParams(
+        min=spec.min,
+        max=spec.max,
+        start=spec.start,
+        step=spec.step,
+        integer=bool(spec.integer),
+        trials=spec.trials or repeat,
+        noisy_retries=spec.noisy_retries,
+        verify_trials=spec.verify_trials,
+        gap=spec.stop.gap,
+        max_levels=spec.stop.max_levels,
+        max_time=spec.stop.max_time,
+    )
+
+
+def selected_criteria(spec: SearchSpec, qos: Sequence[QosCriterion]) -> list[QosCriterion]:
+    """The criteria the search decides on: those named, or all of the scenario's."""
+    if not spec.criteria:
+        return list(qos)
+    return [c for c in qos if criterion_name(c) in spec.criteria]
+
+
+def check_search(scenario: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Mistakes in ``search`` found before a run: (path in the scenario, message)."""
+    spec: SearchSpec | None = scenario.search
+    if spec is None:
+        return []
+    out: list[tuple[tuple[Any, ...], str]] = []
+    names = [criterion_name(c) for c in scenario.qos]
+    for i, name in enumerate(spec.criteria):
+        if name not in names:
+            known = ", ".join(names) or "none"
+            out.append((("search", "criteria", i),
+                        f"no qos criterion named {name!r} (criteria: {known})"))
+    if not scenario.qos and spec.max_failure_rate >= 1:
+        out.append((("search",), "nothing can fail: add qos criteria or lower max_failure_rate"))
+    if spec.factor in scenario.factors:
+        out.append((("search", "factor"),
+                    f"{spec.factor!r} is also a factor: the search sets its levels itself"))
+    path = spec.path or f"workload.params.{spec.factor}"
+    if path.split(".")[0] in ("factors", "zip", "exclude", "version", "name", "search"):
+        out.append((("search", "path"), f"a search level cannot change {path.split('.')[0]}"))
+    if spec.integer is False and path.startswith("topology.") and path.endswith(".count"):
+        out.append((("search", "integer"), "a group's count is a whole number"))
+    return out
+
+
+def _subjects(where: Mapping[str, str | list[str]]) -> list[dict[str, str]]:
+    keys = list(where)
+    options = [v if isinstance(v, list) else [v] for v in where.values()]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*options)]
+
+
+def _applies(labels: Mapping[str, str], at: Mapping[str, str | list[str]]) -> bool:
+    return all(
+        labels.get(k) in ([str(x) for x in v] if isinstance(v, list) else [str(v)])
+        for k, v in at.items()
+    )
+
+
+def criterion_values(
+    figures: RunFigures, criteria: Sequence[QosCriterion], point: int, trials: Sequence[int]
+) -> list[CriterionValue]:
+    """Every criterion (and subject) applying at ``point``, over ``trials`` (ok ones)."""
+    out: list[CriterionValue] = []
+    labels = figures.points.get(point, {})
+    for c in criteria:
+        if not _applies(labels, c.at):
+            continue
+        data_unit = figures.units.get(c.metric, "")
+        unit = c.unit if c.unit is not None else data_unit
+        for subject in _subjects(c.where):
+            per_trial = figures.labelled(point, c.metric, subject)
+            xs = [per_trial[t] for t in trials if per_trial.get(t) is not None]
+            value = None
+            if xs:
+                value = convert(combine(xs, c.stat), data_unit, unit)  # type: ignore[arg-type]
+            name = criterion_name(c)
+            if subject:
+                name += " [" + ", ".join(f"{k}={v}" for k, v in subject.items()) + "]"
+            ok = value is not None and holds(value, c.op, c.threshold)
+            out.append(CriterionValue(name, c.op, c.threshold, unit, value, ok))
+    return out
+
+
+def level_verdicts(
+    figures: RunFigures,
+    criteria: Sequence[QosCriterion],
+    point: int,
+    trials: Sequence[tuple[int, str]],
+    max_failure_rate: float,
+) -> list[tuple[bool, bool]]:
+    """Per trial (in the order given: (trial number, status)), its own verdict and the
+    level's verdict over the trials up to and including it."""
+    out: list[tuple[bool, bool]] = []
+    for k, (trial, status) in enumerate(trials):
+        ok_self = status == "ok" and all(
+            v.passed for v in criterion_values(figures, criteria, point, [trial])
+        )
+        upto = trials[: k + 1]
+        failed = sum(1 for _t, s in upto if s != "ok")
+        ok_trials = [t for t, s in upto if s == "ok"]
+        level_ok = failed <= max_failure_rate * len(upto) and bool(ok_trials) and all(
+            v.passed for v in criterion_values(figures, criteria, point, ok_trials)
+        )
+        out.append((ok_self, level_ok))
+    return out
