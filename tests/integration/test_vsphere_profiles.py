@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.vcsim import VcsimServer
+from vbench.cli.vsphere_cmds import collect_checks
 from vbench.config.load import load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.engine.plan import build_plan
@@ -127,4 +128,9 @@ def test_preflight_names_the_profile_placement_that_does_not_exist(
         run.close()
     assert str(err.value).startswith("group web@nfs: names: ")
     assert "no datastore named 'NFS_9'" in str(err.value)
+    # `vbench lab check --scenario` checks the same placements, and every profile.
+    checks = {(c.target, c.check): c for c in collect_checks(lab, scenario, ())}
+    assert checks[("group web", "names")].ok
+    assert not checks[("group web@nfs", "names")].ok
+    assert not checks[("profile nfs", "names")].ok and checks[("profile local", "names")].ok
     assert _vms(lab) == {"vc1": {}, "vc2": {}}

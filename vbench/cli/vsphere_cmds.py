@@ -50,8 +50,10 @@ def _result(check: Any) -> str:
 
 def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, ...]) -> list[Any]:
     from vbench.config.load import load_lab, load_scenario
+    from vbench.config.profiles import vm_placements
     from vbench.config.resolve import vm_groups
     from vbench.engine.plan import build_plan
+    from vbench.engine.vsphere_run import placement_checks
     from vbench.vsphere.checks import check_profiles, vsphere_checks
     from vbench.vsphere.connection import SessionPool
 
@@ -64,9 +66,12 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
     checks: list[Any] = []
     with SessionPool.for_lab(lab, warn=warnings.append) as sessions:
         if plan is not None:
-            groups = vm_groups(plan.scenario, lab)
-            counts = {g: len(plan.groups.get(g, ())) for g in groups}
-            vs, _ = vsphere_checks(lab, sessions, plan.scenario, groups, counts)
+            placements = vm_placements(
+                plan.scenario.topology, lab, vm_groups(plan.scenario, lab), plan.groups,
+                [p.profiles for p in plan.points],
+            )
+            vs, _ = placement_checks(lab, sessions, plan.scenario, placements,
+                                     all_vcenters=True)
         else:
             vs, _ = vsphere_checks(lab, sessions)
         checks.extend(vs)
@@ -172,6 +177,18 @@ def cleanup_run(lab: Any, run_id: str, run_dir: Path, include_kept: bool) -> Any
                 w.close()
 
 
+def _undo_hooks(lab: Any, run_dir: Path) -> bool:
+    """Undo the per-point lab hooks a killed run left applied; True when one failed."""
+    from vbench.engine.hooks import undo_pending
+
+    done, errors = undo_pending(lab, run_dir)
+    for line in done:
+        click.echo(f"undone {line}")
+    for line in errors:
+        click.echo(f"error: {line}", err=True)
+    return bool(errors)
+
+
 def _print_report(report: Any) -> None:
     for name in report.destroyed:
         click.echo(f"destroyed {name}")
@@ -255,10 +272,11 @@ def cleanup(
     try:
         if run_id:
             full_id, run_dir = _run_dir(store, rdir, run_id)
+            hooks_failed = _undo_hooks(lab, run_dir)  # lab set-ups first: they need no vCenter
             report = cleanup_run(lab, full_id, run_dir, include_kept)
             _print_report(report)
             click.echo(f"run {full_id}: {report.summary()}")
-            ctx.exit(3 if report.errors else 0)
+            ctx.exit(3 if report.errors or hooks_failed else 0)
         try:
             age = parse_duration(older_than)
         except Exception:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vbench.config.lab import Lab
-from vbench.config.profiles import vm_placements
+from vbench.config.profiles import VmPlacement, vm_placements
 from vbench.config.scenario import Scenario
 from vbench.errors import ConfigError
 from vbench.guest.labspec import vm_guest_spec
@@ -42,6 +42,31 @@ from vbench.vsphere.tasks import Watcher
 from vbench.vsphere.testbed import capture_testbed, merge_testbeds
 
 Notice = Callable[[str], None]
+
+
+def placement_checks(
+    lab: Lab,
+    sessions: SessionPool,
+    scenario: Scenario,
+    placements: Sequence[VmPlacement],
+    *,
+    all_vcenters: bool,
+    extra_vcenters: Sequence[str] = (),
+) -> tuple[list[Check], dict[str, Inventory]]:
+    """The vSphere checks of every placement, each as a group of its own ("group
+    web@nfs": the guests a lab profile places elsewhere)."""
+    topology = {p.key: scenario.topology[p.group].model_copy(update={"vm": p.spec})
+                for p in placements}
+    return vsphere_checks(
+        lab,
+        sessions,
+        scenario.model_copy(update={"topology": topology}),
+        {p.key: p.vcenter for p in placements},
+        {p.key: len(p.guests) for p in placements},
+        all_vcenters=all_vcenters,
+        extra_vcenters=extra_vcenters,
+        datacenters={p.key: p.datacenter for p in placements if p.datacenter},
+    )
 
 
 class VSphereRun:
@@ -106,19 +131,13 @@ class VSphereRun:
         """Connect, check privileges, names and capacity; LabError on the first failure."""
         if not self.active:
             return
-        # Each placement is checked as a group of its own ("group web@nfs").
-        topology = {p.key: self.scenario.topology[p.group].model_copy(update={"vm": p.spec})
-                    for p in self.placements}
-        scenario = self.scenario.model_copy(update={"topology": topology})
-        self.checks, self.inventories = vsphere_checks(
+        self.checks, self.inventories = placement_checks(
             self.lab,
             self.sessions,
-            scenario,
-            {p.key: p.vcenter for p in self.placements},
-            {p.key: len(p.guests) for p in self.placements},
+            self.scenario,
+            self.placements,
             all_vcenters=False,
             extra_vcenters=self.workload_vcenters,
-            datacenters={p.key: p.datacenter for p in self.placements if p.datacenter},
         )
         for c in self.checks:  # passed, but not proven: the user hears it
             if c.ok and c.level == "warning":
