@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests, missing_peer
+from vbench.analysis.run_analysis import load_analysis
 from vbench.engine.session import RunRequest, RunSession, execute
 from vbench.results.rundir import RunDir
 from vbench.results.store import Store
@@ -90,7 +91,7 @@ def scenario(path: Path, params: dict[str, Any], *, steady: str = "12s", warmup:
 
 class Done:
     def __init__(self, outcome: Any, rundir: RunDir, store: Store) -> None:
-        self.outcome, self.rundir = outcome, rundir
+        self.outcome, self.rundir, self.store = outcome, rundir, store
         self.samples = store.samples_frame(outcome.run_id)
         self.trials = store.trials(outcome.run_id)
         self.log = [json.loads(ln) for ln in (rundir.path / "log.jsonl").read_text().splitlines()]
@@ -171,6 +172,10 @@ def test_two_instances_produce_every_figure(two: Done) -> None:
         assert two.value("sut_load_seconds", guest="guest1", instance=str(k)) > 0
         assert two.value("sut_deploy_seconds", guest="guest1", instance=str(k)) > 0
     assert two.value("client_saturated") == 0
+    # The QoS criteria see the per-operation figures across instances.
+    checks = load_analysis(two.store, two.outcome.run_id).qos.checks
+    assert {c.subject["operation"] for c in checks} == {"HomePage", "TagSearch"}
+    assert all(c.value == pytest.approx(two.value("rt_avg", **c.subject)) for c in checks)
 
 
 def test_achieved_mix_follows_the_matrix(two: Done) -> None:
@@ -197,4 +202,8 @@ def test_failing_limit_fails_the_point(local_guests: LocalGuests, tmp_path: Path
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s",
                                   qos=qos), lab)  # fmt: skip
     assert [t.status for t in done.trials] == ["ok"]
-    assert done.outcome.exit_code == 1, done.outcome
+    qos = load_analysis(done.store, done.outcome.run_id).qos
+    assert not qos.passed
+    (check,) = qos.checks
+    assert check.status == "fail" and check.subject == {"operation": "HomePage"}
+    assert check.value is not None and check.value > 0.001
