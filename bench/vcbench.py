@@ -124,6 +124,7 @@ def vbench_child(info_file: str, sessions: int, warmup: float, steady: float) ->
         try:
             wl.run(ctx)
             samples = wl.collect(ctx)
+            split = _server_split(res.session("vc"), wl, marks)
         finally:
             t1 = time.time()
             wl.teardown(ctx)
@@ -150,9 +151,44 @@ def vbench_child(info_file: str, sessions: int, warmup: float, steady: float) ->
         "failures": failures,
         "controller_cpu_cores": (cpu["steady_end"] - cpu["steady_start"]) / window,
         "rss_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "split": split,
         "prepare_s": prepared,
         "teardown_s": teardown,
     }))  # fmt: skip
+
+
+def _server_split(session: Any, wl: Any, marks: dict[str, float]) -> dict[str, float]:
+    """Where an operation's latency went, for tasks that ended in the steady window:
+    vCenter's own time (task queueTime → completeTime) and the time from completeTime
+    until the client knew (the shared watcher's notice), means in seconds."""
+    from pyVmomi import vim
+
+    from vbench.vsphere.inventory import retrieve_refs
+
+    recs = [
+        r for r in wl._trial.load.snapshot()
+        if r.task and marks["steady_start"] <= r.end <= marks["steady_end"]
+    ][-2000:]
+    refs = [vim.Task(r.task, session.stub) for r in recs]
+    props = {vim.Task: ["info.queueTime", "info.completeTime"]}
+    info = {o.moid: o for o in retrieve_refs(session, refs, props)}
+    server, notice, call = [], [], []
+    for r in recs:
+        o = info.get(r.task or "")
+        if o is None or o.get("info.completeTime") is None:
+            continue
+        q, c = o.get("info.queueTime").timestamp(), o.get("info.completeTime").timestamp()
+        server.append(c - q)
+        notice.append(r.end - c)
+        call.append(q - r.start)
+    if not server:
+        return {}
+    return {
+        "tasks": len(server),
+        "start_to_queued_s": sum(call) / len(call),
+        "server_s": sum(server) / len(server),
+        "complete_to_notified_s": sum(notice) / len(notice),
+    }
 
 
 def _profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
@@ -424,6 +460,9 @@ def main() -> None:
                   f"{ops / little:6.3f} {f['vcbench.latency_avg']:8.3f}s {p99:7.3f}s "
                   f"{int(f['vcbench.failed']):7d} {r['controller_cpu_cores']:7.2f} "
                   f"{r['rss_peak_mib']:7.0f} MiB")  # fmt: skip
+            if r.get("split"):
+                print("   latency split (mean s):", json.dumps(
+                    {k: round(v, 3) for k, v in r["split"].items()}))
             if r.get("profile"):
                 print("   profile:", json.dumps(r["profile"]["areas"]))
                 print("   top:", json.dumps(r["profile"]["top_leaf_functions"][:6]))

@@ -22,7 +22,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyVmomi import vim
@@ -70,6 +70,7 @@ class OpRecord:
     ok: bool
     fault_type: str | None = None  # e.g. DuplicateName; None when it succeeded
     fault: str | None = None  # vCenter's fault message, one line
+    task: str | None = None  # the task's managed object id (None: not a task, or refused)
 
     @property
     def latency(self) -> float:
@@ -237,6 +238,7 @@ class Operator:
             rec = OpRecord(op, self.index, self.vc, vm.name, start, end, False, "Timeout", msg)
             return rec, None
         end = time.time()
+        ident = task._moId
         if value is UNREAD:
             path = "info.result" if state == "success" else "info.error"
             with contextlib.suppress(Exception):
@@ -244,8 +246,8 @@ class Operator:
             if value is UNREAD:
                 value = None
         if state == "error":
-            return self._failed(op, vm, start, end, value), None
-        return OpRecord(op, self.index, self.vc, vm.name, start, end, True), value
+            return replace(self._failed(op, vm, start, end, value), task=ident), None
+        return OpRecord(op, self.index, self.vc, vm.name, start, end, True, task=ident), value
 
     def _failed(self, op: str, vm: VmState, start: float, end: float, fault: Any) -> OpRecord:
         kind = fault_name(fault) if fault is not None else "Unknown"
