@@ -47,7 +47,8 @@ def lab(vcsim_factory: Callable[..., VcsimServer]) -> Lab:
     vc = server.lab_vcenter(thumbprint=server_thumbprint(server.host, server.port))
     model = Lab.model_validate({
         "version": 1, "name": "res", "vcenters": {"vc1": vc},
-        "profiles": {"ds1": {"datastore": "LocalDS_1", "cluster": "DC0_C0"}},
+        "profiles": {"ds1": {"datastore": "LocalDS_1", "cluster": "DC0_C0",
+                             "network": "DC0_DVPG0"}},
     })
     with SessionPool.for_lab(model) as pool:
         ensure_templates(pool.get("vc1"), [TEMPLATE])
@@ -77,8 +78,10 @@ def test_resources_create_in_the_profile_placement_and_clean_up(lab: Lab, tmp_pa
         vm = res.create_vm("load-1", TEMPLATE, power_on=True)
         assert vm.name == f"vb-{RUN_ID}-load-1"
         props = retrieve_refs(res.session(), [vm.ref], {vim.VirtualMachine: [
-            "datastore", "runtime.powerState", "config.extraConfig"]})[0]
-        assert res.inventory(refresh=True).get(props.get("datastore")[0]).name == "LocalDS_1"
+            "datastore", "network", "runtime.powerState", "config.extraConfig"]})[0]
+        inv = res.inventory(refresh=True)
+        assert inv.get(props.get("datastore")[0]).name == "LocalDS_1"
+        assert [inv.get(n).name for n in props.get("network")] == ["DC0_DVPG0"]
         assert props.get("runtime.powerState") == "poweredOn"
         marks = {o.key: o.value for o in props.get("config.extraConfig")}
         assert marks["vbench.run"] == RUN_ID

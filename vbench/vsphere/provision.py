@@ -332,21 +332,7 @@ class Provisioner:
             self._step(st, req, "customize", lambda: vm.CustomizeVM_Task(spec=spec))
 
     def _nic_network(self, st: _VcState, network: Obj | None) -> tuple[Obj | None, str | None]:
-        """The network with what a vNIC backing needs (a DV port group's key and switch)."""
-        if network is None or network.kind != "DistributedVirtualPortgroup":
-            return network, None
-        pg = retrieve_refs(
-            st.session,
-            [network.ref],
-            {vim.dvs.DistributedVirtualPortgroup: ["key", "config.distributedVirtualSwitch"]},
-        )
-        if not pg:
-            return network, None
-        switch = pg[0].get("config.distributedVirtualSwitch")
-        sw = retrieve_refs(st.session, [switch], {vim.DistributedVirtualSwitch: ["uuid"]})
-        return Obj(network.ref, {**network.props, **pg[0].props}), (
-            sw[0].get("uuid") if sw else None
-        )
+        return nic_network(st.session, network)
 
     def _step(
         self,
@@ -397,3 +383,21 @@ class Provisioner:
                 "(are Tools installed and the NIC connected? raise vm.ip_timeout if it boots "
                 "slowly)",
             ) from None
+
+
+def nic_network(session: VSphereSession, network: Obj | None) -> tuple[Obj | None, str | None]:
+    """The network with what a vNIC backing needs (a DV port group's key and switch)."""
+    if network is None or network.kind != "DistributedVirtualPortgroup":
+        return network, None
+    pg = retrieve_refs(
+        session,
+        [network.ref],
+        {vim.dvs.DistributedVirtualPortgroup: ["key", "config.distributedVirtualSwitch"]},
+    )
+    if not pg:
+        return network, None
+    switch = pg[0].get("config.distributedVirtualSwitch")
+    sw = retrieve_refs(session, [switch], {vim.DistributedVirtualSwitch: ["uuid"]})
+    return Obj(network.ref, {**network.props, **pg[0].props}), (
+        sw[0].get("uuid") if sw else None
+    )

@@ -42,12 +42,14 @@ from vbench.errors import ConfigError, LabError
 from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool, VSphereSession
 from vbench.vsphere.destroyers import SNAPSHOT_KIND
-from vbench.vsphere.inventory import Inventory
+from vbench.vsphere.inventory import Inventory, retrieve_refs
 from vbench.vsphere.journal import VM_KIND, Journal, JournalItem, items, pending
+from vbench.vsphere.provision import nic_network
 from vbench.vsphere.specs import (
     VmRequest,
     clone_spec,
     mark_options,
+    reconfig_spec,
     resolve_placement,
     vm_name,
 )
@@ -252,10 +254,12 @@ class VSphereResources:
         resource_pool: str | None = None,
         datastore: str | None = None,
         folder: str | None = None,
+        network: str | None = None,
         power_on: bool = False,
     ) -> Created:
         """Clone ``source`` (a template or VM) into ``vb-<run id>-<name>``, marked with
-        the run id; placement defaults come from the point's profile, then the source's."""
+        the run id; placement defaults come from the point's profile, then the source's
+        (``network``: the port group of the first vNIC)."""
         vc = self._vc(vcenter)
         p = self.placement if vc == self.placement.vcenter else ProfilePlacement(vc)
         spec = VmSpec(
@@ -265,6 +269,7 @@ class VSphereResources:
             resource_pool=resource_pool or (None if host or cluster else p.resource_pool),
             datastore=datastore or p.datastore,
             folder=folder or p.folder,
+            network=network or p.network,
         )
         datacenter = p.datacenter or self._run.lab.vcenters[vc].datacenter
         placement = resolve_placement(self.inventory(vc), spec, datacenter)
@@ -284,9 +289,16 @@ class VSphereResources:
             raise
         journal.write("created", vcenter=vc, name=req.vm_name, moid=vm._moId)
         created = Created(VM_KIND, req.vm_name, vc, vm._moId, vm)
-        # vCenters that ignore a clone spec's extraConfig (vcsim) get the mark here.
-        marks = vim.vm.ConfigSpec(extraConfig=mark_options(self.run_id, spec, name))
-        self._vm_step(created, "reconfigure", lambda: vm.ReconfigVM_Task(spec=marks))
+        # vCenters that ignore a clone spec's extraConfig (vcsim) get the mark here, with
+        # the vNIC moved to the placement's network if it names one.
+        devices: list[Any] = []
+        if placement.network is not None:
+            found = retrieve_refs(session, [vm], {vim.VirtualMachine: ["config.hardware.device"]})
+            devices = found[0].get("config.hardware.device", []) if found else []
+        net, dvs_uuid = nic_network(session, placement.network)
+        marks = mark_options(self.run_id, spec, name)
+        config = reconfig_spec(spec, devices, net, dvs_uuid, marks)
+        self._vm_step(created, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
         if power_on:
             self._vm_step(created, "power on", lambda: vm.PowerOnVM_Task())
         return created
