@@ -64,6 +64,8 @@ def plan(scenario: Path, lab: Path | None, sets: tuple[str, ...], as_json: bool)
 def _plan_text(p: Plan) -> str:
     import shlex
 
+    from vbench.engine.hooks import planned_hooks
+
     lines = [
         f"scenario {p.scenario.name}: driver {p.driver}, {len(p.points)} points × {p.repeat} "
         f"trials = {p.n_trials} trials, estimated {format_duration(p.estimated_seconds)}",
@@ -93,6 +95,9 @@ def _plan_text(p: Plan) -> str:
         )
         if pt.profiles:
             lines.append(f"  lab profile: {', '.join(pt.profiles)}")
+        for h in planned_hooks(p.scenario, pt.labels):
+            lines.append(f"  hook {h.factor}={h.level} on node {h.node}: before: "
+                         f"{shlex.join(h.run)}; after: {shlex.join(h.undo)}")
         for role, names in pt.guests.items():
             lines.append(f"  {role}: {', '.join(names)}")
         for c in pt.commands:

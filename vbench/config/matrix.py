@@ -137,7 +137,8 @@ def _overrides(
         factor: Factor = scenario.factors[name]
         origin: tuple[str | int, ...] = ("factors", name, "levels", i)
         path = factor.path or f"workload.params.{name}"
-        if (level.value is not None or not level.set) and level.value is not None:
+        # A hook factor's value goes to its lab command (engine/hooks.py), not to a path.
+        if level.value is not None and factor.hook is None:
             out.append((path, level.value, origin))
         for p, v in level.set.items():
             out.append((p, v, (*origin, "set", p)))

@@ -20,6 +20,7 @@ from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
+from vbench.engine.hooks import hooks_for
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule
@@ -176,6 +177,7 @@ def execute(
             collectors=collectors,
             schedule=schedule,
             resources=lambda point: vsphere.resources(point.profiles),
+            point_hooks=hooks_for(plan.scenario, lab, rundir.path, rundir.log),
         )
         outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
