@@ -27,7 +27,7 @@ LAYERS = (
     "results",
     "config",
 )
-BASE = ("errors", "plugins", "resources", "templates", "__init__", "")
+BASE = ("errors", "plugins", "resources", "templates", "localproc", "__init__", "")
 # Third-party libraries that belong to exactly one layer.
 OWNED = {"pyVmomi": "vsphere", "pyVim": "vsphere", "paramiko": "guest"}
 
