@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
+from vbench.config.hookspec import HookSpec
 from vbench.config.types import Duration, Strict
 
 Scalar = str | int | float | bool
@@ -158,6 +159,10 @@ class Factor(Strict):
     )
     levels: list[Level] = Field(
         min_length=1, description="the levels, in order: plain values or {label, value, set}"
+    )
+    hook: HookSpec | None = Field(
+        None, description="the levels are a lab set-up: a command run on a lab node before "
+        "each point and undone after it (the level value goes to the hook, not to a path)",
     )
 
     @model_validator(mode="before")
