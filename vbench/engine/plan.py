@@ -32,11 +32,13 @@ class PlannedPoint:
     commands: tuple[PlannedCommand, ...]
     trial_seconds: float
     workload: Workload = field(compare=False, repr=False)
+    title: str = ""  # the scenario's label template rendered, else factor=level pairs
 
     def to_json(self) -> dict[str, Any]:
         return {
             "point": self.index,
             "labels": self.labels,
+            "title": self.title,
             "profiles": list(self.profiles),
             "params": self.params,
             "phases": {"warmup": self.warmup, "steady": self.steady, "cooldown": self.cooldown},
@@ -258,6 +260,7 @@ def _plan_point(
         commands=commands,
         trial_seconds=workload.estimated_seconds(ph.warmup, ph.steady, ph.cooldown),
         workload=workload,
+        title=spec.name(),
     )
 
 
