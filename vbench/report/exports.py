@@ -66,7 +66,8 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     rows = []
     for (point, metric), values in sorted(f.values.items()):
         rows.append({
-            "run_id": f.run_id, "point": point, "labels": dict(f.points.get(point, {})),
+            "run_id": f.run_id, "point": point, "title": f.title(point),
+            "labels": dict(f.points.get(point, {})),
             "metric": metric, "kind": "derived" if metric in derived else "measured",
             "unit": f.units.get(metric, ""), **_stats(summarize(present(values), cv)),
         })
