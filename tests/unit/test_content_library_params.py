@@ -64,8 +64,15 @@ def test_counts_and_sizes_default_from_the_top() -> None:
     p = params(
         {"op": "create_library", "library": "l"},
         {"op": "import", "library": "l"},
-        {"op": "import", "library": "l", "files": ["a.ovf", "a.vmdk"]},
-        {"op": "import", "library": "l", "count": 2, "size": "1k", "concurrency": 2},
+        {"op": "import", "library": "l", "label": "ovf", "files": ["a.ovf", "a.vmdk"]},
+        {
+            "op": "import",
+            "library": "l",
+            "label": "small",
+            "count": 2,
+            "size": "1k",
+            "concurrency": 2,
+        },
         items=5,
         item_size="2m",
         concurrency=3,
@@ -82,20 +89,31 @@ def test_step_figures_from_the_operations() -> None:
         OpRecord("down", "export", 1, 10.5, 14.0, 100_000_000, overhead=0.004),
     )
     samples = {s.metric: s for s in batch_samples(Batch("down", "export", 10.0, 14.0, recs))}
-    assert samples["export_time"].value == pytest.approx(2.75)
-    assert samples["export_time_max"].value == pytest.approx(3.5)
-    assert samples["export_batch_time"].value == pytest.approx(4.0)
-    assert samples["export_bytes"].value == 200_000_000
-    assert samples["export_throughput"].value == pytest.approx(50.0)  # MB/s
-    assert samples["export_throughput"].unit == "MB/s"
-    assert samples["export_overhead"].value == pytest.approx(3.0)  # ms, median
-    assert all(s.labels == (("step", "down"),) for s in samples.values())
+    assert samples["down_time"].value == pytest.approx(2.75)
+    assert samples["down_time_max"].value == pytest.approx(3.5)
+    assert samples["down_batch_time"].value == pytest.approx(4.0)
+    assert samples["down_bytes"].value == 200_000_000
+    assert samples["down_throughput"].value == pytest.approx(50.0)  # MB/s
+    assert samples["down_throughput"].unit == "MB/s"
+    assert samples["down_overhead"].value == pytest.approx(3.0)  # ms, median
+    assert all(s.labels == () for s in samples.values())  # figures of the trial
 
 
 def test_a_sync_step_carries_its_item_count() -> None:
     rec = (OpRecord("sync", "sync", 0, 1.0, 1.5, 0),)
     samples = {s.metric: s for s in batch_samples(
-        Batch("sync", "sync", 1.0, 1.5, rec, (("sync_items", 7.0, "items"),)))}  # fmt: skip
+        Batch("sync", "sync", 1.0, 1.5, rec, (("items", 7.0, "items"),)))}  # fmt: skip
     assert samples["sync_time"].value == pytest.approx(0.5)
     assert samples["sync_items"].value == 7.0
     assert "sync_throughput" not in samples
+
+
+def test_steps_of_one_op_need_distinct_labels() -> None:
+    create = {"op": "create_library", "library": "l"}
+    with pytest.raises(ValidationError, match="give steps of the same op distinct"):
+        params(create, {"op": "import", "library": "l"}, {"op": "import", "library": "l"})
+    ok = params(create, {"op": "import", "library": "l", "label": "upload"},
+                {"op": "import", "library": "l", "label": "pull", "url": "http://w/x"})  # fmt: skip
+    assert [st.name for st in ok.steps] == ["create_library", "upload", "pull"]
+    with pytest.raises(ValidationError, match="label"):
+        params(create, {"op": "import", "library": "l", "label": "up-load"})

@@ -9,11 +9,12 @@ window (the steps, not ``phases.steady``, decide how long it lasts); collect wri
 ``ops.csv`` (every operation) and turns it into figures; teardown removes everything the
 trial created, newest first.
 
-Figures per step (labels ``step``): ``<op>_time`` mean per-operation completion time
-(s), ``<op>_time_max``, ``<op>_batch_time`` (first start to last end, s), ``<op>_ops``;
-for transfers ``<op>_bytes`` and ``<op>_throughput`` (MB/s = bytes moved / batch wall
-time) and ``<op>_overhead`` (transfer complete -> operation recorded, ms); for sync
-``sync_items``. User documentation: ``docs/content-library.md``.
+Figures per step, named by the step's label (default: its op): ``<step>_time`` mean
+per-operation completion time (s), ``<step>_time_max``, ``<step>_batch_time`` (first
+start to last end, s), ``<step>_ops``; for transfers ``<step>_bytes`` and
+``<step>_throughput`` (MB/s = bytes moved / batch wall time) and ``<step>_overhead``
+(transfer complete -> operation recorded, ms); for sync ``<step>_items``.
+User documentation: ``docs/content-library.md``.
 """
 
 from __future__ import annotations
@@ -133,27 +134,28 @@ def write_ops(path: object, batches: list[Batch]) -> None:
 
 
 def batch_samples(b: Batch) -> list[Sample]:
-    """The figures of one step (pure: unit-tested)."""
+    """The figures of one step, named ``<step>_<figure>`` (pure: unit-tested)."""
     from vbench.results.records import Sample
 
-    labels = (("step", b.step),)
     times = [r.seconds for r in b.records]
     wall = b.end - b.start
+
+    def fig(name: str, value: float | None, unit: str) -> Sample:
+        return Sample(f"{b.step}_{name}", value, unit, SOURCE)
+
     out = [
-        Sample(f"{b.op}_time", statistics.fmean(times), "s", SOURCE, labels=labels),
-        Sample(f"{b.op}_time_max", max(times), "s", SOURCE, labels=labels),
-        Sample(f"{b.op}_batch_time", wall, "s", SOURCE, labels=labels),
-        Sample(f"{b.op}_ops", float(len(times)), "ops", SOURCE, labels=labels),
+        fig("time", statistics.fmean(times), "s"),
+        fig("time_max", max(times), "s"),
+        fig("batch_time", wall, "s"),
+        fig("ops", float(len(times)), "ops"),
     ]
     if b.op in TRANSFERS:
         moved = sum(r.bytes for r in b.records)
-        out.append(Sample(f"{b.op}_bytes", float(moved), "B", SOURCE, labels=labels))
-        rate = moved / 1e6 / wall if wall > 0 else None
-        out.append(Sample(f"{b.op}_throughput", rate, "MB/s", SOURCE, labels=labels))
+        out.append(fig("bytes", float(moved), "B"))
+        out.append(fig("throughput", moved / 1e6 / wall if wall > 0 else None, "MB/s"))
         ovh = [r.overhead for r in b.records if r.overhead is not None]
         if ovh:
-            value = statistics.median(ovh) * 1e3
-            out.append(Sample(f"{b.op}_overhead", value, "ms", SOURCE, labels=labels))
-    for metric, value, unit in b.extra:
-        out.append(Sample(metric, value, unit, SOURCE, labels=labels))
+            out.append(fig("overhead", statistics.median(ovh) * 1e3, "ms"))
+    for name, value, unit in b.extra:
+        out.append(fig(name, value, unit))
     return out

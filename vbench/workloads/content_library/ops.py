@@ -426,7 +426,7 @@ class TrialRun:
         self.record(
             step,
             (OpRecord(step.name, step.op, 0, start, end, held),),
-            ("sync_items", float(items), "items"),
+            ("items", float(items), "items"),
         )
 
     def _check_sync(self, step: Step, lib: LibState, s: cl.RestSession) -> tuple[int, int]:

@@ -84,7 +84,12 @@ class Step(Strict):
     """One operation of the trial (see the module docstring for each kind)."""
 
     op: Op = Field(description="operation: " + ", ".join(OPS))
-    label: str | None = Field(None, description="name in figures (default: op-library)")
+    label: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_]*$",
+        description="the step's name: its figures are <label>_time, <label>_throughput… "
+        "(default: the op; give steps of the same op distinct labels)",
+    )
     library: str = Field(description="library name in this scenario (prefixed per run)")
     vcenter: str | None = Field(None, description="vCenter (default: the point's)")
     # create_library / subscribe
@@ -150,7 +155,7 @@ class Step(Strict):
 
     @property
     def name(self) -> str:
-        return self.label or f"{self.op}-{self.library}"
+        return self.label or self.op
 
 
 class ContentLibraryParams(Params):
@@ -191,7 +196,14 @@ class ContentLibraryParams(Params):
     @model_validator(mode="after")
     def _libraries_known(self) -> ContentLibraryParams:
         made: set[str] = set()
+        named: dict[str, int] = {}
         for i, step in enumerate(self.steps):
+            if step.name in named:
+                raise ValueError(
+                    f"steps[{i}]: steps[{named[step.name]}] is also named {step.name!r}: give "
+                    "steps of the same op distinct `label`s (their figures are named by it)"
+                )
+            named[step.name] = i
             if step.op in ("create_library", "subscribe"):
                 if step.library in made:
                     raise ValueError(f"steps[{i}]: library {step.library!r} is created twice")
