@@ -23,6 +23,7 @@ from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.fio import jobs as fio_jobs
+from vbench.workloads.fio import logs as fio_logs
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class FioWorkload(Workload):
     def __init__(self, params: FioParams) -> None:
         super().__init__(params)
         self._procs: dict[str, RemoteProcess] = {}
+        # Controller time of this trial's steady window (trims the per-second logs).
+        self._window: tuple[float | None, float | None] = (None, None)
 
     @classmethod
     def findings(cls, params: FioParams) -> list[Finding]:  # type: ignore[override]
@@ -135,7 +138,8 @@ class FioWorkload(Workload):
             measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header)
         else:
             measure = fio_jobs.render_measure(
-                self.params, ctx.warmup, ctx.steady, target, header=header)
+                self.params, ctx.warmup, ctx.steady, target, header=header,
+                log_prefix=f"{d}/{fio_logs.PREFIX}")
         guest.put_text(measure, f"{d}/{MEASURE_JOB}")
         if self.params.needs_prepare():
             guest.put_text(fio_jobs.render_prepare(self.params, target, header=header),
@@ -174,10 +178,14 @@ class FioWorkload(Workload):
             self._kill_all()
             raise Interrupted("fio run interrupted during warm-up")
         ctx.mark("steady_start")
+        steady_start = time.time()
+        self._window = (steady_start, None)
         deadline = started + ctx.warmup + ctx.steady + GRACE_SECONDS
         for g in guests:
             self._wait(ctx, g, self._procs[g.name], deadline, "fio")
         ctx.mark("steady_end")
+        # fio's runtime ends the steady state, not the last guest's exit seen here.
+        self._window = (steady_start, min(time.time(), steady_start + ctx.steady))
         self._procs.clear()
 
     def _wait(
@@ -224,7 +232,32 @@ class FioWorkload(Workload):
         for g in guests:
             samples += guest_samples(results[g.name], g.name)
         samples += aggregate_guests(results)
+        if self.params.per_second_logs and self.params.job_file is None:
+            for more in self._fan_out(ctx, guests, lambda g: self._per_second(ctx, g)):
+                samples += more
         return samples
+
+    def _per_second(self, ctx: TrialContext, guest: Guest) -> list[Sample]:
+        """Fetch the guest's per-second logs, keep them whole as a series file, and
+        return the figures of the steady window."""
+        d = self._dir(ctx, guest)
+        listing = guest.run(["ls", "-1", "--", d], timeout=60).stdout.splitlines()
+        files = fio_logs.log_files(listing)
+        if not files:
+            raise GuestError(guest.name, f"fio wrote no per-second logs in {d}")
+        offset, _ = guest.clock_offset(rounds=3)
+        logs = {}
+        for name, kind, job in files:
+            rows = fio_logs.parse_log(guest.read_text(f"{d}/{name}"), kind, f"{guest.name}:{name}")
+            # Guest clock -> controller clock, as for every other series of the run.
+            logs[kind, job] = [fio_logs.LogRow(r.time - offset, r.value, r.direction)
+                               for r in rows]  # fmt: skip
+        frame = fio_logs.series_frame(guest.name, logs)
+        fio_logs.write_guest_series(
+            ctx.raw_path(guest.name, fio_logs.SERIES_FILE), frame, guest=guest.name,
+            point=ctx.point, trial=ctx.trial, window=self._window, clock_offset=offset,
+        )
+        return fio_logs.window_samples(fio_logs.trim(frame, *self._window), guest.name)
 
     def _fetch(self, ctx: TrialContext, guest: Guest) -> FioResult:
         d = self._dir(ctx, guest)

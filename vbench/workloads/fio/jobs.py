@@ -142,6 +142,11 @@ class FioParams(Params):
     )
     prepare_size: str | None = Field(None, description="bytes the prepare phase fills "
                                      "(default: size)")
+    per_second_logs: bool = Field(
+        False, description="fio's per-second IOPS and latency logs (write_iops_log, "
+        "write_lat_log, log_avg_msec=1000): kept whole per guest as a time series, "
+        "trimmed to the steady window for the iops_ts_*/lat_ts_* figures"
+    )
 
     @field_validator("bs", "buffer_compress_chunk", "blockalign", mode="before")
     @classmethod
@@ -417,9 +422,11 @@ def target_size(params: FioParams, own_file: bool) -> str | None:
 
 
 def render_measure(
-    params: FioParams, warmup: float, steady: float, filename: str, *, header: str = ""
+    params: FioParams, warmup: float, steady: float, filename: str, *, header: str = "",
+    log_prefix: str | None = None,
 ) -> str:
-    """The measured job (time based: warm-up = ramp_time, steady state = runtime)."""
+    """The measured job (time based: warm-up = ramp_time, steady state = runtime).
+    ``log_prefix``: where the per-second logs go when ``per_second_logs`` is on."""
     if steady <= 0:
         raise ConfigError("the fio workload needs a steady phase longer than 0 s")
     check_value(filename, "filename")
@@ -440,6 +447,11 @@ def render_measure(
     data_keys = {k for k, _ in data}
     options += data
     options += [(k, v) for k, v in p.extra_options() if k not in data_keys]
+    if p.per_second_logs and log_prefix is not None:
+        check_value(log_prefix, "log directory")
+        # Epoch time stamps: the series lines up with the run's phase marks.
+        options += [("write_iops_log", log_prefix), ("write_lat_log", log_prefix),
+                    ("log_avg_msec", "1000"), ("log_unix_epoch", "1")]
     return _render(
         "measure.fio.j2",
         header=header,
