@@ -69,6 +69,14 @@ class ContentLibraryWorkload(Workload):
             if s.op == "import":
                 src = s.url or (",".join(s.files) if s.files else f"generated {self.p.size(s)} B")
                 what += [f"items={self.p.count(s)}", f"source={src}"]
+            if s.op == "subscribe":
+                what += [f"publisher={s.publisher}", "on_demand" if s.on_demand else "immediate"]
+            if s.op in ("deploy", "sync", "export") and s.item:
+                what.append(f"item={s.item}")
+            if s.op == "deploy":
+                what += [f"count={s.count or 1}"] + (["powered_on"] if s.powered_on else [])
+            if s.op == "capture":
+                what.append(f"vm={s.vm}")
             if s.vcenter:
                 what.append(f"vcenter={s.vcenter}")
             out.append(PlannedCommand("vcenter", "run", tuple(what)))
