@@ -13,20 +13,14 @@ a captured VM-template item), ``cl_session`` (an update or download session),
 
 from __future__ import annotations
 
-import contextlib
-
-from pyVmomi import vim, vmodl
-
 from vbench.vsphere import content_library as cl
+from vbench.vsphere.content_library_vms import destroy_deployed
 from vbench.vsphere.destroyers import DestroyRequest, register_destroyer
-from vbench.vsphere.inventory import retrieve
-from vbench.vsphere.tasks import TaskFailed
 
 LIBRARY_KIND = "cl_library"
 ITEM_KIND = "cl_item"
 SESSION_KIND = "cl_session"
 VM_DEPLOYED_KIND = "cl_vm"
-GRACE = 120.0
 
 
 def _rest(req: DestroyRequest) -> cl.RestSession:
@@ -39,6 +33,8 @@ def destroy_library(req: DestroyRequest) -> str:
     with _rest(req) as s:
         ident = item.moid
         if not ident:
+            if not item.name.startswith(f"vb-{req.run_id}-"):
+                return "missing"  # not a name this run gave: never touch it
             ids = cl.find_libraries(s, item.name)
             if not ids:
                 return "missing"
@@ -82,29 +78,7 @@ def destroy_session(req: DestroyRequest) -> str:
     return "destroyed"
 
 
-def destroy_vm(req: DestroyRequest) -> str:
-    session, item = req.session, req.item
-    moid = item.moid
-    if not moid:
-        hits = [o for o in retrieve(session, {vim.VirtualMachine: ["name"]}) if o.name == item.name]
-        if not hits:
-            return "missing"
-        moid = hits[0].moid
-    vm = vim.VirtualMachine(moid, session.stub)
-    label = f"VM {item.name}"
-    try:
-        if session.call(lambda: vm.runtime.powerState) == "poweredOn":
-            task = session.call(lambda: vm.PowerOffVM_Task())
-            with contextlib.suppress(TaskFailed):  # already off is fine
-                req.watcher.wait_task(task, label, "power off", timeout=GRACE)
-        task = session.call(lambda: vm.Destroy_Task())
-        req.watcher.wait_task(task, label, "destroy", timeout=GRACE)
-    except vmodl.fault.ManagedObjectNotFound:
-        return "missing"
-    return "destroyed"
-
-
 register_destroyer(LIBRARY_KIND, destroy_library)
 register_destroyer(ITEM_KIND, destroy_item)
 register_destroyer(SESSION_KIND, destroy_session)
-register_destroyer(VM_DEPLOYED_KIND, destroy_vm)
+register_destroyer(VM_DEPLOYED_KIND, destroy_deployed)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyVmomi import vim
-
 from vbench.errors import LabError
 from vbench.vsphere.content_library_deploy import Placement
 from vbench.workloads.content_library.params import Target
@@ -58,15 +56,7 @@ def resolve_placement(res: Any, vcenter: str, target: Target) -> Placement:
 
 def power_on(res: Any, vcenter: str, moid: str, name: str) -> None:
     """One power-on task, awaited through the run's shared watcher."""
-    session = res.session(vcenter)
-    vm = vim.VirtualMachine(moid, session.stub)
-    if session.call(lambda: vm.config.template):
-        # vcsim v0.46 deploys a VM-template item by cloning it *as a template*; a real
-        # vCenter makes a VM. Say so rather than fail on vCenter's "cannot power on".
-        raise LabError(
-            f"VM {name}",
-            "the deploy made a template, not a VM, so it cannot be powered on (vcsim v0.46 "
-            "deploys VM-template items as templates; a real vCenter deploys a VM)",
-        )
-    task = session.call(lambda: vm.PowerOnVM_Task())
+    from vbench.vsphere.content_library_vms import start_power_on
+
+    task = start_power_on(res.session(vcenter), moid, name)
     res.wait_task(task, f"VM {name}", "power on", vcenter)
