@@ -234,7 +234,7 @@ def findings(p: ContentLibraryParams) -> list[Finding]:
     existing = {s.library for s in p.steps if s.op == "create_library" and s.existing}
     for i, s in enumerate(p.steps):
         where = f"steps[{i}]"
-        if s.library in existing and s.op in ("import", "publish", "capture"):
+        if s.library in existing and s.op in ("import", "publish", "capture", "sync"):
             out.append(
                 Finding(
                     "error",
