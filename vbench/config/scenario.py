@@ -315,7 +315,17 @@ class Chart(Strict):
     metric: str = Field(description="metric (or derived figure) to plot")
     kind: Literal["bar", "line"] = Field("bar", description="bar per point or line over x")
     x: str | None = Field(None, description="factor on the x axis (line charts)")
+    x_metric: str | None = Field(
+        None, description="a metric on the x axis instead of a factor: one dot per point, "
+        "joined in order of x (IOPS vs latency: the storage 'hockey stick')"
+    )
     title: str | None = Field(None, description="chart title (default: the metric)")
+
+    @model_validator(mode="after")
+    def _one_x(self) -> Chart:
+        if self.x and self.x_metric:
+            raise ValueError("give x (a factor) or x_metric (a metric), not both")
+        return self
 
 
 class ReportSpec(Strict):

@@ -8,7 +8,8 @@
 - Derived figures: normalised bars with the 1.0 line; speedup curves (or bars) with
   the ideal; other derived figures as bars.
 - QoS: the combined value of each check against its limit, bars coloured pass/fail.
-- ``report.charts``: extra charts the scenario asks for.
+- ``report.charts``: extra charts the scenario asks for, over a factor or, with
+  ``x_metric``, against another metric (IOPS vs latency).
 """
 
 from __future__ import annotations
@@ -308,6 +309,53 @@ def _qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids:
     return chart(svg, cap, title, "qos")
 
 
+@dataclass(frozen=True)
+class XYLine:
+    """Points of a run as (x, y) pairs of two metrics' means, joined in order of x."""
+
+    name: str
+    xs: list[float]
+    ys: list[float]
+    labels: list[Mapping[str, str]]
+
+
+def metric_xy(x: Series, y: Series, factors: Sequence[str]) -> list[XYLine]:
+    """The data of an x-metric chart (IOPS vs latency, the "hockey stick"): per point
+    the mean of each metric; one line per level of the varying factors other than the
+    swept one (the numeric factor with the most levels). A point missing either mean is
+    left out, never drawn at 0."""
+    labels = [lab for lab, _ in y.rows]
+    vary = varying(labels, factors)
+    numeric = [f for f in vary if numeric_factor(labels, f)]
+    sweep = max(numeric, key=lambda f: len({lab.get(f) for lab in labels}), default=None)
+    others = [f for f in vary if f != sweep]
+    lines: dict[str, list[tuple[float, float, Mapping[str, str]]]] = {}
+    for (lab, sx), (_, sy) in zip(x.rows, y.rows, strict=True):
+        vx = sx.mean if sx is not None and sx.n else None
+        vy = sy.mean if sy is not None and sy.n else None
+        name = _group_title(lab, others) if others else y.name
+        bucket = lines.setdefault(name, [])
+        if vx is not None and vy is not None and math.isfinite(vx) and math.isfinite(vy):
+            bucket.append((vx, vy, lab))
+    out = []
+    for name, pts in lines.items():
+        pts.sort(key=lambda p: p[0])
+        out.append(XYLine(name, [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts]))
+    return out
+
+
+def xy_chart(x: Series, y: Series, factors: Sequence[str], ids: ChartIds,
+             title: str, window: str) -> dict[str, Any]:
+    lines = metric_xy(x, y, factors)
+    svg = line_chart_svg([Line(ln.name, ln.xs, ln.ys) for ln in lines], _ylabel(y.name, y.unit),
+                         chart_id=ids.next(), xlabel=_ylabel(x.name, x.unit), title=title)
+    dropped = len(y.rows) - sum(len(ln.xs) for ln in lines)
+    cap = (f"{y.name} against {x.name}: one dot per point (means over successful trials, "
+           f"{window}), joined in order of {x.name}"
+           + (f"; {dropped} points without both figures left out" if dropped else "") + ".")
+    return chart(svg, cap, title or f"{y.name} vs {x.name}", "xy")
+
+
 def explicit_charts(
     specs: Sequence[Mapping[str, Any]],
     lookup: Callable[[str], Series | None],
@@ -322,6 +370,15 @@ def explicit_charts(
         series = lookup(metric)
         if series is None:
             problems.append(f"report.charts: no data for {metric!r}; chart left out")
+            continue
+        x_metric = spec.get("x_metric")
+        if x_metric:
+            xs = lookup(str(x_metric))
+            if xs is None:
+                problems.append(f"report.charts: no data for {x_metric!r}; chart left out")
+            else:
+                out.append(xy_chart(xs, series, factors, ids, str(spec.get("title") or ""),
+                                    window))
             continue
         kind = str(spec.get("kind") or "bar")
         x = spec.get("x")
