@@ -112,3 +112,31 @@ def test_cleanup_goes_newest_first_in_runs_of_one_kind() -> None:
     segs = [(k, [i.name for i in b]) for _, k, b in _segments(pending(entries))]
     assert segs == [("folder", ["f1", "f2"]), ("vm", ["v3"]), ("snapshot", ["s1"]),
                     ("vm", ["v1", "v2"])]
+
+
+def test_a_vcenter_driver_without_a_chosen_vcenter_is_refused_before_the_run() -> None:
+    from vbench.config.scenario import Scenario
+    from vbench.engine.vsphere_run import VSphereRun
+    from vbench.errors import ConfigError
+
+    scenario = Scenario.model_validate({
+        "version": 1, "name": "s", "workload": {"driver": "fio", "params": {}},
+        "phases": {"steady": 1},
+    })
+    with pytest.raises(ConfigError, match="no vCenter is chosen for a point with profiles"):
+        VSphereRun(scenario, lab(), {}, {}, workload_profiles=[()])  # two vCenters, no profile
+    run = VSphereRun(scenario, lab(p={"vcenter": "vc2"}), {}, {}, workload_profiles=[("p",)])
+    assert run.active and run.vcenters == ["vc2"]
+    run.close()
+
+
+def test_indexed_journal_answers_about_one_object_from_memory(tmp_path: Any) -> None:
+    from vbench.vsphere.journal import IndexedJournal
+
+    j = IndexedJournal.in_run_dir(tmp_path)
+    j.write("intent", vcenter="vc1", name="lib", kind="library", data={"x": 1})
+    j.write("created", vcenter="vc1", name="lib", kind="library", moid="id-1")
+    j.path.write_text("")  # what it answers does not come from reading the file back
+    item = j.item("vc1", "library", "lib")
+    assert item is not None and (item.moid, item.state, item.data) == ("id-1", "created", {"x": 1})
+    assert j.item("vc1", "vm", "lib") is None

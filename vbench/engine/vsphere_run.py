@@ -30,7 +30,7 @@ from vbench.vsphere.checks import Check, first_failure, vsphere_checks
 from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool
 from vbench.vsphere.inventory import Inventory
-from vbench.vsphere.journal import Journal, pending
+from vbench.vsphere.journal import IndexedJournal, Journal, pending
 from vbench.vsphere.provision import ProvisionedVm, Provisioner
 from vbench.vsphere.resources import (
     RunResources,
@@ -151,10 +151,10 @@ class VSphereRun:
         if not self.active:
             return {}
         self.run_id = run_id
-        self.journal = Journal.in_run_dir(run_dir)
-        self.journal.open(run_id)
+        journal = self.journal = IndexedJournal.in_run_dir(run_dir)
+        journal.open(run_id)
         self.run_resources = RunResources(
-            self.lab, self.sessions, self.watcher, self.journal, run_id, self.cancel
+            self.lab, self.sessions, self.watcher, journal, run_id, self.cancel
         )
         if not self.placements:
             return {}

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from vbench.errors import StoreError
 
@@ -147,7 +147,7 @@ class Journal:
         self._lock = threading.Lock()
 
     @classmethod
-    def in_run_dir(cls, run_dir: Path) -> Journal:
+    def in_run_dir(cls, run_dir: Path) -> Self:
         return cls(run_dir / JOURNAL_FILE)
 
     def open(self, run_id: str) -> None:
@@ -175,3 +175,30 @@ class Journal:
         except FileNotFoundError:
             return []
         return parse_lines(text.splitlines())
+
+
+class IndexedJournal(Journal):
+    """A journal that also remembers, in memory, what it wrote about each object: the
+    running process asks about one object (is it ours, is it still there?) without
+    reading the whole file back, however many objects a workload creates."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._by_key: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        self._index_lock = threading.Lock()
+
+    def write(self, event: str, *, durable: bool = True, **fields: Any) -> None:
+        super().write(event, durable=durable, **fields)
+        vc, name = fields.get("vcenter"), fields.get("name")
+        if vc and name:
+            key = (str(vc), str(fields.get("kind") or VM_KIND), str(name))
+            entry = {"ts": round(time.time(), 3), "event": event, **fields}
+            with self._index_lock:
+                self._by_key.setdefault(key, []).append(entry)
+
+    def item(self, vcenter: str, kind: str, name: str) -> JournalItem | None:
+        """What this process journaled about one object (None: nothing)."""
+        with self._index_lock:
+            entries = list(self._by_key.get((vcenter, kind, name), ()))
+        found = items(entries)
+        return found[0] if found else None

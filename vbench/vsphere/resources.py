@@ -43,7 +43,7 @@ from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool, VSphereSession
 from vbench.vsphere.destroyers import SNAPSHOT_KIND
 from vbench.vsphere.inventory import Inventory, retrieve_refs
-from vbench.vsphere.journal import VM_KIND, Journal, JournalItem, items, pending
+from vbench.vsphere.journal import FINAL, VM_KIND, IndexedJournal, Journal
 from vbench.vsphere.provision import nic_network
 from vbench.vsphere.specs import (
     VmRequest,
@@ -141,7 +141,7 @@ class RunResources:
         lab: Lab,
         sessions: SessionPool,
         watcher_for: WatcherFor,
-        journal: Journal,
+        journal: IndexedJournal,
         run_id: str,
         cancel: threading.Event | None = None,
     ) -> None:
@@ -336,18 +336,16 @@ class VSphereResources:
             return handle.created(snap._moId, snap)
 
     def _created_here(self, obj: Created) -> bool:
-        return any(
-            i.vcenter == obj.vcenter and i.kind == obj.kind and i.name == obj.name
-            and i.moid == obj.moid
-            for i in items(self._run.journal.read())
-        )
+        item = self._run.journal.item(obj.vcenter, obj.kind, obj.name)
+        return item is not None and item.moid == obj.moid and item.state not in FINAL
 
     # --- removing early -----------------------------------------------------------------
     def destroy(self, obj: Created) -> None:
         """Remove one object this run created now (journaled; LabError on failure)."""
-        todo = _pending_named(self._run.journal, obj)
-        if not todo:
+        item = self._run.journal.item(obj.vcenter, obj.kind, obj.name)
+        if item is None or item.state in FINAL:
             return
+        todo = [item]
         report: CleanupReport = cleanup_journal(
             self._run.sessions.get, self._run.watcher_for, self._run.journal,
             self.run_id, todo, parallel=1, include_kept=True,
@@ -355,9 +353,3 @@ class VSphereResources:
         if report.errors or report.skipped:
             raise LabError(f"{obj.kind} {obj.name}", "; ".join(report.errors + report.skipped))
 
-
-def _pending_named(journal: Journal, obj: Created) -> list[JournalItem]:
-    return [
-        i for i in pending(journal.read())
-        if i.vcenter == obj.vcenter and i.kind == obj.kind and i.name == obj.name
-    ]
