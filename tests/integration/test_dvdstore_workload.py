@@ -59,6 +59,7 @@ def scenario(path: Path, params: dict[str, Any], **extra: Any) -> Path:
         "phases": {"warmup": "3s", "steady": "3s"},
         "derived": [{"name": "vs_native", "kind": "normalize", "metric": "opm",
                      "baseline": {"mode": "Native"}}],
+        "report": {"headline": ["vs_native", "opm", "rt_avg_ms"]},
         **extra,
     }
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -99,10 +100,15 @@ def test_dvdstore_replay_opm_per_instance_summed_and_normalised(
 
     with Store.open(None, tmp_path / "results") as store:
         doc = json.loads(render_report(store, [done.outcome.run_id], "json"))
+        html = render_report(store, [done.outcome.run_id], "html")
     agg = {(a["title"], a["metric"]): a for a in doc["runs"][0]["aggregates"]
            if a["point"] is not None}
     assert agg[("VM-S", "vs_native")]["mean"] == pytest.approx(2.0)
     assert agg[("Native-S", "opm")]["mean"] == 2 * RECORDED_OPM
+    # The report leads with the normalised figure: first row of the headline table.
+    head = html.split('class="results headline-figures"', 1)[1].split("</table>", 1)[0]
+    first = head.split("<tbody>", 1)[1].split("</tr>", 1)[0]
+    assert "vs_native" in first and "at VM-S" in first
 
 
 def test_dvdstore_driver_failure_names_guest_and_stops_the_others(

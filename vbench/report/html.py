@@ -57,6 +57,7 @@ from vbench.report.findmax import findmax_reports, findmax_section
 from vbench.report.overlay import overlay_section
 from vbench.report.sections import (
     badges,
+    derived_headline_rows,
     derived_tables,
     extra_warnings,
     footer,
@@ -290,7 +291,9 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "header": _header(view),
         "warnings": list(dict.fromkeys(warnings)),
         "summary": {"badges": badges(view, analysis, view.data.regression),
-                    "headline": headline_rows(view, overrides)},
+                    "headline": [*derived_headline_rows(
+                        view, analysis.derived, view.data.headline_metrics),
+                        *headline_rows(view, overrides)]},
         "scenario_info": scenario_section(view),
         "method": _method(view),
         "factors": view.factors,

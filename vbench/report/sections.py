@@ -105,6 +105,33 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str]) -> list[dict[s
     return rows
 
 
+def derived_headline_rows(view: ReportView, derived: DerivedResult,
+                          names: Sequence[str]) -> list[dict[str, str]]:
+    """Headline rows for the derived figures the scenario's ``report.headline`` names
+    (a study that leads with "OPM normalised to native"), in that order."""
+    titles = {p.point: p.title for p in view.points}
+    rows = []
+    for name in names:
+        figs = [f for f in derived.named(name) if f.point is not None
+                and f.summary.n > 0 and f.summary.mean is not None]
+        if not figs:
+            continue
+        ordered = sorted(figs, key=lambda f: f.summary.mean or 0.0,
+                         reverse=figs[0].better != "lower")
+        best, worst = ordered[0], ordered[-1]
+        one = len(ordered) == 1
+        where = figs[0].reference or figs[0].kind
+        rows.append({
+            "metric": name, "unit": best.unit,
+            "best": fmt_mean_ci(best.summary, best.unit)
+            + ("" if one else f" at {titles.get(best.point or 0, best.point)}"),
+            "worst": "" if one else fmt_mean_ci(worst.summary, worst.unit)
+            + f" at {titles.get(worst.point or 0, worst.point)}",
+            "note": f"derived ({where})",
+        })
+    return rows
+
+
 # ----------------------------------------------------------------- scenario
 
 
