@@ -26,6 +26,12 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "fio-findmax-local.yaml"
 LIMIT = 400  # the example's total-IOPS limit: the answer the search must bracket
 
 
+def _said(res) -> str:  # type: ignore[no-untyped-def]
+    """The run's own lines (not the summary table) for an assertion message."""
+    text = res.stdout + res.stderr
+    return "\n".join(ln for ln in text.splitlines() if ln[:1] not in "│├┌└╭╰┃┏┗┡┣")
+
+
 def _levels(run: dict) -> dict[int, float]:
     return {int(p["point"]): float(p["labels"]["rate_iops"]) for p in run["points"]}
 
@@ -33,7 +39,7 @@ def _levels(run: dict) -> dict[int, float]:
 def test_fio_findmax_brackets_the_rate_limit(local_guests: LocalGuests, tmp_path: Path) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     res = vbench("run", str(EXAMPLE), "--lab", str(lab), timeout=600)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 0, _said(res)
     run_id = run_id_of(res.stdout + res.stderr)
     run = show(run_id)
     plan = json.loads((Path(run["run"]["run_dir"]) / "plan.json").read_text())
@@ -47,3 +53,48 @@ def test_fio_findmax_brackets_the_rate_limit(local_guests: LocalGuests, tmp_path
     # fio holds its rate closely: the bracket holds the limit, within the 5 % gap.
     assert hp <= LIMIT * 1.02 and lf >= LIMIT * 0.98
     assert lf - hp <= 0.05 * lf
+
+
+def test_interrupted_search_keeps_its_levels_and_resumes(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    proc = vbench_popen("run", str(EXAMPLE), "--lab", str(lab))
+    # Three levels done and the fourth measuring: interrupt it there.
+    wait_for_log(vbench_home, "phase_mark", 300, proc, mark="steady_start", point=3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    run_id = run_id_of(out + err)
+    first = show(run_id)
+    assert first["run"]["status"] == "interrupted"
+    kept = {(t["point"], t["trial"]) for t in first["trials"] if t["status"] == "ok"}
+    assert {p for p, _ in kept} == {0, 1, 2}
+    assert "interrupted: bracket so far" in out + err
+
+    res = vbench("run", "--resume", run_id[:12], "--lab", str(lab), timeout=600)
+    assert res.returncode == 0, _said(res)
+    assert run_id_of(res.stdout + res.stderr) == run_id
+    done = show(run_id)
+    assert done["run"]["status"] == "ok"
+    # Finished levels were not run again: their trials are the ones stored before.
+    before = {(t["point"], t["trial"]): t["started"] for t in first["trials"]
+              if t["status"] == "ok"}
+    after = {(t["point"], t["trial"]): t["started"] for t in done["trials"]}
+    assert all(after[k] == v for k, v in before.items())
+    assert sorted(_levels(done).values()) == sorted(set(_levels(done).values()))
+    text = res.stdout + res.stderr
+    hp = float(text.split("highest pass ")[1].split()[0])
+    lf = float(text.split("lowest fail ")[1].split()[0])
+    assert hp <= LIMIT * 1.02 and lf >= LIMIT * 0.98 and lf - hp <= 0.05 * lf
+
+
+def test_resume_refuses_another_scenario(local_guests: LocalGuests, tmp_path: Path) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    res = vbench("run", str(EXAMPLE), "--lab", str(lab), "--set", "search.max=100",
+                 "--set", "search.step=50", timeout=300)
+    assert res.returncode == 0, _said(res)
+    run_id = run_id_of(res.stdout + res.stderr)
+    again = vbench("run", str(EXAMPLE), "--lab", str(lab), "--resume", run_id, timeout=120)
+    assert again.returncode == 2
+    assert "was made with another scenario (differs in: search)" in again.stderr

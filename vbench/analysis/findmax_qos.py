@@ -73,10 +73,13 @@ def check_search(scenario: Any) -> list[tuple[tuple[Any, ...], str]]:
     if spec.factor in scenario.factors:
         out.append((("search", "factor"),
                     f"{spec.factor!r} is also a factor: the search sets its levels itself"))
-    path = spec.path or f"workload.params.{spec.factor}"
-    if path.split(".")[0] in ("factors", "zip", "exclude", "version", "name", "search"):
-        out.append((("search", "path"), f"a search level cannot change {path.split('.')[0]}"))
-    if spec.integer is False and path.startswith("topology.") and path.endswith(".count"):
+    paths = [(("search", "path"), spec.path or f"workload.params.{spec.factor}")]
+    paths += [(("search", "also", i), p) for i, p in enumerate(spec.also)]
+    for where, path in paths:
+        if path.split(".")[0] in ("factors", "zip", "exclude", "version", "name", "search"):
+            out.append((where, f"a search level cannot change {path.split('.')[0]}"))
+    counts = [p for _w, p in paths if p.startswith("topology.") and p.endswith(".count")]
+    if spec.integer is False and counts:
         out.append((("search", "integer"), "a group's count is a whole number"))
     return out
 

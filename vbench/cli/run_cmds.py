@@ -40,10 +40,24 @@ def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
     plan = _load_plan(scenario, lab, sets)
     for f in plan.findings:
         click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}", err=True)
-    click.echo(
-        f"{scenario}: ok — {len(plan.points)} points × {plan.repeat} trials = {plan.n_trials} "
-        f"trials, estimated {format_duration(plan.estimated_seconds)}"
-        + (f"; lab {lab}: ok" if lab else "")
+    size = (
+        f"{len(plan.points)} points × {plan.repeat} trials = {plan.n_trials} trials, "
+        f"estimated {format_duration(plan.estimated_seconds)}"
+    )
+    on_lab = f"; lab {lab}: ok" if lab else ""
+    click.echo(f"{scenario}: ok — {_search_text(plan) or size}{on_lab}")
+
+
+def _search_text(p: Plan) -> str:
+    """A find-max plan in one line: its levels are chosen while it runs."""
+    s = p.scenario.search
+    if s is None:
+        return ""
+    n = len(p.points)
+    return (
+        f"find-max over {s.factor} in {s.min:g}..{s.max:g}, {n} search{'es' if n != 1 else ''}"
+        f" (levels chosen from the results as it runs), {s.trials or p.repeat} trials "
+        f"per level"
     )
 
 
@@ -73,6 +87,8 @@ def _plan_text(p: Plan) -> str:
     ]
     if not p.bound_to_lab:
         lines.append("(no --lab: guests shown as group[i])")
+    if p.scenario.search is not None:
+        lines.append(_search_text(p))
     for f in p.findings:
         lines.append(f"{f.level}: workload.params.{f.path}: {f.message}")
     for c in p.scenario.collectors:
@@ -108,8 +124,15 @@ def _plan_text(p: Plan) -> str:
 
 
 @click.command()
-@click.argument("scenario", type=FILE)
+@click.argument("scenario", type=FILE, required=False)
 @click.option("--lab", type=FILE, required=True, help="The lab to run in.")
+@click.option(
+    "--resume",
+    metavar="RUN",
+    default=None,
+    help="Continue an interrupted run: its finished trials are kept, the rest (or the rest "
+    "of its find-max search) runs. SCENARIO defaults to the one the run stored.",
+)
 @set_option
 @click.option("--tag", "tags", multiple=True, help="Tag the run (repeatable), e.g. nightly.")
 @store_options
@@ -133,8 +156,9 @@ def _plan_text(p: Plan) -> str:
 @click.pass_context
 def run(
     ctx: click.Context,
-    scenario: Path,
+    scenario: Path | None,
     lab: Path,
+    resume: str | None,
     sets: tuple[str, ...],
     tags: tuple[str, ...],
     store_url: str | None,
@@ -152,12 +176,14 @@ def run(
     from vbench.engine.session import RunRequest, RunSession, execute
     from vbench.report.build import summary_for_terminal
 
-    request = RunRequest(
-        scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast, tuple(sys.argv)
-    )
-    session = RunSession.load(request)
     store, rdir = open_store(store_url, results_dir)
     try:
+        scenario, rdir, resume = _resumed(store, scenario, rdir, resume)
+        request = RunRequest(
+            scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast,
+            tuple(sys.argv), resume=resume,
+        )
+        session = RunSession.load(request)
         progress = RichProgress()
         outcome, rundir = execute(session, store, rdir, progress=progress)
         summary_for_terminal(store, outcome.run_id, progress.console)
@@ -191,6 +217,24 @@ def run(
     finally:
         store.close()
     ctx.exit(verdict.exit_code)
+
+
+def _resumed(
+    store: Store, scenario: Path | None, rdir: Path, resume: str | None
+) -> tuple[Path, Path, str | None]:
+    """The scenario file, results folder and full run id of ``--resume RUN`` (the run's
+    own stored scenario and folder unless told otherwise)."""
+    if resume is None:
+        if scenario is None:
+            raise click.UsageError("give a SCENARIO file (or --resume RUN)")
+        return scenario, rdir, None
+    run = store.get_run(resume)
+    if run.run_dir:
+        rdir = Path(run.run_dir).parent
+        scenario = scenario or Path(run.run_dir) / "scenario.yaml"
+    if scenario is None:
+        raise click.UsageError(f"run {run.run_id} has no run directory: give its SCENARIO")
+    return scenario, rdir, run.run_id
 
 
 def _findmax_text(store: Store, run_id: str) -> str:

@@ -407,6 +407,11 @@ class SearchSpec(Strict):
         description="dotted path each level is written to (default: workload.params.<factor>; "
         "topology.<group>.count searches a group's size)",
     )
+    also: list[str] = Field(
+        default_factory=list,
+        description="further dotted paths set to the same level (e.g. a driver's instance "
+        "count that follows a group's size)",
+    )
     min: float = Field(description="lowest level searched")
     max: float = Field(description="highest level searched")
     start: float | None = Field(None, description="first level run (default: min)")

@@ -34,7 +34,12 @@ def level_spec(
     spec = scenario.search
     assert spec is not None
     labels = {**base.labels, spec.factor: level_label(spec, level)}
-    overrides = (*base.overrides, (search_path(spec), level_value(spec, level), ("search",)))
+    value = level_value(spec, level)
+    overrides = (
+        *base.overrides,
+        (search_path(spec), value, ("search",)),
+        *((path, value, ("search", "also", i)) for i, path in enumerate(spec.also)),
+    )
     return _with_scenario(PointSpec(index, labels, overrides, base.profiles), scenario, src)
 
 

@@ -163,3 +163,23 @@ def make_schedule(
 def new_seed() -> int:
     """A fresh seed for a random order (recorded, so the order can be replayed)."""
     return random.SystemRandom().randrange(1, 2**31)
+
+
+def prepare_resume(store: Store, run_id: str, scenario_doc: dict[str, Any]) -> set[tuple[int, int]]:
+    """The (point, trial) pairs of a stored run that a resumed run does not repeat (every
+    trial that finished, ok or failed; an interrupted one runs again). Refuses a run whose
+    stored scenario differs from ``scenario_doc``: its points would not mean the same."""
+    import json
+
+    from vbench.errors import ConfigError
+
+    run = store.get_run(run_id)
+    stored = json.loads(json.dumps(run.scenario or {}, sort_keys=True, default=str))
+    given = json.loads(json.dumps(scenario_doc, sort_keys=True, default=str))
+    if stored != given:
+        differ = sorted(k for k in {*stored, *given} if stored.get(k) != given.get(k))
+        raise ConfigError(
+            f"run {run.run_id} was made with another scenario (differs in: "
+            f"{', '.join(differ)}); resume it with the scenario it was started with"
+        )
+    return {(t.point, t.trial) for t in store.trials(run.run_id) if t.status != "interrupted"}

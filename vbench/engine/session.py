@@ -23,7 +23,7 @@ from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.hooks import hooks_for
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
-from vbench.engine.schedule import SearchContext, make_schedule
+from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
@@ -43,6 +43,7 @@ class RunRequest:
     results_dir: Path | None = None
     fail_fast: bool = False
     argv: tuple[str, ...] = ()
+    resume: str | None = None  # a stored run to continue (its finished trials are kept)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def execute(
         # Every check first, before anything is created: static guests, then vCenter.
         preflight(plan, pool, static)
         vsphere.preflight()
-        run_id = new_run_id()
+        run_id = req.resume or new_run_id()
         rundir = RunDir(results_dir, run_id)
         testbed = None
         if vsphere.active:
@@ -140,9 +141,9 @@ def execute(
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)
         # A random order draws its seed here; a find-max search reads the run's figures.
-        schedule = make_schedule(
-            plan, search=SearchContext(session.scenario, session.lab, store, run_id)
-        )
+        done = prepare_resume(store, run_id, scenario_doc) if req.resume else set()
+        schedule = make_schedule(plan, done, search=SearchContext(
+            session.scenario, session.lab, store, run_id, resume=bool(req.resume)))
         rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe()})
         env = {"controller": controller_facts(list(req.argv) or None)}
         tools = _tools_by_guest(plan)
@@ -159,7 +160,10 @@ def execute(
             environment=env,
             run_dir=str(rundir.path),
         )
-        store.create_run(info)
+        if req.resume:
+            rundir.log("run_resumed", run_id=run_id, kept=len(done))
+        else:
+            store.create_run(info)
         if testbed:
             store.set_testbed(run_id, testbed)
         store.add_points(run_id, [(p.index, p.labels) for p in plan.points])

@@ -1,0 +1,134 @@
+"""Benchmark: how many levels the find-max search runs, and how close its answer is.
+
+A synthetic system with a known boundary stands in for the lab (no guests: this
+measures the search, vbench/analysis/findmax.py, not a workload). Its response time at
+load ``x`` follows a single queue, ``R(x) = S / (1 − x / C)``, and the criterion is
+``mean R ≤ L`` over a level's trials, so the true maximum is ``B = C (1 − S / L)``.
+Each trial's R is multiplied by ``1 + N(0, noise)``.
+
+Measured, over ``--searches`` boundaries drawn log-uniformly in the searched range:
+
+- **noise-free**: distinct levels run until the stopping gap (1 % of the lowest fail) is
+  reached, against the *ideal* binary search from the same bounds (assumes min passes
+  and max fails without running them, halves the bracket until the same gap), and
+  the error of the found maximum (B − highest pass) / B;
+- **noisy**: the share of searches whose answer (highest pass) lies within the
+  stopping gap of B, and the levels and trials they took.
+
+    .venv/bin/python -m bench.findmax [--searches 200] [--noise 0.05] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+from dataclasses import dataclass
+
+from vbench.analysis.findmax import FindMax, SearchParams
+
+LO, HI = 1.0, 1000.0
+SERVICE, LIMIT = 1.0, 10.0  # S and L: the boundary sits at 90 % of the capacity
+
+
+@dataclass(frozen=True)
+class Result:
+    levels: int
+    trials: int
+    answer: float | None
+    boundary: float
+    ideal_levels: int
+
+    @property
+    def error(self) -> float:
+        return math.inf if self.answer is None else (self.boundary - self.answer) / self.boundary
+
+
+def response(level: float, capacity: float, noise: float, rng: random.Random) -> float:
+    if level >= capacity:
+        return math.inf
+    r = SERVICE / (1 - level / capacity)
+    return r * (1 + rng.gauss(0, noise)) if noise else r
+
+
+def search(boundary: float, noise: float, gap: float, trials: int, rng: random.Random) -> Result:
+    capacity = boundary / (1 - SERVICE / LIMIT)
+    params = SearchParams(min=LO, max=HI, integer=False, gap=gap, trials=trials,
+                          verify_trials=trials, noisy_retries=2)
+    fm = FindMax(params)
+    measured: dict[float, list[float]] = {}
+    while (req := fm.next()) is not None:
+        xs = measured.setdefault(req.level, [])
+        xs += [response(req.level, capacity, noise, rng) for _ in range(req.trials)]
+        fm.record(req.level, [x <= LIMIT for x in xs], statistics.fmean(xs) <= LIMIT)
+    out = fm.outcome()
+    return Result(len(out.levels), out.trials, out.highest_pass, boundary,
+                  ideal(boundary, gap))
+
+
+def ideal(boundary: float, gap: float) -> int:
+    """Plain bisection between the bounds with a perfect oracle, to the same gap."""
+    hp, lf, n = LO, HI, 0
+    while lf - hp > gap / 100 * lf:
+        mid = (hp + lf) / 2
+        n += 1
+        if mid <= boundary:
+            hp = mid
+        else:
+            lf = mid
+    return n
+
+
+def boundaries(n: int, rng: random.Random) -> list[float]:
+    # Log-uniform inside the range, away from the very ends (answers there are the bounds).
+    return [math.exp(rng.uniform(math.log(LO * 2), math.log(HI * 0.95))) for _ in range(n)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--searches", type=int, default=200)
+    ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--gap", type=float, default=1.0, help="stopping gap, percent")
+    ap.add_argument("--trials", type=int, default=3, help="trials per level (noisy runs)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    bs = boundaries(a.searches, rng)
+
+    clean = [search(b, 0.0, a.gap, 1, rng) for b in bs]
+    ratios = [r.levels / r.ideal_levels for r in clean]
+    within = sum(1 for r in clean if 0 <= r.error <= a.gap / 100)
+    print(f"noise-free, {a.searches} searches, gap {a.gap:g} % (levels: distinct levels run)")
+    print("| | mean | median | max |")
+    print("|---|---|---|---|")
+    print(f"| levels | {statistics.fmean(r.levels for r in clean):.1f} | "
+          f"{statistics.median(r.levels for r in clean):.0f} | {max(r.levels for r in clean)} |")
+    print(f"| ideal binary search | {statistics.fmean(r.ideal_levels for r in clean):.1f} | "
+          f"{statistics.median(r.ideal_levels for r in clean):.0f} | "
+          f"{max(r.ideal_levels for r in clean)} |")
+    print(f"| levels / ideal | {statistics.fmean(ratios):.2f}x | "
+          f"{statistics.median(ratios):.2f}x | {max(ratios):.2f}x |")
+    errs = [100 * r.error for r in clean]
+    print(f"| error of the max (%) | {statistics.fmean(errs):.2f} | "
+          f"{statistics.median(errs):.2f} | {max(errs):.2f} |")
+    print(f"answers within the gap below B: {within}/{a.searches}")
+    print()
+
+    noisy = [search(b, a.noise, a.gap, a.trials, rng) for b in bs]
+    ok = [r for r in noisy if abs(r.error) <= a.gap / 100]
+    errs = sorted(abs(100 * r.error) for r in noisy)
+    print(f"noise {100 * a.noise:g} % per trial, {a.trials} trials per level, gap {a.gap:g} %")
+    print(f"| answers within the gap of B | {len(ok)}/{a.searches} "
+          f"({100 * len(ok) / a.searches:.1f} %) |")
+    print("|---|---|")
+    print(f"| |error| median / p95 / max (%) | {statistics.median(errs):.2f} / "
+          f"{errs[int(0.95 * (len(errs) - 1))]:.2f} / {errs[-1]:.2f} |")
+    print(f"| levels mean / max | {statistics.fmean(r.levels for r in noisy):.1f} / "
+          f"{max(r.levels for r in noisy)} |")
+    print(f"| trials mean / max | {statistics.fmean(r.trials for r in noisy):.1f} / "
+          f"{max(r.trials for r in noisy)} |")
+
+
+if __name__ == "__main__":
+    main()
