@@ -239,12 +239,12 @@ class Operator:
             return rec, None
         end = time.time()
         ident = task._moId
-        if value is UNREAD:
+        if value is UNREAD:  # read on this session: the shared one serves every waiter
             path = "info.result" if state == "success" else "info.error"
+            value = None
             with contextlib.suppress(Exception):
-                value = self.watcher._current(task).get(path)
-            if value is UNREAD:
-                value = None
+                found = retrieve_refs(self.session, [self.own(task)], {vim.Task: [path]})
+                value = found[0].get(path) if found else None
         if state == "error":
             return replace(self._failed(op, vm, start, end, value), task=ident), None
         return OpRecord(op, self.index, self.vc, vm.name, start, end, True, task=ident), value

@@ -40,9 +40,9 @@ DEFAULT_MIX: dict[str, float] = {
     "reconfigure_cpu": 3,
     "reconfigure_memory": 3,
     "reconfigure_annotation": 4,
-    "snapshot_create": 5,
+    "snapshot_create": 4,
     "snapshot_remove": 4,
-    "snapshot_revert": 1,
+    "snapshot_revert": 2,
     "register": 3,
     "unregister": 3,
 }
