@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import LocalGuests, missing_peer
 from tests.e2e.helpers import run_id_of, vbench, write_lab
 from tests.integration.test_iperf3_workload import free_base
@@ -38,3 +40,38 @@ def test_iperf3_local_example_runs_and_names_its_points(
     assert agg[("256B-1x", "vs_256B")]["mean"] == 1.0
     # sysstat ran on both guests: the derived CPU efficiency exists for every point.
     assert all(agg[(t, "cpu_efficiency")]["unit"] == "Gbps/core" for t in titles)
+
+
+def test_iperf3_cpu_efficiency_uses_host_cores_from_replayed_esxtop(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    """With esxtop running (here a *replay of recorded esxtop output* on the loopback
+    host, see test_collectors_cli.py), cpu_efficiency is Gbps per host core used."""
+    import yaml
+
+    from tests.e2e.test_collectors_cli import install_replay, lab_with_host, stored
+
+    if shutil.which("iperf3") is None:
+        missing_peer("iperf3 is not installed (make test installs it)")
+    esxtop = install_replay(local_guests, "replay-iperf3")
+    lab = lab_with_host(tmp_path / "lab.yaml", local_guests)
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["factors"] = {"msg": {"path": "workload.params.length", "levels": ["64K"]}}
+    doc["label"] = "{msg}B"
+    doc["derived"] = []
+    doc["repeat"] = 1
+    doc["phases"] = {"warmup": "1s", "steady": "4s"}
+    doc["workload"]["params"]["port"] = free_base(local_guests, 1)
+    doc["collectors"] = [{"kind": "esxtop", "interval": "2s",
+                          "options": {"command": esxtop, "counters": ["cpu"]}}]
+    s = tmp_path / "s.yaml"
+    s.write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = vbench("run", str(s), "--lab", str(lab), "--no-report", timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    samples, _trials, _dir = stored(run_id_of(res.stdout))
+    run_level = samples[samples.guest.isna() & samples.labels.map(lambda v: v in ("", "{}",
+                                                                                 "[]", None))]
+    by = {r.metric: r for r in run_level.itertuples()}
+    assert by["cpu_efficiency"].unit == "Gbps/core"
+    assert by["cpu_efficiency"].value == pytest.approx(
+        by["gbps"].value / by["host_cores_used"].value)
