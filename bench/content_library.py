@@ -113,6 +113,24 @@ def _curl(args: list[str]) -> float:
     return time.monotonic() - t0
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its finished children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+CPU: dict[str, list[float]] = {}
+
+
+def _cpu_of(key: str, side: str, before: tuple[float, float]) -> None:
+    """Record the CPU seconds one transfer cost its side (vbench: this process, curl:
+    the child): a load-independent view of the two clients' efficiency."""
+    after = _cpu()
+    spent = after[0] - before[0] if side == "vbench" else after[1] - before[1]
+    CPU.setdefault(f"{key}_{side}", []).append(spent)
+
+
 def upload_once(s: Any, lib: str, src: Path, side: str, n: int) -> float:
     """Seconds of the PUT alone, by vbench's client or by curl; the item is checked."""
     from vbench.vsphere import content_library as cl
@@ -122,13 +140,17 @@ def upload_once(s: Any, lib: str, src: Path, side: str, n: int) -> float:
     sid = tr.open_update_session(s, item)
     try:
         if side == "vbench":
+            before = _cpu()
             seconds = tr.push(s, sid, tr.Source(src.name, src), checksum=False).seconds
+            _cpu_of("import", side, before)
         else:
             spec = {"name": src.name, "source_type": "PUSH", "size": src.stat().st_size}
             info = tr._add_file(s, sid, spec)
             uri = info["upload_endpoint"]["uri"]
             hdr = f"{cl.SESSION_HEADER}: {s.session_id}"
+            before = _cpu()
             seconds = _curl(["-X", "PUT", "-T", str(src), "-H", hdr, uri])
+            _cpu_of("import", side, before)
         tr.finish_update_session(s, sid, 600)
     finally:
         tr.drop_update_session(s, sid, failed=False)
@@ -145,11 +167,16 @@ def download_once(s: Any, item: str, name: str, size: int, side: str) -> float:
         info = tr._prepared(s, sid, name, 60)
         uri = info["download_endpoint"]["uri"]
         if side == "vbench":
+            before = _cpu()
             t = tr.fetch(s, uri, name, None, checksum=False)
+            _cpu_of("export", side, before)
             assert t.bytes == size
             return t.seconds
         hdr = f"{cl.SESSION_HEADER}: {s.session_id}"
-        return _curl(["-o", os.devnull, "-H", hdr, uri])
+        before = _cpu()
+        seconds = _curl(["-o", os.devnull, "-H", hdr, uri])
+        _cpu_of("export", side, before)
+        return seconds
     finally:
         tr.drop_download_session(s, sid)
 
@@ -187,6 +214,9 @@ def throughput(s: Any, ds: str, tmp: Path, size: int, repeat: int) -> dict[str, 
         "export_ratio": round(med["export_vbench"] / med["export_curl"], 3),
         # The two sides of one round ran back to back: their ratio is the least
         # disturbed by other load on the machine.
+        "cpu_s_per_GiB": {
+            k: round(statistics.median(v) * (1 << 30) / size, 2) for k, v in sorted(CPU.items())
+        },
         "import_ratio_per_round": _ratios(mbs["import_vbench"], mbs["import_curl"]),
         "export_ratio_per_round": _ratios(mbs["export_vbench"], mbs["export_curl"]),
     }
