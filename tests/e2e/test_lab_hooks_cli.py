@@ -143,3 +143,14 @@ def test_kill_9_leaves_the_hook_journaled_and_cleanup_undoes_it(
     again = vbench("cleanup", run_id, "--lab", str(lab))  # idempotent: nothing left to undo
     assert again.returncode == 0 and "undone" not in again.stdout
     assert calls(rec) == [ADD_1MS, DEL]
+
+
+def test_a_hook_node_missing_from_the_lab_is_refused_before_anything_runs(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    s, _lab, rec = setup(tmp_path, local_guests, hostile=False)
+    lab = write_lab(tmp_path / "lab2.yaml", local_guests)  # no node "wan"
+    res = vbench("run", str(s), "--lab", str(lab), "--no-report")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "factors.latency.hook.node: 'wan' is not a node of the lab" in res.stderr
+    assert calls(rec) == [] and not list((vbench_home / "results").glob("*/hooks.jsonl"))

@@ -20,7 +20,7 @@ from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
-from vbench.engine.hooks import hooks_for
+from vbench.engine.hooks import check_nodes, hooks_for
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
@@ -121,6 +121,7 @@ def execute(
     try:
         # Every check first, before anything is created: static guests, then vCenter.
         preflight(plan, pool, static)
+        check_nodes(plan.scenario, lab)  # a lab hook's node, before anything is created
         vsphere.preflight()
         run_id = req.resume or new_run_id()
         rundir = RunDir(results_dir, run_id)
