@@ -4,6 +4,7 @@
 #   sut.sh init DIR IMAGES      directories, static files, an empty MariaDB data dir
 #   sut.sh schema DIR           create the schema and the olio user (server running)
 #   sut.sh load DIR             run load.sql (server running)
+#   sut.sh orphans DIR          kill PHP-FPM workers whose master is gone
 # Servers themselves (mariadbd, php-fpm, nginx) are started by vbench as tracked
 # processes, so that teardown, Ctrl-C and cleanup can stop them.
 set -eu
@@ -34,5 +35,14 @@ init)
   ;;
 schema) sql <"$dir/schema.sql" ;;
 load) sql <"$dir/load.sql" ;;
-*) echo "usage: sut.sh init|schema|load DIR [IMAGES]" >&2; exit 2 ;;
+orphans)
+  # The PHP-FPM master makes itself a session (and group) leader, so vbench's group
+  # kill reaches it only through its parent; if the master itself was killed, its
+  # workers are left in its group: find them by that group id and kill them.
+  p=$(cat "$dir/run/php-fpm.pid" 2>/dev/null || true)
+  [ -n "$p" ] || exit 0
+  ps -e -o pid= -o pgid= -o args= | awk -v g="$p" '$2 == g && $3 == "php-fpm:" { print $1 }' |
+    while read -r w; do kill -KILL "$w" 2>/dev/null || true; done
+  ;;
+*) echo "usage: sut.sh init|schema|load|orphans DIR [IMAGES]" >&2; exit 2 ;;
 esac

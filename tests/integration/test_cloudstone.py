@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests, missing_peer
+from tests.e2e.helpers import logged, wait_for
 from vbench.analysis.run_analysis import load_analysis
 from vbench.engine.session import RunRequest, RunSession, execute
 from vbench.results.rundir import RunDir
@@ -125,7 +126,7 @@ def run(tmp: Path, scenario_file: Path, lab: Path, cancel: threading.Event | Non
 
 def left_running(workdir: Path) -> list[str]:
     """Processes on this machine whose command line names the guests' workdir."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,stat=,args="], capture_output=True,
+    out = subprocess.run(["ps", "-e", "-ww", "-o", "pid=,stat=,args="], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     return [ln for ln in out.splitlines()
             if str(workdir) in ln and not ln.split()[1].startswith("Z")]  # fmt: skip
@@ -207,3 +208,83 @@ def test_failing_limit_fails_the_point(local_guests: LocalGuests, tmp_path: Path
     (check,) = qos.checks
     assert check.status == "fail" and check.subject == {"operation": "HomePage"}
     assert check.value is not None and check.value > 0.001
+
+
+Started = tuple[threading.Thread, dict[str, Done]]
+
+
+def _run_in_thread(tmp: Path, path: Path, lab: Path,
+                   cancel: threading.Event | None = None) -> Started:  # fmt: skip
+    result: dict[str, Done] = {}
+    worker = threading.Thread(target=lambda: result.setdefault(
+        "done", run(tmp, path, lab, cancel=cancel)))  # fmt: skip
+    worker.start()
+    return worker, result
+
+
+def _kill_php_fpm(workdir: Path, trial_dir: str) -> int:
+    """SIGKILL the PHP-FPM master of one trial's instance (found by its config path)."""
+    for line in left_running(workdir):
+        pid, _stat, args = line.split(None, 2)
+        if args.startswith("php-fpm: master") and f"/{trial_dir}/" in args:
+            subprocess.run(["kill", "-9", pid], check=True)
+            return int(pid)
+    raise AssertionError(f"no PHP-FPM master of {trial_dir} in {left_running(workdir)}")
+
+
+def test_killed_php_fpm_fails_that_trial_and_the_run_completes(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    path = scenario(tmp_path / "s.yaml", params, steady="6s", warmup="1s")
+    doc = yaml.safe_load(path.read_text())
+    doc["repeat"] = 2
+    path.write_text(yaml.safe_dump(doc))
+    worker, result = _run_in_thread(tmp_path, path, lab)
+    home = tmp_path  # the run directories are under tmp_path/results
+    wait_for(logged(home, "phase_mark", mark="steady_start", trial=1), 180, "trial 1 steady")
+    _kill_php_fpm(local_guests.sshd.workdir, "cs0-1")
+    worker.join(timeout=300)
+    assert not worker.is_alive()
+    done = result["done"]
+    assert [t.status for t in done.trials] == ["failed", "ok"]
+    error = done.trials[0].error or ""
+    assert "guest1" in error and "instance 1: php-fpm exited during the trial" in error, error
+    # What the failed trial measured before the failure is kept.
+    assert any(r.trial == 1 and r.metric == "operations" for r in done.samples.itertuples())
+    assert left_running(local_guests.sshd.workdir) == []
+
+
+def test_interrupt_mid_trial_leaves_nothing_running(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    path = scenario(tmp_path / "s.yaml", params, steady="120s", warmup="1s")
+    cancel = threading.Event()
+    worker, result = _run_in_thread(tmp_path, path, lab, cancel)
+    home = tmp_path  # the run directories are under tmp_path/results
+    wait_for(logged(home, "phase_mark", mark="steady_start"), 180, "the steady phase")
+    assert any("mariadbd" in ln for ln in left_running(local_guests.sshd.workdir))
+    cancel.set()
+    worker.join(timeout=120)
+    assert not worker.is_alive()
+    done = result["done"]
+    assert done.outcome.status == "interrupted"
+    assert left_running(local_guests.sshd.workdir) == []
+
+
+def test_saturated_client_fails_the_trial_when_asked(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    # A CPU limit no Locust process can stay under: the real CPU figures trip it.
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 4, "port": free_base(local_guests), "cpu_limit": 0.0001,
+              "saturation": "fail"}  # fmt: skip
+    done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s"), lab)
+    (trial,) = done.trials
+    assert trial.status == "failed"
+    assert "load generator saturated: instance 1: Locust CPU" in (trial.error or "")
+    assert done.value("client_saturated") == 1
+    assert done.value("client_cpu") > 0.0001

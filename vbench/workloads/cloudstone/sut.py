@@ -54,6 +54,8 @@ class Sut:
             proc = self.procs.get(what)
             if proc is not None:
                 proc.kill(grace=10)
+        if self.guest is not None and self.procs:
+            self.guest.run(["sh", f"{self.dir}/sut.sh", "orphans", self.dir], timeout=60)
 
 
 def sizes(p: CloudstoneParams) -> dict[str, int]:
