@@ -17,13 +17,13 @@ GOVMOMI_VERSION := v0.46.0
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: demo test lint docs system venv tools lab-up lab-down clean
+.PHONY: demo test lint docs system venv tools wheelhouse lab-up lab-down clean
 
 demo: venv system tools
 	$(BIN)/vbench lab up $(DEMO_LAB)
 	$(BIN)/vbench run examples/quickstart.yaml --lab $(DEMO_LAB) --tag demo
 
-test: venv system tools
+test: venv system tools wheelhouse
 	$(BIN)/ruff check .
 	VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q
 
@@ -65,6 +65,11 @@ tools:
 	  echo "building $$t $(GOVMOMI_VERSION) into $(TOOLS_BIN)"; \
 	  GOBIN=$(TOOLS_BIN) $(GO) install github.com/vmware/govmomi/$$t@$(GOVMOMI_VERSION) || exit 1; \
 	done
+
+# Locust and its dependencies as wheels from PyPI, for the cloudstone driver's client
+# guests (which need no internet: vbench pushes these and installs them in a venv).
+wheelhouse: venv
+	$(BIN)/python -m vbench.workloads.cloudstone.loadgen .tools/wheelhouse
 
 lab-up: venv system tools
 	$(BIN)/vbench lab up $(LOCAL_LAB)

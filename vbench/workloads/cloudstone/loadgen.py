@@ -150,3 +150,24 @@ def start(gen: LoadGen, commands: list[str], cfg: dict[str, object], port: int,
             [*life, commands[j], *common, "--worker", "--master-host", master.spec.address,
              "--master-port", str(port)],
             log=f"{gen.dir}/locust-worker{j}.log", cwd=gen.dir, env=env))  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    """``python -m vbench.workloads.cloudstone.loadgen DIR [VERSION]``: fill the wheelhouse
+    for the ``python3`` on this machine's PATH (what the local lab's guests run); used by
+    ``make wheelhouse``."""
+    import shutil
+
+    from vbench.workloads.cloudstone.params import CloudstoneParams
+
+    version = argv[1] if len(argv) > 1 else CloudstoneParams().locust_version
+    python3 = shutil.which("python3") or sys.executable
+    out = subprocess.run([python3, "-c", _PROBE], capture_output=True, text=True, check=True)
+    python, machine = out.stdout.split()
+    dest = Path(argv[0]) / f"locust-{version}-py{python}-{machine}"
+    print(build_wheelhouse(dest, version, python, machine))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
