@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vbench.analysis.figures import RunFigures
-from vbench.analysis.findmax import RUNNING, FindMax, SearchOutcome, replay
+from vbench.analysis.findmax import MAX_TIME, RUNNING, FindMax, SearchOutcome, replay
 from vbench.analysis.findmax_qos import (
     CriterionValue,
     criterion_values,
@@ -132,7 +132,11 @@ def findmax_reports(
             ))
             for lv, pid in levels.items()
         }
-        out.append(_report(spec, dict(combo), search, pending is not None, times, values))
+        # A replay knows no clock: a search the run ended itself stopped on max_time.
+        cut = pending is not None and run.get("status") != "ok"
+        if pending is not None and not cut:
+            search.status = MAX_TIME
+        out.append(_report(spec, dict(combo), search, cut, times, values))
     return out
 
 
