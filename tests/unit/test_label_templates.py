@@ -9,13 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.analysis_runs import add_run, scenario_doc
 from vbench.config.labels import render_label, template_problems
 from vbench.config.load import load_scenario
 from vbench.engine.plan import build_plan
 from vbench.errors import ConfigValidationError
-from vbench.report.build import render_report
+from vbench.report.build import render_report, report_data
+from vbench.report.terminal import summary_table
 from vbench.results.store import Store
 
 DS_LABEL = "{mode}-{vms}VMs-{instances}S"
@@ -100,6 +102,11 @@ def test_report_tables_charts_and_exports_use_the_template(tmp_path: Path) -> No
         doc = json.loads(render_report(store, [run_id], "json"))
         rows = list(csv.DictReader(io.StringIO(render_report(store, [run_id], "csv"))))
         md = render_report(store, [run_id], "markdown")
+        table = summary_table(report_data(store, run_id))
+    console = Console(width=120, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "Native-16S" in text and "VM-16S" in text and "mode" not in text
     assert "Native-16S" in html and "VM-16S" in html
     titles = {a["title"] for a in doc["runs"][0]["aggregates"] if a["point"] is not None}
     assert titles == {"Native-16S", "VM-16S"}

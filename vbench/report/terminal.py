@@ -40,7 +40,9 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
     # Text everywhere: labels and errors come from a lab and must not be read as markup.
     table = Table(title=Text(title), title_justify="left")
     table.add_column("#", justify="right", style="dim")
-    for factor in view.factors:
+    # A scenario that names its points (label template) shows the name, not the factors.
+    named = bool(view.scenario.get("label"))
+    for factor in ["point"] if named else view.factors:
         table.add_column(Text(factor))
     table.add_column("metric")
     table.add_column("mean ± 95 % CI", justify="right")
@@ -48,7 +50,8 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
     table.add_column("n", justify="right")
     table.add_column("cv", justify="right")
     for p in view.points:
-        head = [Text(str(p.point)), *(Text(p.labels.get(f, MISSING)) for f in view.factors)]
+        head = [Text(str(p.point)), *([Text(p.title)] if named else
+                                      (Text(p.labels.get(f, MISSING)) for f in view.factors))]
         blank = [Text("")] * len(head)
         trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
         for i, m in enumerate(shown):
