@@ -105,6 +105,12 @@ def baseline_point(
     for p, labels in figures.points.items():
         if dict(labels) == want:
             return p
+    # Labels a lab profile records (profile=…, the profile's labels) follow the factor
+    # level that selects the profile: then only the scenario's factors must match.
+    declared = list((figures.scenario.get("factors") or {}).keys())
+    for p, labels in figures.points.items():
+        if declared and all(labels.get(k) == want.get(k) for k in declared):
+            return p
     return None
 
 
