@@ -60,8 +60,9 @@ def scenario(path: Path, params: dict[str, Any], **extra: Any) -> Path:
         "derived": [{"name": "vs_native", "kind": "normalize", "metric": "opm",
                      "baseline": {"mode": "Native"}}],
         "report": {"headline": ["vs_native", "opm", "rt_avg_ms"]},
-        **extra,
     }
+    doc.update(extra)
+    doc = {k: v for k, v in doc.items() if v is not None}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -124,3 +125,19 @@ def test_dvdstore_driver_failure_names_guest_and_stops_the_others(
     assert "Error connecting to unreachable" in text
     pids = {pid for e in done.events("dvdstore_started") for pid in e["pids"].values()}
     assert pids and not live_groups(pids)
+
+
+def test_dvdstore_targets_default_to_the_databases_guests(
+    tmp_path: Path, local_guests: LocalGuests, vbench_home: Path
+) -> None:
+    remote = install_replay(local_guests, "ds-replay-db")
+    s = scenario(tmp_path / "s.yaml", {"command": [f"{remote}/ds2webdriver"]},
+                 topology={"clients": {"nodes": ["guest1"]},
+                           "databases": {"nodes": ["guest1", "guest2"], "count": 2}},
+                 factors={}, label=None, derived=[], report={})
+    done = run(tmp_path, s, redis_lab(tmp_path / "lab.yaml", local_guests))
+    assert done.outcome.status == "ok", done.outcome
+    [event] = done.events("dvdstore_instances")
+    assert [i["target"] for i in event["instances"]] == [local_guests[0].address]
+    calls = (Path(remote) / "calls.log").read_text()
+    assert f"--target={local_guests[0].address}" in calls
