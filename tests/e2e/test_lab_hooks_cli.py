@@ -93,6 +93,8 @@ def test_hooks_apply_before_and_undo_after_each_point_with_hostile_values_inert(
     assert events.index(p0[-1]) < events.index(next(e for e in events if e[1] == 1))
     run_dir = vbench_home / "results" / run_id_of(res.stdout)
     assert HookJournal(run_dir).pending() == []
+    planned = json.loads((run_dir / "plan.json").read_text())["hooks"]
+    assert planned["1"][0]["run"][-1] == hostile and planned["0"][0]["node"] == "wan"
     states = [r["state"] for r in HookJournal(run_dir).read()]
     assert states == ["applying", "applied", "undone"] * 2
 

@@ -70,6 +70,16 @@ def planned_hooks(scenario: Scenario, labels: Mapping[str, str]) -> list[Planned
     return out
 
 
+def hooks_plan(scenario: Scenario, points: Sequence[PlannedPoint]) -> dict[str, Any]:
+    """Per point index, its hooks as planned (recorded in the run's plan.json)."""
+    out = {}
+    for p in points:
+        hooks = planned_hooks(scenario, p.labels)
+        if hooks:
+            out[str(p.index)] = [asdict(h) for h in hooks]
+    return out
+
+
 def check_nodes(scenario: Scenario, lab: Lab) -> None:
     """Every hook's node is a lab node (reported before anything runs)."""
     for name, factor in scenario.factors.items():

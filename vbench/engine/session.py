@@ -20,7 +20,7 @@ from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
-from vbench.engine.hooks import check_nodes, hooks_for
+from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
@@ -145,7 +145,8 @@ def execute(
         done = prepare_resume(store, run_id, scenario_doc) if req.resume else set()
         schedule = make_schedule(plan, done, search=SearchContext(
             session.scenario, session.lab, store, run_id, resume=bool(req.resume)))
-        rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe()})
+        rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe(),
+                                        "hooks": hooks_plan(plan.scenario, plan.points)})
         env = {"controller": controller_facts(list(req.argv) or None)}
         tools = _tools_by_guest(plan)
         env["guests"] = all_guest_facts(pool, tools)
