@@ -288,3 +288,38 @@ def test_saturated_client_fails_the_trial_when_asked(
     assert "load generator saturated: instance 1: Locust CPU" in (trial.error or "")
     assert done.value("client_saturated") == 1
     assert done.value("client_cpu") > 0.0001
+
+
+def test_fixed_rate_profile_serves_the_asked_rate_of_static_pages(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {"profile": "rate", "rate": 25, "port": free_base(local_guests),
+              "php_children": 2, "users": 1}  # fmt: skip
+    done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="6s", warmup="2s"), lab)
+    assert done.outcome.status == "ok", [t.error for t in done.trials]
+    rate = done.value("ops_per_sec", operation="StaticPage")
+    assert rate is not None and 0.9 * 25 <= rate <= 1.2 * 25
+    # p95 per server (instance) and overall; each request is the ~100 KB page.
+    assert done.value("rt_p95", guest="guest1", instance="1", operation="StaticPage") > 0
+    assert done.value("rt_p95") > 0
+    assert done.value("client_saturated") == 0
+    raw = next((done.rundir.path / "raw").rglob("records.*")).read_text()
+    sizes = {int(ln.split()[5]) for ln in raw.splitlines() if ln.startswith("R ")}
+    assert sizes and all(100_000 < s < 110_000 for s in sizes)
+
+
+def test_distributed_mode_master_and_workers_share_the_users(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 6, "clients_per_instance": 2, "port": free_base(local_guests)}
+    done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="6s", warmup="2s"), lab)
+    assert done.outcome.status == "ok", [t.error for t in done.trials]
+    logs = sorted(p.name for p in (done.rundir.path / "raw").rglob("locust-*.log"))
+    assert logs == ["locust-master.log", "locust-worker0.log", "locust-worker1.log"]
+    files = list((done.rundir.path / "raw").rglob("records.*"))
+    with_ops = [f for f in files if "\nR " in f.read_text()]
+    assert len(files) == 3 and len(with_ops) == 2  # the master runs no users itself
+    assert done.value("client_users_min", guest="guest1", instance="1") == 6
+    assert done.value("ops_per_sec") > 0 and done.value("client_saturated") == 0
