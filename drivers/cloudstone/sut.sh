@@ -14,7 +14,7 @@ sql() { mariadb --no-defaults --socket="$dir/run/db.sock" -u root; }
 case "$cmd" in
 init)
   images=$3
-  mkdir -p "$dir/run" "$dir/log" "$dir/static/img" "$dir/db"
+  mkdir -p "$dir/run" "$dir/log" "$dir/static/img" "$dir/db" "$dir/tmp"
   # Page weight: event pictures of 10-39 KB and person pictures of 5-14 KB, a logo,
   # a style sheet, and a 100 KB page for the fixed-rate (web farm) profile.
   i=1
@@ -31,7 +31,9 @@ init)
   chmod -R a+rX "$dir"
   if [ "$(id -u)" = 0 ]; then user=--user=root; else user=; fi
   mariadb-install-db --no-defaults --datadir="$dir/db" --auth-root-authentication-method=normal \
-    --skip-test-db $user >"$dir/log/install-db.log" 2>&1 || { tail -n 20 "$dir/log/install-db.log" >&2; exit 1; }
+    --skip-test-db --tmpdir="$dir/tmp" $user >"$dir/log/install-db.log" 2>&1 || {
+    # Its own tmpdir: two bootstraps sharing /tmp can collide on temporary table names.
+    grep -E 'ERROR|\[ERROR\]' "$dir/log/install-db.log" | tail -n 3 >&2; exit 1; }
   ;;
 schema) sql <"$dir/schema.sql" ;;
 load) sql <"$dir/load.sql" ;;

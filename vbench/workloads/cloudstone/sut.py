@@ -93,8 +93,9 @@ def deploy(guest: Guest, instance: int, base: str, port: int, p: CloudstoneParam
     life = ["timeout", "--foreground", "-k", "10", f"{int(lifetime)}"]
     sut.procs["mariadbd"] = guest.start([
         *life, "mariadbd", "--no-defaults", f"--datadir={d}/db", f"--socket={d}/run/db.sock",
-        f"--pid-file={d}/run/mysqld.pid", "--skip-networking", "--innodb-buffer-pool-size=256M",
-        "--innodb-flush-log-at-trx-commit=2", "--max-connections=2000",
+        f"--pid-file={d}/run/mysqld.pid", f"--tmpdir={d}/tmp", "--skip-networking",
+        "--innodb-buffer-pool-size=256M", "--innodb-flush-log-at-trx-commit=2",
+        "--max-connections=2000",
         *(["--user=root"] if root else [])], log=f"{d}/log/mariadbd.log")  # fmt: skip
     _wait(guest, sut, ["test", "-S", f"{d}/run/db.sock"], "mariadbd socket", cancel)
     guest.run(["sh", f"{d}/sut.sh", "schema", d], timeout=120)
