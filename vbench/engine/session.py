@@ -161,6 +161,7 @@ def execute(
             lab_fingerprint=lab_fingerprint(lab),
             environment=env,
             run_dir=str(rundir.path),
+            headline=headline_of(plan),
         )
         if req.resume:
             rundir.log("run_resumed", run_id=run_id, kept=len(done))
@@ -295,3 +296,12 @@ def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
             for n in names:
                 out.setdefault(n, set()).update(tools.get(role, ()))
     return {n: tuple(sorted(t)) for n, t in out.items()}
+
+
+def headline_of(plan: Plan) -> tuple[str, ...]:
+    """The metrics the run's report leads with: the scenario's ``report.headline``, else
+    the driver's (stored with the run, so a report needs no driver code)."""
+    wanted = plan.scenario.report.headline
+    if wanted:
+        return tuple(wanted)
+    return tuple(plan.points[0].workload.headline_metrics) if plan.points else ()
