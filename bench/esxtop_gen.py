@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vbench.parsers.esxtop_csv import Cell, split_cells
-from vbench.parsers.esxtop_names import parse_column_name
+from vbench.parsers.esxtop.csvfile import Cell, split_cells
+from vbench.parsers.esxtop.names import parse_column_name
 
 CLONED_OBJECTS = ("Group Cpu", "Vcpu", "Group Memory", "Virtual Disk", "Network Port")
 
