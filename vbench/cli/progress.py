@@ -34,7 +34,10 @@ class RichProgress(ProgressSink):
         self._plan = plan
         self._remaining_s = plan.estimated_seconds
         if not self.live:
+            search = plan.scenario.search
             self.console.print(
+                f"running a find-max search over {search.factor} ({len(plan.points)} "
+                "searches; levels chosen as it runs)" if search is not None else
                 f"running {len(plan.points)} points × {plan.repeat} trials "
                 f"(estimated {format_duration(plan.estimated_seconds)})",
                 highlight=False,
@@ -64,14 +67,20 @@ class RichProgress(ProgressSink):
             return
         assert self._plan is not None
         label = ", ".join(f"{k}={v}" for k, v in self._point.labels.items()) or "-"
+        of = "" if self._plan.scenario.search is not None else f"/{self._plan.repeat}"
         left = f" ({format_duration(seconds)})" if seconds else ""
         self._progress.update(
             self._task,
             description=(
-                f"point {self._point.index + 1}/{len(self._plan.points)} [{label}] "
-                f"trial {self._trial}/{self._plan.repeat} · {name}{left}"
+                f"{self._where()} [{label}] trial {self._trial}{of} · {name}{left}"
             ),
         )
+
+    def _where(self) -> str:
+        assert self._plan is not None and self._point is not None
+        if self._plan.scenario.search is not None:  # levels are created as it runs
+            return f"level {self._point.labels.get(self._plan.scenario.search.factor, '?')}"
+        return f"point {self._point.index + 1}/{len(self._plan.points)}"
 
     def end_trial(self, result: TrialResult) -> None:
         assert self._plan is not None
