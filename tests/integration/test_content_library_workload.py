@@ -11,17 +11,28 @@ from typing import Any
 import pytest
 
 from tests import content_library_env as env
-from tests.integration.vcbench_harness import Harness, context, harness
+from tests.integration.vcbench_harness import Harness, context, lab_for
 from tests.vcsim import VcsimServer
 from vbench.results.records import Sample
 from vbench.vsphere import content_library as cl
-from vbench.vsphere.journal import pending
+from vbench.vsphere.connection import SessionPool
+from vbench.vsphere.journal import IndexedJournal, pending
 from vbench.workloads.content_library import ContentLibraryWorkload
 from vbench.workloads.content_library.ops import SyncShort
 from vbench.workloads.content_library.params import ContentLibraryParams
 
 pytestmark = pytest.mark.integration
 Factory = Callable[..., VcsimServer]
+
+
+def harness(servers: dict[str, VcsimServer], tmp: Path, run_id: str = "t1") -> Harness:
+    """The run's vSphere resources as the engine builds them (an indexed journal)."""
+    run_dir = tmp / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    journal = IndexedJournal.in_run_dir(run_dir)
+    journal.open(run_id)
+    lab = lab_for(servers)
+    return Harness(lab, run_id, run_dir, SessionPool.for_lab(lab, pool_size=16), journal)
 
 
 @pytest.fixture
@@ -119,10 +130,15 @@ def test_subscribe_and_sync_on_the_same_vcenter_counts_items(two: tuple) -> None
             {"op": "import", "library": "pub"},
             {"op": "subscribe", "library": "sub", "publisher": "pub", "on_demand": False},
             {"op": "sync", "library": "sub", "label": "sync"},
+            {"op": "sync", "library": "sub", "label": "sync_one", "item": "import-1"},
         ],
     })  # fmt: skip
     assert value(samples, "items", "sync") == 3
+    assert value(samples, "items", "sync_one") == 1
     assert (value(samples, "time", "sync") or 0) > 0
+    # (No export from the subscriber: vcsim v0.46 shares the publisher's items and serves a
+    # download from whichever library its map yields first, the subscriber's holding no
+    # files: HTTP 500 about half the time. A real vCenter serves the subscriber's copy.)
     assert left_behind(h, servers) == []
 
 

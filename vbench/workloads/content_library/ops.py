@@ -377,6 +377,8 @@ class TrialRun:
         lib = self._lib(step)
         s = self.session(lib.vcenter)
         items = list(lib.items.values())
+        if not items:  # e.g. a library subscribed in this trial: its items come from vCenter
+            items = [ItemState(it.id, it.name) for it in cl.iter_items(s, lib.id)]
         if step.item:
             items = [it for it in items if it.name == step.item]
         if not items:
@@ -406,21 +408,28 @@ class TrialRun:
         if not lib.subscribed:
             raise LabError(f"library {lib.name}", "is not a subscribed library: nothing to sync")
         s = self.session(lib.vcenter)
-        before = cl.get_library(s, lib.id).last_sync_time
-        start = time.monotonic()
+        # Both syncs run in the background on a real vCenter: done is when the library's
+        # (or the item's) last_sync_time moves past its value before the call.
+        item_id = None
         if step.item:
             item_id = cl.find_item(s, lib.id, step.item)
             if item_id is None:
                 raise LabError(f"library {lib.name}", f"has no item {step.item!r} to sync")
+        path = f"{cl.ITEM}/id:{item_id}" if item_id else f"{cl.LIBRARY}/id:{lib.id}"
+
+        def last_sync() -> Any:
+            return (s.call("GET", path, what="sync state") or {}).get("last_sync_time")
+
+        before = last_sync()
+        start = time.monotonic()
+        if item_id:
             cl.sync_item(s, item_id)
         else:
             cl.sync_library(s, lib.id)
-
-        def synced() -> bool | None:
-            return True if cl.get_library(s, lib.id).last_sync_time != before else None
-
-        if not step.item:  # a library sync runs in the background on a real vCenter
-            tr.poll(synced, timeout=step.timeout, what="sync", label=s.label)
+        tr.poll(
+            lambda: True if last_sync() != before else None,
+            timeout=step.timeout, what="sync", label=s.label,
+        )  # fmt: skip
         end = time.monotonic()
         items, held = self._check_sync(step, lib, s)
         self.record(
