@@ -45,14 +45,24 @@ class Result:
         return math.inf if self.answer is None else (self.boundary - self.answer) / self.boundary
 
 
-def response(level: float, capacity: float, noise: float, rng: random.Random) -> float:
-    if level >= capacity:
+def response(
+    level: float, capacity: float, noise: float, rng: random.Random, curve: str = "queue"
+) -> float:
+    """``queue``: R = S / (1 − x/C); ``linear``: R = L · x / B (a figure proportional to
+    the load, e.g. CPU, crossing the limit L at the boundary B = 0.9 C)."""
+    if curve == "linear":
+        r = LIMIT * level / (capacity * (1 - SERVICE / LIMIT))
+    elif level >= capacity:
         return math.inf
-    r = SERVICE / (1 - level / capacity)
+    else:
+        r = SERVICE / (1 - level / capacity)
     return r * (1 + rng.gauss(0, noise)) if noise else r
 
 
-def search(boundary: float, noise: float, gap: float, trials: int, rng: random.Random) -> Result:
+def search(
+    boundary: float, noise: float, gap: float, trials: int, rng: random.Random,
+    curve: str = "queue",
+) -> Result:
     capacity = boundary / (1 - SERVICE / LIMIT)
     params = SearchParams(min=LO, max=HI, integer=False, gap=gap, trials=trials,
                           verify_trials=trials, noisy_retries=2)
@@ -60,7 +70,7 @@ def search(boundary: float, noise: float, gap: float, trials: int, rng: random.R
     measured: dict[float, list[float]] = {}
     while (req := fm.next()) is not None:
         xs = measured.setdefault(req.level, [])
-        xs += [response(req.level, capacity, noise, rng) for _ in range(req.trials)]
+        xs += [response(req.level, capacity, noise, rng, curve) for _ in range(req.trials)]
         fm.record(req.level, [x <= LIMIT for x in xs], statistics.fmean(xs) <= LIMIT)
     out = fm.outcome()
     return Result(len(out.levels), out.trials, out.highest_pass, boundary,
@@ -92,6 +102,8 @@ def main() -> None:
     ap.add_argument("--gap", type=float, default=1.0, help="stopping gap, percent")
     ap.add_argument("--trials", type=int, default=3, help="trials per level (noisy runs)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--curve", choices=["queue", "linear"], default="queue",
+                    help="how the criterion's figure grows with the load (noisy runs)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     bs = boundaries(a.searches, rng)
@@ -115,10 +127,11 @@ def main() -> None:
     print(f"answers within the gap below B: {within}/{a.searches}")
     print()
 
-    noisy = [search(b, a.noise, a.gap, a.trials, rng) for b in bs]
+    noisy = [search(b, a.noise, a.gap, a.trials, rng, a.curve) for b in bs]
     ok = [r for r in noisy if abs(r.error) <= a.gap / 100]
     errs = sorted(abs(100 * r.error) for r in noisy)
-    print(f"noise {100 * a.noise:g} % per trial, {a.trials} trials per level, gap {a.gap:g} %")
+    print(f"{a.curve} curve, noise {100 * a.noise:g} % per trial, {a.trials} trials per "
+          f"level, gap {a.gap:g} %")
     print(f"| answers within the gap of B | {len(ok)}/{a.searches} "
           f"({100 * len(ok) / a.searches:.1f} %) |")
     print("|---|---|")
