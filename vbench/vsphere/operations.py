@@ -19,6 +19,7 @@ run end or ``vbench cleanup RUN`` after a kill) removes it.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -162,6 +163,13 @@ class Operator:
         self.index, self.session, self.watcher, self.site = index, session, watcher, site
         self.journal, self.run_id, self.prefix, self.cancel = journal, run_id, prefix, cancel
         self.vc = site.vcenter
+        # Steps (power, relocate, reconfigure, snapshots) are not journaled by default:
+        # hundreds a second from every session would queue on the run's one journal lock
+        # behind the durable writes of clone intents. Cleanup needs no step entries to be
+        # safe: it waits for the tasks running on a VM before destroying it, and a step
+        # still on the wire when a run is killed creates nothing (every create is
+        # journaled, durably, before its call).
+        self.journal_steps = False
 
     # --- one operation ---------------------------------------------------------------
     def run(self, op: str, lease: Lease) -> OpRecord:
@@ -202,13 +210,15 @@ class Operator:
         start_call: Callable[[], Any],
         *,
         is_task: bool = True,
-        journaled: bool = True,
+        journaled: bool | None = None,
     ) -> tuple[OpRecord, Any]:
         """Start the call, await its task through the watcher; (record, task result).
 
         A refused call or a failed task makes a failed record with vCenter's fault; the
         result is read (one more call, outside the timed span) only when ``is_task``."""
         where = {"vcenter": self.vc, "name": vm.name, "op": op}
+        if journaled is None:
+            journaled = self.journal_steps
         if journaled:  # cleanup waits for a step still on the wire before destroying
             self.journal.write("call", durable=False, **where)
         start = time.time()
@@ -369,14 +379,30 @@ class Operator:
 
     def _op_register(self, lease: Lease) -> OpRecord:
         vm = lease.unregistered[0]
+        # The VM comes back as a new object: journaled like a create (intent first, then
+        # the task), so cleanup recognises it whenever the run stops.
+        self.journal.write("intent", vcenter=self.vc, name=vm.name, action="register",
+                           source=vm.vmx)
 
         def call() -> Any:
-            return self.site.folder.RegisterVM_Task(
+            task = self.site.folder.RegisterVM_Task(
                 path=vm.vmx, name=vm.name, asTemplate=False, pool=self.site.pool
             )
+            self.journal.write("started", vcenter=self.vc, name=vm.name, task=task._moId)
+            return task
 
         rec, result = self._timed("register", vm, call, journaled=False)
-        if rec.ok and result is not None:
+        if not rec.ok:
+            # Registered already (an earlier call vCenter carried out though its answer
+            # was lost): the fault names the VM, which is ours again. Any other failure:
+            # give the VM up rather than fail on it forever (cleanup still looks for it).
+            found = re.search(r"name=(vm-\d+)", rec.fault or "")
+            if rec.fault_type == "AlreadyExists" and found:
+                result = vim.VirtualMachine(found.group(1), self.session.stub)
+            else:
+                lease.unregistered.pop(0)
+                return rec
+        if result is not None:
             lease.unregistered.pop(0)
             vm.ref, vm.vmx = self.own(result), None
             lease.spares.append(vm)
