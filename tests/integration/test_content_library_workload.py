@@ -247,3 +247,42 @@ def test_interrupt_mid_step_leaves_nothing(two: tuple) -> None:
         wl.run(ctx)
     wl.teardown(ctx)
     assert left_behind(h, servers) == []
+
+
+def test_cleanup_finds_objects_whose_create_call_never_answered(two: tuple, tmp_path: Path) -> None:
+    """A run killed while a create call was on the wire journaled the intent but no id:
+    cleanup finds the library and the deployed VM by the names this run gave them (and
+    leaves alone a library whose name is not this run's)."""
+    from vbench.vsphere import content_library_deploy as dp
+    from vbench.vsphere import content_library_transfer as tr
+    from vbench.vsphere.cleanup import cleanup_journal
+    from vbench.workloads.content_library.destroyers import LIBRARY_KIND, VM_DEPLOYED_KIND
+
+    h, servers = two
+    res = h.resources("vc1")
+    ids = env.sim_ids(servers["vc1"])
+    lib_name = res.object_name("p1t1-lib-1")
+    vm_name = res.object_name("p1t1-deploy-0-2")
+    res.track(LIBRARY_KIND, lib_name, data={"subscribed": False})
+    res.track(VM_DEPLOYED_KIND, vm_name, data={})
+    res.track(LIBRARY_KIND, "someone-elses", data={"subscribed": False})
+    with env.rest(servers["vc1"]) as s:  # the calls land after the process died
+        lib = cl.create_local_library(s, lib_name, cl.Backing(ids.datastore))
+        other = cl.create_local_library(s, "someone-elses", cl.Backing(ids.datastore))
+        item = cl.create_item(s, lib, "appliance", "ovf")
+        ovf = env.write_ovf(tmp_path / "a.ovf")
+        tr.import_files(s, item, lambda sid: [tr.push(s, sid, tr.Source(ovf.name, ovf))])
+        dp.deploy_ovf(s, item, vm_name, env.placement(ids))
+    report = cleanup_journal(
+        h.sessions.get, h.watcher, h.journal, h.run_id, pending(h.journal.read()), parallel=1
+    )
+    assert not report.errors, report.errors
+    assert sorted(report.destroyed) == sorted(
+        [f"{LIBRARY_KIND} {lib_name}", f"{VM_DEPLOYED_KIND} {vm_name}"]
+    )
+    assert libraries(servers["vc1"]) == ["someone-elses"]
+    from tests.integration.vcbench_harness import run_vms
+
+    assert run_vms(h, "vc1") == []
+    with env.rest(servers["vc1"]) as s:
+        cl.delete_library(s, other, subscribed=False)
