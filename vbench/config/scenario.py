@@ -459,7 +459,9 @@ class Scenario(Strict):
     version: Literal[1] = Field(description="scenario format version")
     name: str = Field(pattern=NAME, description="scenario name (used to find history)")
     description: str = Field("", description="free text shown in reports")
-    topology: dict[str, GroupSpec] = Field(min_length=1, description="guest groups")
+    topology: dict[str, GroupSpec] = Field(
+        default_factory=dict, description="guest groups (none when the driver needs no guests)"
+    )
     workload: WorkloadSpec = Field(description="the workload driver and its parameters")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
     label: str | None = Field(
