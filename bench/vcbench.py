@@ -325,7 +325,8 @@ class GovcOperator:
                 args = ["vm.create", "-on=false", "-ds", self.datastores[0], "-pool",
                         self.pool, name]  # fmt: skip
             else:
-                args = ["vm.clone", "-vm", h, "-on=false", "-pool", self.pool]
+                args = ["vm.clone", "-vm", h, "-on=false", "-pool", self.pool,
+                        "-ds", self.datastores[0]]
                 if op == "clone_linked":
                     args += ["-link", "-snapshot", home.snapshots[-1]]
                 args.append(name)
@@ -406,9 +407,9 @@ def measure_govc(tmp: Path, sessions: int, delay: int, warmup: float, steady: fl
                     find_template(inv, None, TEMPLATE), TEMPLATE,
                     [f"gvh-{i}" for i in range(sessions)], parallel=64,
                 )  # fmt: skip
-            hosts = [inv.path(inv.get(h)) for h in site.hosts]
+            hosts = ["/" + inv.path(inv.get(h)).lstrip("/") for h in site.hosts]
             dss = [n for n, _ in site.datastores]
-            pool_path = inv.path(inv.get(site.pool))
+            pool_path = "/" + inv.path(inv.get(site.pool)).lstrip("/")
         env = {**os.environ, "GOVC_URL": proc.url, "GOVC_USERNAME": USER,
                "GOVC_PASSWORD": PASSWORD, "GOVC_INSECURE": "1",
                "HOME": str(tmp / "govc-home")}  # fmt: skip
