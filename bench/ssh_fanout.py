@@ -1,9 +1,10 @@
 """Fan-out of one command to many loopback SSH guests: vbench vs parallel-ssh (pssh).
 
 Every phase boundary of a run is a fan-out over SSH (start the load everywhere, stop it,
-fetch results), and the storage studies drive 32 and more workers. One private sshd
+fetch results), and the storage studies drive 32 and more workers. Private sshds
 (the local lab's, started under a temporary VBENCH home; one per 16 addresses, sshd's
-limit) listens on N loopback addresses; each side runs ``date +%s.%N`` on every guest, C at a time:
+limit) listen on N loopback addresses; each side runs ``date +%s.%N`` on every guest,
+C at a time:
 
 - vbench first: a fresh GuestPool (connections opened on the way, as at a run's first
   phase boundary);
