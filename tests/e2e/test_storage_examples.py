@@ -59,6 +59,8 @@ def test_oio_sweep_keeps_per_second_logs_and_draws_latency_vs_oio_and_hockey_sti
     # latency (the hockey stick) is the x_metric chart.
     assert "read_lat_mean in ms (lower is better): line = mean per point" in report
     assert "IOPS vs latency" in report and "read_lat_mean against total_iops" in report
+    # Per-second IOPS over time per worker: the time-series chart of the logs.
+    assert "fio_iops from fio over guest1" in report
 
 
 def test_vaio_scaling_local_has_the_median_of_per_worker_latency(

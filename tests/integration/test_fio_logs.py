@@ -32,7 +32,7 @@ def _fio_installed() -> None:
 def _context(pool: GuestPool, tmp_path: Path, marks: dict[str, float]) -> TrialContext:
     return TrialContext(
         run_id="r-fio-logs", point=0, trial=1, labels={}, warmup=1.0, steady=3.0,
-        cooldown=0.0, guests={"target": pool.guests()}, raw_dir=tmp_path / "raw",
+        cooldown=0.0, guests={"target": pool.guests()}, raw_dir=tmp_path / "raw" / "0-1",
         cancel=threading.Event(), mark=lambda name: marks.__setitem__(name, time.time()),
         log=lambda event, **fields: None,
     )  # fmt: skip
@@ -56,7 +56,7 @@ def test_per_second_logs_are_kept_whole_and_trimmed_to_the_steady_window(
     assert len(guests) >= 2
     by = {(s.metric, s.guest): s for s in samples}
     for g in guests:
-        table = pq.read_table(tmp_path / "raw" / g / fio_logs.SERIES_FILE)
+        table = pq.read_table(tmp_path / "raw" / "0-1" / g / fio_logs.SERIES_FILE)
         frame = table.to_pandas()
         # Kept whole: both jobs, both directions, IOPS and latencies, controller time.
         assert set(frame["metric"]) >= {"read_iops", "write_iops", "read_lat", "write_lat"}
@@ -73,6 +73,14 @@ def test_per_second_logs_are_kept_whole_and_trimmed_to_the_steady_window(
         mean, lo, hi = (by[f"iops_ts_{k}", g].value for k in ("mean", "min", "max"))
         assert mean is not None and lo is not None and hi is not None and lo <= mean <= hi
         assert by["read_lat_ts_mean", g].value is not None
+    # One row per second and guest where the report charts it over time.
+    for g in guests:
+        charted = pq.read_table(tmp_path / "series" / "0-1" / "fio" / f"{g}.parquet").to_pandas()
+        assert set(charted["metric"]) == {"fio_iops", "fio_read_lat", "fio_write_lat"}
+        per_second = charted[charted["metric"] == "fio_iops"]
+        whole = pq.read_table(tmp_path / "raw" / "0-1" / g / fio_logs.SERIES_FILE).to_pandas()
+        iops = whole[whole["metric"].str.endswith("_iops")]["value"].sum()
+        assert per_second["value"].sum() == pytest.approx(iops)  # every logged I/O counted
     # The studies' "median of per-worker mean read latency", over the real guests.
     per_guest = [by["read_lat_mean", g].value for g in guests]
     median = by["read_lat_mean_median", None].value

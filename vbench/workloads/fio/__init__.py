@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
+from vbench.results.collected import SERIES_DIR, safe_name
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import logs as fio_logs
@@ -255,6 +256,13 @@ class FioWorkload(Workload):
         frame = fio_logs.series_frame(guest.name, logs)
         fio_logs.write_guest_series(
             ctx.raw_path(guest.name, fio_logs.SERIES_FILE), frame, guest=guest.name,
+            point=ctx.point, trial=ctx.trial, window=self._window, clock_offset=offset,
+        )
+        # raw/<p>-<t>/ -> series/<p>-<t>/fio/<guest>.parquet: the report's time series.
+        charted = ctx.raw_dir.parents[1] / SERIES_DIR / ctx.raw_dir.name / "fio" / safe_name(
+            f"{guest.name}.parquet")
+        fio_logs.write_guest_series(
+            charted, fio_logs.per_second_frame(frame, guest.name), guest=guest.name,
             point=ctx.point, trial=ctx.trial, window=self._window, clock_offset=offset,
         )
         return fio_logs.window_samples(fio_logs.trim(frame, *self._window), guest.name)

@@ -9,8 +9,11 @@ interval's IOPS (``iops``) or mean latency in nanoseconds (``lat``, ``clat``).
 
 The whole series goes to ``raw/<point>-<trial>/<guest>/fio-series.parquet`` (the
 columns of :func:`vbench.results.collected.series_schema`; ``object`` = guest,
-``instance`` = job number, ``counter`` = direction). Statistics use only the seconds
-inside the steady window, so a warm-up or a ramp-down never enters them.
+``instance`` = job number, ``counter`` = direction); one row per second and guest
+(``fio_iops``, ``fio_read_lat``, ``fio_write_lat``) goes to
+``series/<point>-<trial>/fio/<guest>.parquet``, where the report draws it over time.
+Statistics use only the seconds inside the steady window, so a warm-up or a ramp-down
+never enters them.
 """
 
 from __future__ import annotations
@@ -94,6 +97,30 @@ def write_guest_series(
             "clock_offset": clock_offset}
     return write_series(path, frame, source="fio", entity=guest, point=point, trial=trial,
                         metadata=meta)  # fmt: skip
+
+
+def per_second_frame(frame: pd.DataFrame, guest: str) -> pd.DataFrame:
+    """One row per second and figure of the guest, for the report's time-series charts:
+    ``fio_iops`` (summed over jobs and directions) and ``fio_read_lat``/``fio_write_lat``
+    (mean over jobs). The whole per-job series stays in the raw file."""
+    cols = ["time", "metric", "value", "unit", "object", "instance", "counter"]
+    if frame.empty:
+        return pd.DataFrame(columns=cols)
+    second = np.round(frame["time"])
+    parts = []
+    iops = frame[frame["metric"].str.endswith("_iops")]
+    total = iops.groupby(second[iops.index])["value"].sum()
+    parts.append(pd.DataFrame({"time": total.index, "metric": "fio_iops", "value": total.values,
+                               "unit": "1/s", "counter": "all"}))  # fmt: skip
+    for direction in ("read", "write"):
+        lat = frame[frame["metric"] == f"{direction}_lat"]
+        if lat.empty:
+            continue
+        mean = lat.groupby(second[lat.index])["value"].mean()
+        parts.append(pd.DataFrame({"time": mean.index, "metric": f"fio_{direction}_lat",
+                                   "value": mean.values, "unit": "ms", "counter": direction}))
+    out = pd.concat(parts, ignore_index=True).assign(object=guest, instance="")
+    return out[cols].sort_values(["time", "metric"], kind="stable").reset_index(drop=True)
 
 
 def trim(frame: pd.DataFrame, start: float | None, end: float | None) -> pd.DataFrame:
