@@ -464,7 +464,12 @@ def main() -> None:
         for n in levels:
             r = measure_vbench(tmp, n, a.delay, a.warmup, a.steady, a.profile)
             results.append(r)
+            Path(f"/tmp/vcbench-bench-{n}.json").write_text(json.dumps(r, indent=1))
             f = r["figures"]
+            if f.get("vcbench.latency_avg") is None:
+                print(f"{n:8d} no operation completed in the window: "
+                      f"{json.dumps(r)[:1500]}")
+                continue
             server = (r.get("split") or {}).get("server_s") or float("nan")
             floor = n / server
             little = f.get("vcbench.littles_ideal_ops_per_s") or float("nan")
