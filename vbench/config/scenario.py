@@ -51,6 +51,20 @@ class Reservations(Strict):
     )
 
 
+class DataDisk(Strict):
+    """Data disks added to every clone (removed with the VM)."""
+
+    size: MemoryMiB = Field(description="capacity of each disk (MiB, or 100g, 1t …)")
+    count: int = Field(1, ge=1, le=15, description="disks of this kind per VM")
+    provisioning: Literal["thin", "lazy_zeroed", "eager_zeroed"] = Field(
+        "thin", description="virtual disk provisioning"
+    )
+    controller: Literal["pvscsi", "lsilogic", "nvme"] = Field(
+        "pvscsi", description="controller the disks go on (added when the VM has none)"
+    )
+    datastore: str | None = Field(None, description="datastore (default: the VM's)")
+
+
 class VmSpec(Strict):
     """VMs of a group: cloned from a template, or existing VMs named."""
 
@@ -87,6 +101,9 @@ class VmSpec(Strict):
         300.0, gt=0, description="how long to wait for VMware Tools to report an IP"
     )
     keep: bool = Field(False, description="keep the VMs after the run; later runs reuse them")
+    disks: list[DataDisk] = Field(
+        default_factory=list, description="data disks added to every clone"
+    )
 
     @model_validator(mode="after")
     def _source(self) -> VmSpec:
@@ -98,7 +115,7 @@ class VmSpec(Strict):
                 for n in ("linked", "cpus", "memory", "reservations", "latency_sensitivity",
                           "nic_type", "scsi_type", "keep", "spread")
                 if getattr(self, n) not in (None, False)
-            ]  # fmt: skip
+            ] + (["disks"] if self.disks else [])  # fmt: skip
             if changes:
                 raise ValueError(
                     f"existing VMs are used as they are: remove {', '.join(changes)}"

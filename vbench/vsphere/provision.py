@@ -317,7 +317,8 @@ class Provisioner:
 
     def _configure(self, st: _VcState, req: VmRequest, vm: Any, placement: Placement) -> None:
         hardware: Sequence[Any] = ()
-        if req.spec.nic_type or req.spec.scsi_type or placement.network is not None:
+        want = req.spec
+        if want.nic_type or want.scsi_type or want.disks or placement.network is not None:
             props = {vim.VirtualMachine: ["config.hardware.device"]}
             devices = retrieve_refs(st.session, [vm], props)
             hardware = devices[0].get("config.hardware.device", ()) if devices else ()

@@ -292,7 +292,7 @@ class VSphereResources:
         # vCenters that ignore a clone spec's extraConfig (vcsim) get the mark here, with
         # the vNIC moved to the placement's network if it names one.
         devices: list[Any] = []
-        if placement.network is not None:
+        if placement.network is not None or spec.disks:
             found = retrieve_refs(session, [vm], {vim.VirtualMachine: ["config.hardware.device"]})
             devices = found[0].get("config.hardware.device", []) if found else []
         net, dvs_uuid = nic_network(session, placement.network)

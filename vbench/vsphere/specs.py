@@ -18,6 +18,7 @@ from pyVmomi import vim
 from vbench.config.lab import IpPool
 from vbench.config.scenario import VmSpec
 from vbench.errors import ConfigError
+from vbench.vsphere.disks import disk_changes
 from vbench.vsphere.inventory import Inventory, Obj
 
 NAME_PREFIX = "vb-"
@@ -315,6 +316,8 @@ def reconfig_spec(
         device_changes += _scsi_changes(devices, spec.scsi_type)
     if spec.nic_type or network is not None:
         device_changes += _nic_changes(devices, spec.nic_type, network, dvs_uuid)
+    if spec.disks:  # data disks are created with the VM's reconfigure, removed with it
+        device_changes += disk_changes(devices, spec.disks, lambda ds: f"[{ds}]")
     if device_changes:
         config.deviceChange = device_changes
         changed = True

@@ -1,0 +1,138 @@
+"""Data disks on cloned VMs (``vm: {disks: [...]}``): the device changes that add them.
+
+Each disk is created with the VM's reconfigure (``fileOperation=create``), so it is part
+of the VM: destroying the VM (cleanup, journaled like every clone) deletes its disks.
+A disk goes on a controller of the asked kind: an existing one with free units first,
+else a new one (SCSI: up to 4 controllers × 15 units, unit 7 is the controller's own;
+NVMe: up to 4 controllers × 15 namespaces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyVmomi import vim
+
+from vbench.config.scenario import DataDisk
+from vbench.errors import ConfigError
+
+_CONTROLLERS: dict[str, Any] = {
+    "pvscsi": vim.vm.device.ParaVirtualSCSIController,
+    "lsilogic": vim.vm.device.VirtualLsiLogicController,
+    "nvme": vim.vm.device.VirtualNVMEController,
+}
+_MAX_CONTROLLERS = 4
+_SCSI_RESERVED_UNIT = 7
+
+
+@dataclass
+class _Slot:
+    key: int
+    bus: int
+    used: set[int] = field(default_factory=set)
+
+
+def _family(kind: str) -> Any:
+    return (vim.vm.device.VirtualNVMEController if kind == "nvme"
+            else vim.vm.device.VirtualSCSIController)  # fmt: skip
+
+
+def _units(kind: str) -> list[int]:
+    if kind == "nvme":
+        return list(range(15))
+    return [u for u in range(16) if u != _SCSI_RESERVED_UNIT]
+
+
+class _Plan:
+    """Controllers of a VM, with the units taken, as disks are placed one by one."""
+
+    def __init__(self, devices: Sequence[Any]) -> None:
+        self.devices = devices
+        self.taken = {(d.controllerKey, d.unitNumber) for d in devices
+                      if getattr(d, "controllerKey", None) is not None}  # fmt: skip
+        self.slots: dict[str, list[_Slot]] = {}
+        self.buses: dict[Any, set[int]] = {}
+        self.next_key = -300
+        self.changes: list[Any] = []
+
+    def key(self) -> int:
+        self.next_key -= 1
+        return self.next_key
+
+    def slot(self, kind: str) -> _Slot:
+        cls, family = _CONTROLLERS[kind], _family(kind)
+        if kind not in self.slots:
+            self.slots[kind] = [_Slot(c.key, c.busNumber, {u for k, u in self.taken if k == c.key})
+                                for c in self.devices if type(c) is cls]  # fmt: skip
+        if family not in self.buses:
+            self.buses[family] = {c.busNumber for c in self.devices if isinstance(c, family)}
+        free_slot = next((s for s in self.slots[kind] if len(s.used) < len(_units(kind))), None)
+        if free_slot is not None:
+            return free_slot
+        free = [b for b in range(_MAX_CONTROLLERS) if b not in self.buses[family]]
+        if not free:
+            raise ConfigError(f"vm.disks: no room for another {kind} controller "
+                              f"(vSphere allows {_MAX_CONTROLLERS})")  # fmt: skip
+        ctrl = cls(key=self.key(), busNumber=free[0])
+        if kind != "nvme":
+            ctrl.sharedBus = "noSharing"
+        self.changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=ctrl))
+        self.buses[family].add(free[0])
+        slot = _Slot(ctrl.key, free[0])
+        self.slots[kind].append(slot)
+        return slot
+
+
+def disk_changes(
+    devices: Sequence[Any],
+    disks: Sequence[DataDisk],
+    datastore_path: Callable[[str], str] | None = None,
+) -> list[Any]:
+    """Device specs adding ``disks`` (and any controller they need) to a VM whose current
+    devices are ``devices``. ``datastore_path(name)`` gives ``[ds]`` for a disk that names
+    its datastore (default: the VM's own)."""
+    plan = _Plan(devices)
+    for disk in disks:
+        for _ in range(disk.count):
+            slot = plan.slot(disk.controller)
+            unit = next(u for u in _units(disk.controller) if u not in slot.used)
+            slot.used.add(unit)
+            device = _disk(disk, slot.key, unit, plan.key(), datastore_path)
+            plan.changes.append(vim.vm.device.VirtualDeviceSpec(
+                operation="add", fileOperation="create", device=device))
+    return plan.changes
+
+
+def _disk(d: DataDisk, controller: int, unit: int, key: int,
+          datastore_path: Callable[[str], str] | None) -> Any:
+    backing = vim.vm.device.VirtualDisk.FlatVer2BackingInfo(
+        diskMode="persistent",
+        thinProvisioned=d.provisioning == "thin",
+        eagerlyScrub=d.provisioning == "eager_zeroed",
+        fileName=datastore_path(d.datastore) if d.datastore and datastore_path else "",
+    )
+    return vim.vm.device.VirtualDisk(
+        key=key, controllerKey=controller, unitNumber=unit, backing=backing,
+        capacityInKB=d.size * 1024,
+    )  # fmt: skip
+
+
+def data_disks(devices: Sequence[Any]) -> list[tuple[str, int, int, int, str]]:
+    """(controller kind, bus, unit, capacity in MiB, provisioning) of every disk: what a
+    test or the testbed record reads back."""
+    by_key = {c.key: c for c in devices if isinstance(c, vim.vm.device.VirtualController)}
+    out = []
+    for d in devices:
+        if not isinstance(d, vim.vm.device.VirtualDisk):
+            continue
+        ctrl = by_key.get(d.controllerKey)
+        kinds = [k for k, cls in _CONTROLLERS.items() if type(ctrl) is cls]
+        kind = kinds[0] if kinds else type(ctrl).__name__
+        b = d.backing
+        prov = ("thin" if getattr(b, "thinProvisioned", False) else
+                "eager_zeroed" if getattr(b, "eagerlyScrub", False) else "lazy_zeroed")  # fmt: skip
+        out.append((kind, ctrl.busNumber if ctrl else -1, d.unitNumber,
+                    int(d.capacityInKB // 1024), prov))  # fmt: skip
+    return out
