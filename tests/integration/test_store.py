@@ -47,13 +47,16 @@ sys.stdin.readline()
 store = Store.open(url, Path(results))
 store.create_run(RunInfo(run_id=run_id, scenario_name="concurrent", started=time.time()))
 store.add_points(run_id, [(p, {"p": str(p)}) for p in range(4)])
-first = time.time()
+samples = tuple(
+    Sample("m", float(i), "ms", "test", guest=f"g{i % 3}", labels=(("i", str(i)),))
+    for i in range(n_samples)
+)
 for t in range(n_trials):
-    samples = tuple(
-        Sample("m", float(i), "ms", "test", guest=f"g{i % 3}", labels=(("i", str(i)),))
-        for i in range(n_samples)
-    )
     store.record_trial(run_id, TrialResult(t % 4, t, "ok", PhaseTimes(1, 2, 3, 4), samples))
+    if t == 0:  # one trial written: wait until the other writer has one too
+        first = time.time()
+        print("first", flush=True)
+        sys.stdin.readline()
 last = time.time()
 store.finish_run(run_id, "ok", time.time())
 store.close()
@@ -113,17 +116,22 @@ def run_concurrent_writers(url: str, results: Path, n_trials: int, n_samples: in
     ]
     for p in procs:  # both imported and waiting, so they open and write together
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    for p in procs:
-        assert p.stdin is not None
-        p.stdin.write("go\n")
-        p.stdin.flush()
+    for step in ("ready", "first"):  # open and migrate together, then write together
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        if step == "ready":
+            for p in procs:
+                assert p.stdout is not None and p.stdout.readline().strip() == "first"
     spans = []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
         _, first, last = out.split()
         spans.append((float(first), float(last)))
-    # The writes really interleaved in time, else this test proves nothing.
+    # The writes interleaved in time (by construction: each wrote its first trial before
+    # either went on), else this test would prove nothing.
     assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
     return ids
 
