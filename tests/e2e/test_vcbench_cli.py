@@ -109,6 +109,12 @@ def test_two_vcenters_as_profile_levels_give_latency_normalised_to_the_first(
     # The baseline is 1 by definition; the slower candidate is above it.
     assert norm["vc1"] == pytest.approx(1.0) and norm["vc2"] > 1.0, norm
     assert not [w for w in run["warnings"] if "latency_vs_baseline" in w], run["warnings"]
+    # The ops/s time series of each trial sits with the collectors' series, charted.
+    run_dir = Path(data["run"]["run_dir"])
+    assert sorted(p.parent.parent.name for p in run_dir.glob("series/*/vcbench/*.parquet")) == [
+        "0-1", "1-1"
+    ]
+    assert "Time series" in (run_dir / "report.html").read_text()
     testbed = {v["name"] for v in data["run"]["testbed"]["vcenters"]}
     assert testbed == {"vc1", "vc2"}
     assert _nothing_left(lab), _leftovers(lab)

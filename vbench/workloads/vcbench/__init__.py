@@ -195,9 +195,9 @@ class VcbenchWorkload(Workload):
         if rows:
             t0 = min(r.start for r in rows)
             end = max(r.end for r in rows)
-            metrics.write_series(
-                raw / metrics.SERIES_FILE, metrics.per_second(rows, t0, end), t0
-            )
+            series = metrics.per_second(rows, t0, end)
+            metrics.write_series(raw / metrics.SERIES_FILE, series, t0)
+            _store_series(ctx, series)
         window = self._trial.window
         (raw / WINDOW_FILE).write_text(
             json.dumps({
@@ -284,6 +284,29 @@ class VcbenchWorkload(Workload):
             )
             errors += report.errors
         return errors
+
+
+def _store_series(ctx: TrialContext, series: Sequence[tuple[float, int]]) -> None:
+    """The ops/s time series beside the collectors' (``<run>/series/<point>-<trial>/``),
+    where the report charts every trial's series over time."""
+    import pandas as pd
+
+    from vbench.results.collected import SERIES_DIR
+
+    run_dir = ctx.raw_dir.parent.parent  # <run>/raw/<point>-<trial>
+    if ctx.raw_dir.parent.name != "raw":
+        return  # not a run directory (a bench or a test's scratch): the CSV is enough
+    path = run_dir / SERIES_DIR / f"{ctx.point}-{ctx.trial}" / "vcbench" / "ops_per_s.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({
+        "metric": "vcbench.ops_per_s",
+        "value": [float(c) for _, c in series],
+        "ts": [ts for ts, _ in series],
+        "point": ctx.point,
+        "trial": ctx.trial,
+        "unit": "ops/s",
+        "source": "vcbench",
+    }).to_parquet(path, index=False)
 
 
 def _split(total: int, parts: int) -> list[int]:
