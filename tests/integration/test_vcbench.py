@@ -180,3 +180,18 @@ def test_an_interrupted_trial_leaves_no_vm_or_snapshot(h: vh.Harness) -> None:
     assert (out.raw_dir / metrics.OPS_FILE).exists()  # but the raw log is kept
     assert vh.run_vms(h) == []
     assert vh.snapshots_of_run(h) == 0
+
+
+def test_open_loop_starts_operations_at_the_rate_asked_for(h: vh.Harness) -> None:
+    rate, sessions = 8.0, 4
+    out = vh.run_trial(h, {"sessions": sessions, "loop": "open", "rate": rate}, steady=3.0)
+    window = json.loads((out.raw_dir / "window.json").read_text())
+    seconds = window["steady_end"] - window["steady_start"]
+    rows = metrics.read_log(out.raw_dir / metrics.OPS_FILE)
+    started = [r for r in rows if window["steady_start"] <= r.start <= window["steady_end"]]
+    # Each session starts one operation per sessions/rate seconds: never more than the
+    # rate allows (one cycle of slack per session at the window's edges).
+    assert 0 < len(started) <= rate * seconds + sessions
+    assert out.value("vcbench.ops_per_s") is not None
+    late = out.value("vcbench.late_starts")
+    assert late is not None and late >= 0
