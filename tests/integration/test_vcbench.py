@@ -195,3 +195,33 @@ def test_open_loop_starts_operations_at_the_rate_asked_for(h: vh.Harness) -> Non
     assert out.value("vcbench.ops_per_s") is not None
     late = out.value("vcbench.late_starts")
     assert late is not None and late >= 0
+
+
+def test_sessions_are_spread_over_the_labs_vcenters(
+    vcsim_factory: Callable[..., VcsimServer], tmp_path: Path
+) -> None:
+    servers = {"vc1": vcsim_factory(), "vc2": vcsim_factory()}
+    for h in vh.fixture_harness(servers, tmp_path):
+        mix = {"power_on": 1, "power_off": 1, "reconfigure_annotation": 1}
+        out = vh.run_trial(h, {"sessions": 4, "mix": mix, "vcenters": ["vc1", "vc2"]})
+        rows = metrics.read_log(out.raw_dir / metrics.OPS_FILE)
+        per_vc = Counter((r.vcenter, r.session) for r in rows)
+        assert {vc for vc, _ in per_vc} == {"vc1", "vc2"}
+        assert {s for _, s in per_vc} == {0, 1, 2, 3}  # every session ran operations
+        assert sorted((out.raw_dir).glob("*-vcenter.json")) == [
+            out.raw_dir / "vc1-vcenter.json", out.raw_dir / "vc2-vcenter.json"
+        ]
+        assert vh.run_vms(h, "vc1") == [] and vh.run_vms(h, "vc2") == []
+
+
+def test_named_vms_are_used_and_lose_only_the_snapshots_the_run_took(h: vh.Harness) -> None:
+    named = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1"]
+    mix = {"snapshot_create": 2, "snapshot_remove": 1, "reconfigure_annotation": 1}
+    out = vh.run_trial(h, {"sessions": 2, "vms": named, "template": None, "mix": mix})
+    rows = metrics.read_log(out.raw_dir / metrics.OPS_FILE)
+    assert {r.vm for r in rows} == set(named)
+    assert any(r.op == "snapshot_create" and r.ok for r in rows)
+    objs = vh.retrieve(h.sessions.get("vc1"), {vim.VirtualMachine: ["name", "snapshot"]})
+    snaps = {o.name: o.get("snapshot") for o in objs if o.name in named}
+    assert snaps == {n: None for n in named}  # the run's snapshots are gone again
+    assert sorted(n for n in vh.vm_names(h.sessions.get("vc1")) if n in named) == named

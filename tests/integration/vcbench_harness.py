@@ -127,7 +127,9 @@ def run_trial(
     cancel: threading.Event | None = None,
     teardown: bool = True,
 ) -> TrialOutcome:
-    wl = VcbenchWorkload(VcbenchParams.model_validate({"template": TEMPLATE, **params}))
+    merged = {"template": TEMPLATE, **params}
+    wl = VcbenchWorkload(VcbenchParams.model_validate({k: v for k, v in merged.items()
+                                                      if v is not None}))
     raw = h.run_dir / "raw" / vcenter
     ctx, marks, log = context(
         h, vcenter, raw, warmup=warmup, steady=steady, on_mark=on_mark, cancel=cancel
