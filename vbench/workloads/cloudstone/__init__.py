@@ -18,6 +18,7 @@ instance directories. User documentation: docs/cloudstone.md, drivers/cloudstone
 from __future__ import annotations
 
 import posixpath
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -230,7 +231,8 @@ class Cloudstone(Workload):
                 if gen.instance in starts:
                     continue
                 g = gen.guests[0]
-                script = f"cat {gen.records_glob()} 2>/dev/null | grep -m1 '^S ' || true"
+                glob = f"{shlex.quote(gen.dir)}/records.*"
+                script = f"cat {glob} 2>/dev/null | grep -m1 '^S ' || true"
                 out = g.run_script(script, timeout=30).stdout.split()
                 if len(out) == 2:
                     starts[gen.instance] = float(out[1]) - self._offsets.get(g.name, 0.0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -76,11 +77,12 @@ def ensure_locust(guest: Guest, p: CloudstoneParams, base: str) -> str:
                               python, machine)  # fmt: skip
     remote = posixpath.join(base, "locust-wheels")
     guest.put(wheels, remote)
+    q = shlex.quote
     res = guest.run_script(
-        f"python3 -m venv {venv} && {venv}/bin/pip install --quiet --no-index "
-        f"--find-links {remote} locust=={p.locust_version}",
+        f"python3 -m venv {q(venv)} && {q(venv + '/bin/pip')} install --quiet --no-index "
+        f"--find-links {q(remote)} {q('locust==' + p.locust_version)}",
         check=False, timeout=900,
-    )  # venv and remote are built from the workdir and run id, version is validated
+    )
     if res.status != 0:
         said = (res.stderr or res.stdout).strip().splitlines()
         raise GuestError(guest.name, f"cannot install Locust from the wheelhouse: "
