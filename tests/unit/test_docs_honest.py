@@ -11,8 +11,8 @@ import yaml
 
 from vbench.cli import cli
 from vbench.config.load import load_lab, load_scenario
-from vbench.engine.reference import reference_markdown
 from vbench.engine.plan import build_plan
+from vbench.engine.reference import reference_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
