@@ -181,6 +181,17 @@ class VSphereResources:
         """Every vCenter of the lab (``session(name)`` opens any of them)."""
         return tuple(self._run.lab.vcenters)
 
+    @property
+    def journal(self) -> IndexedJournal:
+        """The run's cleanup journal (for a driver that journals its own calls)."""
+        return self._run.journal
+
+    def datacenter_of(self, vcenter: str | None = None) -> str | None:
+        """The datacenter the lab names for a vCenter (the profile's, when it sets one)."""
+        if self.placement.datacenter and (vcenter is None or vcenter == self.vcenter):
+            return self.placement.datacenter
+        return self._run.lab.vcenters[self._vc(vcenter)].datacenter
+
     def _vc(self, vcenter: str | None) -> str:
         vc = vcenter or self.placement.vcenter
         if vc not in self._run.lab.vcenters:

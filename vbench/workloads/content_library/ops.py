@@ -127,7 +127,7 @@ class TrialRun:
                 "examples/labs/sim.yaml)",
             )
         self.ctx, self.p, self.res = ctx, params, ctx.vsphere
-        self.journal = getattr(self.res, "journal", None) or self.res._run.journal
+        self.journal = self.res.journal
         self.tag = f"p{ctx.point}t{ctx.trial}"
         self.rest: dict[str, cl.RestSession] = {}
         self.libs: dict[str, LibState] = {}

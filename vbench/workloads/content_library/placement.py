@@ -20,8 +20,7 @@ def resolve_placement(res: Any, vcenter: str, target: Target) -> Placement:
     def pick(attr: str) -> str | None:
         return getattr(target, attr) or (getattr(prof, attr) if prof is not None else None)
 
-    dc_name = prof.datacenter if prof is not None and prof.datacenter else None
-    dc = inv.datacenter(dc_name or res._run.lab.vcenters[vcenter].datacenter)
+    dc = inv.datacenter(res.datacenter_of(vcenter))
     folder_name = pick("folder")
     folder = (
         inv.find("folder", folder_name, dc) if folder_name else inv.find("folder", f"{dc.name}/vm")

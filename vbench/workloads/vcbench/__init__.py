@@ -327,10 +327,7 @@ def _resources(ctx: TrialContext) -> Any:
 
 def _journal(res: Any) -> Any:
     """The run's journal (everything created is written there before the call)."""
-    journal = getattr(res, "journal", None)
-    if journal is None:
-        journal = res._run.journal  # until the resources expose it by name
-    return journal
+    return res.journal
 
 
 def _record_testbed(ctx: TrialContext, vcenter: str, session: VSphereSession) -> None:
