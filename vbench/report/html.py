@@ -54,6 +54,7 @@ from vbench.report.data import (
     tabulate,
 )
 from vbench.report.findmax import findmax_reports, findmax_section
+from vbench.report.ops_section import operation_figures, ops_section
 from vbench.report.overlay import overlay_section
 from vbench.report.sections import (
     badges,
@@ -312,6 +313,9 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "extra_charts": extra,
         "series_charts": series_charts_,
         "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
+        "operations": ops_section(operation_figures(
+            view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
+            cv_threshold=view.cv_threshold), ids, mode),
         "sources": _sources(view),
         "guests": _guest_table(view),
         "trial_phases": phase_names,
