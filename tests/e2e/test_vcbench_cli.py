@@ -114,7 +114,11 @@ def test_two_vcenters_as_profile_levels_give_latency_normalised_to_the_first(
     assert sorted(p.parent.parent.name for p in run_dir.glob("series/*/vcbench/*.parquet")) == [
         "0-1", "1-1"
     ]
-    assert "Time series" in (run_dir / "report.html").read_text()
+    html = (run_dir / "report.html").read_text()
+    assert "Time series" in html
+    # Latency per operation type with error bars, per point, from the labelled samples.
+    assert 'id="operations"' in html and "Mean latency per operation" in html
+    assert "power_on" in html.split('id="operations"', 1)[1]
     testbed = {v["name"] for v in data["run"]["testbed"]["vcenters"]}
     assert testbed == {"vc1", "vc2"}
     assert _nothing_left(lab), _leftovers(lab)
