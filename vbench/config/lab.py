@@ -127,6 +127,9 @@ class Profile(Strict):
     folder: str | None = Field(None, description="VM folder for `vm:` groups")
     datastore: str | None = Field(None, description="datastore for `vm:` groups")
     network: str | None = Field(None, description="port group of the first vNIC")
+    storage_policy: str | None = Field(
+        None, description="SPBM storage policy of the `vm:` groups' data disks"
+    )
     nodes: dict[str, str] = Field(
         default_factory=dict, description="node name -> replacement node name"
     )

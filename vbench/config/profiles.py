@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vbench.config.lab import Lab, Profile
 from vbench.config.scenario import GroupSpec, VmSpec
 
 # Profile fields that are also `vm:` placement fields (datacenter is the lab's, per vCenter).
 VM_FIELDS = ("vcenter", "cluster", "resource_pool", "folder", "datastore", "network")
-PLACEMENT_FIELDS = (*VM_FIELDS, "datacenter")
+# storage_policy applies to every data disk of the group (a per-disk field of `vm:`).
+PLACEMENT_FIELDS = (*VM_FIELDS, "datacenter", "storage_policy")
 
 
 def chosen(lab: Lab, names: Sequence[str]) -> list[tuple[str, Profile]]:
@@ -59,13 +61,14 @@ def placement_key(lab: Lab, names: Sequence[str]) -> str | None:
     return "-".join(keys) or None
 
 
-def vm_overrides(
-    profile: Profile, spec: VmSpec, group_vcenter: str | None
-) -> dict[str, str | None]:
+def vm_overrides(profile: Profile, spec: VmSpec, group_vcenter: str | None) -> dict[str, Any]:
     """The `vm:` fields ``profile`` changes for a group (nothing for existing VMs)."""
     if spec.existing is not None:
         return {}
-    out: dict[str, str | None] = {f: getattr(profile, f) for f in VM_FIELDS if getattr(profile, f)}
+    out: dict[str, Any] = {f: getattr(profile, f) for f in VM_FIELDS if getattr(profile, f)}
+    if profile.storage_policy and spec.disks:
+        out["disks"] = [d.model_copy(update={"storage_policy": profile.storage_policy})
+                        for d in spec.disks]  # fmt: skip
     if out.get("vcenter") == (spec.vcenter or group_vcenter):
         out.pop("vcenter")
     if "host" not in out and any(k in out for k in ("cluster", "resource_pool")):

@@ -63,6 +63,9 @@ class DataDisk(Strict):
         "pvscsi", description="controller the disks go on (added when the VM has none)"
     )
     datastore: str | None = Field(None, description="datastore (default: the VM's)")
+    storage_policy: str | None = Field(
+        None, description="SPBM storage policy of the disks (its name in vCenter)"
+    )
 
 
 class VmSpec(Strict):

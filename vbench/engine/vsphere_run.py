@@ -194,7 +194,9 @@ class VSphereRun:
             if inv is not None:
                 wanted = {n for n, h in self.lab.hosts.items() if (h.vcenter or vc) == vc}
                 hosts = [o.ref for o in inv.candidates("host") if o.name in wanted]
-            parts.append(capture_testbed(session, refs, hosts))
+            policies = [d.storage_policy for p in self.placements if p.vcenter == vc
+                        for d in p.spec.disks if d.storage_policy]  # fmt: skip
+            parts.append(capture_testbed(session, refs, hosts, policies=policies))
         return merge_testbeds(parts)
 
     def resources(self, profiles: Sequence[str] = ()) -> VSphereResources | None:

@@ -20,6 +20,7 @@ from vbench.errors import ConfigError, LabError
 from vbench.vsphere.connection import SessionPool, VSphereSession
 from vbench.vsphere.faults import fault_text
 from vbench.vsphere.inventory import Inventory, NotInInventory, Obj
+from vbench.vsphere.spbm import missing_policy_text, storage_policies
 from vbench.vsphere.specs import expand_addresses, resolve_placement
 
 MIB = 1024 * 1024
@@ -286,7 +287,31 @@ def vsphere_checks(
         inventories[name] = inv = Inventory.load(session)
         n = counts or {g: scenario.topology[g].count for g in groups}  # type: ignore[union-attr]
         checks.extend(check_groups(inv, lab, name, groups, n, datacenters))
+        checks.extend(check_policies(session, name, groups))
     return checks, inventories
+
+
+def check_policies(
+    session: VSphereSession, vcenter: str, groups: Mapping[str, VmSpec]
+) -> list[Check]:
+    """Every storage policy the groups' data disks name exists in the vCenter."""
+    names = list(dict.fromkeys(d.storage_policy for spec in groups.values()
+                               if spec.existing is None
+                               for d in spec.disks if d.storage_policy))  # fmt: skip
+    if not names:
+        return []
+    target = f"vcenter {vcenter}"
+    try:
+        known = storage_policies(session)
+    except LabError as exc:
+        return [Check(target, "storage policies", False, exc.cause)]
+    out = []
+    for name in names:
+        policy = known.get(name)
+        detail = (f"found (id {policy.profile_id})" if policy is not None
+                  else missing_policy_text(name, known))  # fmt: skip
+        out.append(Check(target, f"storage policy {name}", policy is not None, detail))
+    return out
 
 
 PROFILE_NAMES = ("cluster", "resource_pool", "folder", "datastore", "network")

@@ -9,7 +9,7 @@ NVMe: up to 4 controllers × 15 namespaces).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,10 +89,12 @@ def disk_changes(
     devices: Sequence[Any],
     disks: Sequence[DataDisk],
     datastore_path: Callable[[str], str] | None = None,
+    policy_ids: Mapping[str, str] | None = None,
 ) -> list[Any]:
     """Device specs adding ``disks`` (and any controller they need) to a VM whose current
     devices are ``devices``. ``datastore_path(name)`` gives ``[ds]`` for a disk that names
-    its datastore (default: the VM's own)."""
+    its datastore (default: the VM's own); ``policy_ids`` maps a disk's storage policy
+    name to its SPBM profile id (resolved beforehand: see :mod:`vbench.vsphere.spbm`)."""
     plan = _Plan(devices)
     for disk in disks:
         for _ in range(disk.count):
@@ -100,9 +102,19 @@ def disk_changes(
             unit = next(u for u in _units(disk.controller) if u not in slot.used)
             slot.used.add(unit)
             device = _disk(disk, slot.key, unit, plan.key(), datastore_path)
-            plan.changes.append(vim.vm.device.VirtualDeviceSpec(
-                operation="add", fileOperation="create", device=device))
+            change = vim.vm.device.VirtualDeviceSpec(
+                operation="add", fileOperation="create", device=device)
+            if disk.storage_policy:
+                change.profile = [_policy_spec(disk.storage_policy, policy_ids)]
+            plan.changes.append(change)
     return plan.changes
+
+
+def _policy_spec(name: str, policy_ids: Mapping[str, str] | None) -> Any:
+    profile_id = (policy_ids or {}).get(name)
+    if profile_id is None:  # a caller bug: policies are resolved (and checked) first
+        raise ConfigError(f"vm.disks: storage policy {name!r} was not resolved")
+    return vim.vm.DefinedProfileSpec(profileId=profile_id)
 
 
 def _disk(d: DataDisk, controller: int, unit: int, key: int,

@@ -24,6 +24,7 @@ from vbench.errors import Interrupted, LabError
 from vbench.vsphere.connection import SessionPool, VSphereSession
 from vbench.vsphere.inventory import Inventory, Obj, retrieve_refs
 from vbench.vsphere.journal import Journal
+from vbench.vsphere.spbm import resolve_policies
 from vbench.vsphere.specs import (
     KEEP_KEY,
     MARK_KEY,
@@ -65,6 +66,7 @@ class _VcState:
     placements: dict[str, Placement] = field(default_factory=dict)
     addresses: list[str] = field(default_factory=list)
     ip_for: dict[str, str] = field(default_factory=dict)  # VM name -> pool address
+    policy_ids: dict[str, str] = field(default_factory=dict)  # storage policy -> profile id
 
 
 def custom_field_key(session: VSphereSession, name: str) -> int | None:
@@ -177,6 +179,10 @@ class Provisioner:
         lab_dc = self.lab.vcenters[vcenter].datacenter
         if any(not r.existing for r in requests):
             st.mark_field = custom_field_key(st.session, MARK_KEY)
+        policies = [d.storage_policy for r in requests if not r.existing
+                    for d in r.spec.disks if d.storage_policy]  # fmt: skip
+        resolved = resolve_policies(st.session, policies)
+        st.policy_ids.update({n: p.profile_id for n, p in resolved.items()})
         pool = self.lab.vcenters[vcenter].ip_pool
         for r in requests:
             if r.existing:
@@ -324,7 +330,7 @@ class Provisioner:
             hardware = devices[0].get("config.hardware.device", ()) if devices else ()
         network, dvs_uuid = self._nic_network(st, placement.network)
         marks = mark_options(self.run_id, req.spec, req.guest)
-        config = reconfig_spec(req.spec, hardware, network, dvs_uuid, marks)
+        config = reconfig_spec(req.spec, hardware, network, dvs_uuid, marks, st.policy_ids)
         if config is not None:
             self._step(st, req, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
         pool = self.lab.vcenters[req.vcenter].ip_pool

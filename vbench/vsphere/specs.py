@@ -282,6 +282,7 @@ def reconfig_spec(
     network: Obj | None = None,
     dvs_uuid: str | None = None,
     marks: Sequence[Any] = (),
+    policy_ids: Mapping[str, str] | None = None,
 ) -> vim.vm.ConfigSpec | None:
     """Size, reservations, latency sensitivity, vNIC and SCSI types, network and marks of
     a clone. The clone spec carries size and marks already; vCenters that ignore parts of
@@ -317,7 +318,7 @@ def reconfig_spec(
     if spec.nic_type or network is not None:
         device_changes += _nic_changes(devices, spec.nic_type, network, dvs_uuid)
     if spec.disks:  # data disks are created with the VM's reconfigure, removed with it
-        device_changes += disk_changes(devices, spec.disks, lambda ds: f"[{ds}]")
+        device_changes += disk_changes(devices, spec.disks, lambda ds: f"[{ds}]", policy_ids)
     if device_changes:
         config.deviceChange = device_changes
         changed = True

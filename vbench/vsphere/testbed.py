@@ -17,8 +17,10 @@ from typing import Any
 
 from pyVmomi import vim
 
+from vbench.errors import LabError
 from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.inventory import Obj, kind_of, retrieve_refs
+from vbench.vsphere.spbm import disk_policies, storage_policies
 
 GIB = 1024**3
 
@@ -209,6 +211,8 @@ def _disk(d: Any, controllers: Mapping[int, str]) -> dict[str, Any]:
         "size_gib": _gib(size),
         "controller": controllers.get(d.controllerKey),
         "provisioning": provisioning,
+        # Set by _with_policies from SPBM when the run asked for policies; None: not told.
+        "storage_policy": None,
     }
 
 
@@ -261,6 +265,8 @@ def merge_testbeds(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         out["vcenters"] = [p["vcenter"] for p in parts]
     for key in ("hosts", "datastores", "clusters", "vms"):
         out[key] = [row for p in parts for row in p.get(key, ())]
+    if any("storage_policies" in p for p in parts):  # only runs that asked for policies
+        out["storage_policies"] = [row for p in parts for row in p.get("storage_policies", ())]
     return out
 
 
@@ -272,8 +278,10 @@ def capture_testbed(
     vms: Iterable[Any] = (),
     hosts: Iterable[Any] = (),
     datastores: Iterable[Any] = (),
+    policies: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The testbed of the given VMs plus any further hosts and datastores (references)."""
+    """The testbed of the given VMs plus any further hosts and datastores (references),
+    and the storage policies ``policies`` names (id and rules, read from SPBM)."""
     vm_objs = retrieve_refs(session, list(vms), {vim.VirtualMachine: VM_PROPS})
     host_refs = list(hosts) + [o.get("runtime.host") for o in vm_objs]
     ds_refs = list(datastores) + [d for o in vm_objs for d in o.get("datastore", ())]
@@ -293,7 +301,36 @@ def capture_testbed(
     cluster_refs = [o.get("parent") for o in host_objs]
     cluster_refs = [c for c in cluster_refs if isinstance(c, vim.ClusterComputeResource)]
     cluster_objs = retrieve_refs(session, cluster_refs, {vim.ClusterComputeResource: CLUSTER_PROPS})
-    return shape_testbed(session, vm_objs, host_objs, ds_objs, cluster_objs, perf_obj)
+    out = shape_testbed(session, vm_objs, host_objs, ds_objs, cluster_objs, perf_obj)
+    return _with_policies(session, out, vm_objs, list(dict.fromkeys(policies)))
+
+
+def _with_policies(
+    session: VSphereSession, testbed: dict[str, Any], vm_objs: Sequence[Obj], names: list[str]
+) -> dict[str, Any]:
+    """The policies asked for (name, id, rules; id and rules None when SPBM did not
+    answer) and, per disk, the policy vCenter reports as associated with it."""
+    if not names:
+        return testbed
+    try:
+        known = storage_policies(session)
+    except LabError:
+        known = {}
+    testbed["storage_policies"] = [
+        known[n].to_json() if n in known else {"name": n, "id": None, "rules": None}
+        for n in names
+    ]
+    by_id = {p.profile_id: p.name for p in known.values()}
+    disks = [(o.moid, d.key) for o in vm_objs for d in o.get("config.hardware.device") or ()
+             if isinstance(d, vim.vm.device.VirtualDisk)]  # fmt: skip
+    associated = disk_policies(session, disks)
+    for o, vm in zip(vm_objs, testbed["vms"], strict=True):
+        keys = [d.key for d in o.get("config.hardware.device") or ()
+                if isinstance(d, vim.vm.device.VirtualDisk)]  # fmt: skip
+        for key, row in zip(keys, vm["disks"], strict=True):
+            pid = associated.get(f"{o.moid}:{key}")
+            row["storage_policy"] = by_id.get(pid, pid) if pid else None
+    return testbed
 
 
 def shape_testbed(
