@@ -189,6 +189,17 @@ def _undo_hooks(lab: Any, run_dir: Path) -> bool:
     return bool(errors)
 
 
+def _clean_guests(lab: Any, run_id: str, run_dir: Path) -> bool:
+    """Kill what the run left running in its static guests and remove its scratch
+    directories; one line per guest. True when a guest could not be cleaned."""
+    from vbench.guest.leftovers import clean_guests
+
+    results = clean_guests(lab, run_id, run_dir)
+    for r in results:
+        click.echo(r.line, err=not r.ok)
+    return not all(r.ok for r in results)
+
+
 def _print_report(report: Any) -> None:
     for name in report.destroyed:
         click.echo(f"destroyed {name}")
@@ -273,10 +284,11 @@ def cleanup(
         if run_id:
             full_id, run_dir = _run_dir(store, rdir, run_id)
             hooks_failed = _undo_hooks(lab, run_dir)  # lab set-ups first: they need no vCenter
+            guests_failed = _clean_guests(lab, full_id, run_dir)  # processes, scratch dirs
             report = cleanup_run(lab, full_id, run_dir, include_kept)
             _print_report(report)
             click.echo(f"run {full_id}: {report.summary()}")
-            ctx.exit(3 if report.errors or hooks_failed else 0)
+            ctx.exit(3 if report.errors or hooks_failed or guests_failed else 0)
         try:
             age = parse_duration(older_than)
         except Exception:
