@@ -211,8 +211,6 @@ def _disk(d: Any, controllers: Mapping[int, str]) -> dict[str, Any]:
         "size_gib": _gib(size),
         "controller": controllers.get(d.controllerKey),
         "provisioning": provisioning,
-        # Set by _with_policies from SPBM when the run asked for policies; None: not told.
-        "storage_policy": None,
     }
 
 
@@ -309,7 +307,8 @@ def _with_policies(
     session: VSphereSession, testbed: dict[str, Any], vm_objs: Sequence[Obj], names: list[str]
 ) -> dict[str, Any]:
     """The policies asked for (name, id, rules; id and rules None when SPBM did not
-    answer) and, per disk, the policy vCenter reports as associated with it."""
+    answer) and, per disk, ``storage_policy``: the policy vCenter reports as associated
+    with it (None when it reports none, as vcsim does). Only runs asking for policies."""
     if not names:
         return testbed
     try:
