@@ -27,6 +27,7 @@ from tests.integration.test_vsphere_provision import (
 from tests.vcsim import VcsimServer
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import LabError
+from vbench.vsphere.checks import check_profiles
 from vbench.vsphere.connection import SessionPool
 from vbench.vsphere.simulator import ensure_templates
 from vbench.vsphere.spbm import storage_policies
@@ -139,3 +140,14 @@ def test_an_unknown_policy_is_refused_at_preflight_in_one_line(
     assert "no storage policy 'vSAN Default Policy'" in text
     assert f"did you mean {VSAN}" in text
     assert not any(n.startswith("vb-") for n in vm_names(lab))
+
+
+def test_lab_check_finds_the_policy_each_profile_names(vcsim_factory) -> None:  # type: ignore[no-untyped-def]
+    lab, ids = _ready(vcsim_factory(), profiles={
+        "pmem": {"storage_policy": PMEM}, "gold": {"storage_policy": "Gold"}})  # fmt: skip
+    with SessionPool.for_lab(lab) as sessions:
+        checks = {c.target: c for c in check_profiles(lab, sessions)
+                  if c.check.startswith("storage policy")}  # fmt: skip
+    assert checks["profile pmem"].ok and ids[PMEM] in checks["profile pmem"].detail
+    gold = checks["profile gold"]
+    assert not gold.ok and gold.detail.startswith("vcenter vc1: no storage policy 'Gold' (it has: ")

@@ -6,7 +6,9 @@ points at that level the profile switches:
 - `vm:` groups: the vCenter, datacenter, cluster, resource pool, folder, datastore and
   network their clones are placed in. A group whose placement a profile changes gets
   its own guests for that profile (``<group>-<profile>-<i>``), provisioned up front with
-  the others and removed with them; groups of existing VMs are used as they are;
+  the others and removed with them; ``storage_policy`` replaces the policy of the
+  group's data disks (such a group is moved too); groups of existing VMs are used as
+  they are;
 - static groups: ``nodes`` swaps a lab node for another;
 - a driver acting on vCenter (``needs_vcenter``): the vCenter its resources point at.
 

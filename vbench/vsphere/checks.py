@@ -344,10 +344,22 @@ def check_profiles(lab: Lab, sessions: SessionPool) -> list[Check]:
         except NotInInventory as exc:
             out.append(Check(target, "names", False, f"vcenter {vc}: {exc.cause}"))
             continue
+        if prof.storage_policy:
+            out.extend(_profile_policy(sessions, vc, target, prof.storage_policy))
         found = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in named)
         out.append(Check(target, "names", True, f"vcenter {vc}: {found or 'reachable'}"
                          + (" found" if found else "")))
     return out
+
+
+def _profile_policy(sessions: SessionPool, vc: str, target: str, name: str) -> list[Check]:
+    try:
+        known = storage_policies(sessions.get(vc))
+    except LabError as exc:
+        return [Check(target, "storage policy", False, f"vcenter {vc}: {exc.cause}")]
+    policy = known.get(name)
+    detail = f"found (id {policy.profile_id})" if policy else missing_policy_text(name, known)
+    return [Check(target, f"storage policy {name}", policy is not None, f"vcenter {vc}: {detail}")]
 
 
 def first_failure(checks: Sequence[Check]) -> LabError | None:

@@ -7,8 +7,9 @@ cookie and as the ``vcSessionCookie`` SOAP header, which is how vCenter expects 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,9 @@ def _cookie_value(cookie: str) -> str:
     return first.split("=", 1)[-1].strip().strip('"')
 
 
-def _profile_manager(session: VSphereSession) -> Any:
+@contextlib.contextmanager
+def _profile_manager(session: VSphereSession) -> Iterator[Any]:
+    """The policy service's profile manager on a stub of its own, closed after use."""
     t = session.target
     cookie = getattr(session.stub, "cookie", "") or ""
     last: BaseException | None = None
@@ -51,9 +54,15 @@ def _profile_manager(session: VSphereSession) -> Any:
         stub.cookie = cookie
         try:
             content = pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent()
-            return content.profileManager
         except Exception as exc:  # 404 on the other server's path: try the next one
             last = exc
+            stub.DropConnections()
+            continue
+        try:
+            yield content.profileManager
+        finally:
+            stub.DropConnections()
+        return
     raise LabError(t.label, f"storage policy service (PBM) did not answer: {_text(last)}")
 
 
@@ -76,13 +85,17 @@ def rules_of(constraints: Any) -> tuple[str, ...]:
 
 def storage_policies(session: VSphereSession) -> dict[str, StoragePolicy]:
     """Every storage requirement policy of the vCenter, by name."""
-    try:
-        manager = _profile_manager(session)
-        ids = manager.PbmQueryProfile(
-            resourceType=pbm.profile.ResourceType(resourceType="STORAGE"),
-            profileCategory="REQUIREMENT",
-        )
-        profiles = manager.PbmRetrieveContent(profileIds=ids) if ids else []
+
+    def read() -> list[Any]:
+        with _profile_manager(session) as manager:
+            ids = manager.PbmQueryProfile(
+                resourceType=pbm.profile.ResourceType(resourceType="STORAGE"),
+                profileCategory="REQUIREMENT",
+            )
+            return list(manager.PbmRetrieveContent(profileIds=ids)) if ids else []
+
+    try:  # an expired vCenter session is renewed (its new cookie used) and read again
+        profiles = session.call(read)
     except LabError:
         raise
     except Exception as exc:
@@ -119,10 +132,10 @@ def disk_policies(session: VSphereSession, disks: Iterable[tuple[str, int]]) -> 
     keys = [f"{vm}:{key}" for vm, key in disks]
     if not keys:
         return {}
+    refs = [pbm.ServerObjectRef(objectType="virtualDiskId", key=k) for k in keys]
     try:
-        manager = _profile_manager(session)
-        refs = [pbm.ServerObjectRef(objectType="virtualDiskId", key=k) for k in keys]
-        results = manager.PbmQueryAssociatedProfiles(entities=refs)
+        with _profile_manager(session) as manager:
+            results = manager.PbmQueryAssociatedProfiles(entities=refs)
     except Exception:  # the testbed records what it can read; the run goes on
         return {}
     out = {}
