@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from vbench.config.lab import Lab
-from vbench.errors import ConfigError, GuestError, VbenchError
+from vbench.errors import GuestError, VbenchError
 from vbench.guest import shell
 from vbench.guest.host import Guest
 from vbench.guest.labspec import guest_spec
@@ -45,7 +45,7 @@ export d
     BEGIN { d = ENVIRON["d"] }
     { i = index($0, " -> "); if (!i) next
       t = substr($0, i + 4)
-      if (t != d && substr(t, 1, length(d) + 1) != d "/") next
+      if (t != d && t != d " (deleted)" && substr(t, 1, length(d) + 1) != d "/") next
       n = split(substr($0, 1, i - 1), a, "/"); print a[n - 1] }'
   printf '%s\n' "$d" | grep -laF -f - /proc/[0-9]*/cmdline 2>/dev/null |
   while IFS= read -r f; do
@@ -111,7 +111,9 @@ def recorded_workdir(run_dir: Path, name: str) -> str | None:
 def clean_guests(lab: Lab, run_id: str, run_dir: Path) -> list[GuestLeftovers]:
     """Kill the run's processes and remove its scratch directory in each static guest."""
     if not RUN_ID.match(run_id):
-        raise ConfigError(f"run id {run_id!r} is not of the form YYYYMMDD-HHMMSS-xxxxxxxx")
+        # Not a path component vbench made: nothing is killed or removed on its account.
+        why = f"guests: skipped, run id {run_id!r} is not of the form YYYYMMDD-HHMMSS-xxxxxxxx"
+        return [GuestLeftovers("-", why, False)]
     if not (run_dir / "plan.json").is_file():
         return []  # the run ended before its plan was written: it started nothing
     static, vms = static_guests(run_dir, lab)
