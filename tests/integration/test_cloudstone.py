@@ -202,7 +202,7 @@ def test_failing_limit_fails_the_point(local_guests: LocalGuests, tmp_path: Path
             "threshold": 0.001, "unit": "ms"}]  # fmt: skip
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s",
                                   qos=qos), lab)  # fmt: skip
-    assert [t.status for t in done.trials] == ["ok"]
+    assert [t.status for t in done.trials] == ["ok"], [t.error for t in done.trials]
     qos = load_analysis(done.store, done.outcome.run_id).qos
     assert not qos.passed
     (check,) = qos.checks
@@ -265,7 +265,18 @@ def test_interrupt_mid_trial_leaves_nothing_running(
     cancel = threading.Event()
     worker, result = _run_in_thread(tmp_path, path, lab, cancel)
     home = tmp_path  # the run directories are under tmp_path/results
-    wait_for(logged(home, "phase_mark", mark="steady_start"), 180, "the steady phase")
+    steady = logged(home, "phase_mark", mark="steady_start")
+
+    def steady_or_ended() -> bool:
+        if steady():
+            return True
+        if not worker.is_alive():  # the trial failed before steady state: say why
+            done = result.get("done")
+            why = [t.error for t in done.trials] if done else "no result"
+            raise AssertionError(f"the run ended before its steady phase: {why}")
+        return False
+
+    wait_for(steady_or_ended, 180, "the steady phase")
     assert any("mariadbd" in ln for ln in left_running(local_guests.sshd.workdir))
     cancel.set()
     worker.join(timeout=120)

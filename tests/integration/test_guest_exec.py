@@ -145,6 +145,25 @@ def test_large_stdin_does_not_deadlock(guest_pool: GuestPool) -> None:
     assert len(res.stdout) == len(data) and res.stdout == data
 
 
+def test_many_quick_commands_never_break_the_connection(
+    guest_pool: GuestPool, local_guests: LocalGuests
+) -> None:
+    # Commands that end at once: nothing the controller sends may follow the channel's
+    # CLOSE, or sshd drops the whole connection ("... referred to nonexistent channel"),
+    # failing every command in flight on it. Commands without stdin read /dev/null, so no
+    # EOF is ever sent; commands fed stdin read it all before they end.
+    log = local_guests.sshd.home / "lab" / "sshd.log"
+    before = log.read_text(errors="replace").count("nonexistent channel")
+    g = guest_pool.get("guest1")
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        quick = list(pool.map(lambda _i: g.run(["true"]), range(300)))
+        fed = list(pool.map(lambda _i: g.run(["sh", "-c", "cat >/dev/null"], stdin="x" * 70_000),
+                            range(60)))  # fmt: skip
+    assert all(r.status == 0 for r in quick + fed)
+    assert g.run(["echo", "still here"]).stdout == "still here\n"
+    assert log.read_text(errors="replace").count("nonexistent channel") == before
+
+
 @pytest.fixture
 def chatty_login(local_guests: LocalGuests) -> Iterator[None]:
     """The guests' login shell prints a greeting first (a noisy ~/.bashrc)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import select
@@ -207,21 +208,21 @@ class Guest(KillsOnExit):
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
     ) -> CommandResult:
-        request = shell.foreground(body, cwd, env)
+        request = shell.foreground(body, cwd, env, stdin=bool(stdin))
         started = time.monotonic()
         out = StdoutSink(on_line)
         err = bytearray()
-        with self._channel() as chan:
+        feeder: _Feeder | None = None
+        with self._channel() as chan, contextlib.ExitStack() as stack:
             try:
                 chan.exec_command(request)
                 if stdin:
                     # A separate writer: a command that answers before reading all its
-                    # input must not deadlock against us not reading yet.
-                    threading.Thread(
-                        target=_feed, args=(chan, stdin.encode()), daemon=True
-                    ).start()
-                else:
-                    chan.shutdown_write()
+                    # input must not deadlock against us not reading yet. It is stopped
+                    # before the channel closes (see _Feeder).
+                    feeder = _Feeder(chan, stdin.encode())
+                    stack.callback(feeder.stop)
+                # Without stdin the command reads /dev/null: no EOF is sent (see foreground).
                 self._pump(chan, out, err, display, started, timeout)
             except GuestError:
                 raise
@@ -286,7 +287,6 @@ class Guest(KillsOnExit):
                 chan.settimeout(_CONTROL_TIMEOUT)
                 script = shell.kill_groups([pgid], _KILL_GRACE)
                 chan.exec_command(shell.foreground(script, None, None))
-                chan.shutdown_write()
                 chan.recv_exit_status()
         except (GuestError, paramiko.SSHException, EOFError, OSError):
             pass  # the link is gone: nothing more can be done from here
@@ -420,8 +420,7 @@ class Guest(KillsOnExit):
             with self._channel() as chan:
                 chan.settimeout(_CONTROL_TIMEOUT)
                 t0 = time.time()
-                chan.exec_command("date +%s.%N")
-                chan.shutdown_write()
+                chan.exec_command("date +%s.%N </dev/null")
                 raw = chan.makefile("rb").read().decode("ascii", "replace").strip()
                 t1 = time.time()
             remote = parse_date(raw)
@@ -451,9 +450,47 @@ class Guest(KillsOnExit):
 
 
 
-def _feed(chan: paramiko.Channel, data: bytes) -> None:
-    try:
-        chan.sendall(data)
-        chan.shutdown_write()
-    except (paramiko.SSHException, EOFError, OSError):
-        pass  # the command ended or the link broke: its result reports that
+class _Feeder:
+    """Writes a command's stdin from its own thread, then sends EOF.
+
+    Why the gate: paramiko builds a channel message under the channel's lock but sends it
+    after releasing it, so an EOF (or data) written by this thread can reach sshd after
+    the CLOSE our thread sent when the command had already ended. OpenSSH then finds a
+    message for a channel it has freed and drops the whole connection ("ieof packet
+    referred to nonexistent channel"), killing every background process on it. Each
+    send happens under ``_gate``, and :meth:`stop` (called before the channel closes)
+    takes the gate, so nothing is sent after it.
+    """
+
+    _CHUNK = 32768
+
+    def __init__(self, chan: paramiko.Channel, data: bytes) -> None:
+        self._chan, self._data = chan, data
+        self._gate = threading.Lock()
+        self._stopped = False
+        threading.Thread(target=self._run, daemon=True, name="vbench-stdin").start()
+
+    def _run(self) -> None:
+        view = memoryview(self._data)
+        try:
+            while view:
+                with self._gate:
+                    if self._stopped:
+                        return
+                    sent = self._chan.send(view[: self._CHUNK])
+                if sent <= 0:
+                    return  # the channel closed: the command ended without reading it all
+                view = view[sent:]
+            with self._gate:
+                if not self._stopped:
+                    self._chan.shutdown_write()
+        except (paramiko.SSHException, EOFError, OSError):
+            pass  # the command ended or the link broke: its result reports that
+
+    def stop(self) -> None:
+        # A send blocked on a full window returns once the ended command's channel closes;
+        # the bound only keeps a stuck link from holding the caller forever.
+        got = self._gate.acquire(timeout=_CONTROL_TIMEOUT)
+        self._stopped = True
+        if got:
+            self._gate.release()

@@ -37,14 +37,20 @@ def prelude(cwd: str | None, env: Mapping[str, str] | None) -> list[str]:
     return lines
 
 
-def foreground(body: str, cwd: str | None, env: Mapping[str, str] | None) -> str:
+def foreground(
+    body: str, cwd: str | None, env: Mapping[str, str] | None, *, stdin: bool = False
+) -> str:
     """The exec request for a foreground command.
 
     sshd starts each session command in a new session, so the shell's pid is its process
     group id: the first stdout line reports it so a timeout can kill the whole group.
-    ``exec`` keeps that pid whatever the login shell is.
+    ``exec`` keeps that pid whatever the login shell is. Without ``stdin`` the command
+    reads /dev/null, so the controller never has to send EOF on the channel (paramiko can
+    send that EOF after the channel's CLOSE when a command ends at once, and sshd then
+    drops the whole connection).
     """
-    script = "\n".join([f"echo {PID_MARKER}$$", *prelude(cwd, env), body])
+    lines = [f"echo {PID_MARKER}$$"] + ([] if stdin else ["exec </dev/null"])
+    script = "\n".join([*lines, *prelude(cwd, env), body])
     return f"exec /bin/sh -c {shlex.quote(script)}"
 
 
