@@ -85,12 +85,14 @@ def test_plugin_distribution_templates_come_from_its_own_package(
 
 # ----------------------------------------------------------------------------- processes
 
+# The children block in signal.pause(): they do nothing until a signal ends them.
 _IGNORES_TERM = (
-    "import signal, sys, time\n"
+    "import signal\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "print('ready', flush=True)\n"
-    "time.sleep(600)\n"
+    "while True:\n    signal.pause()\n"
 )
+_WAITS = "import signal; print('ready', flush=True); signal.pause()"
 
 
 def _child(code: str) -> subprocess.Popen[bytes]:
@@ -101,7 +103,7 @@ def _child(code: str) -> subprocess.Popen[bytes]:
 
 
 def test_stop_child_ends_and_reaps_a_child_on_sigterm() -> None:
-    proc = _child("import time; print('ready', flush=True); time.sleep(600)")
+    proc = _child(_WAITS)
     assert stop_child(proc, timeout=30) is True
     assert proc.returncode == -15 and not pid_alive(proc.pid)
     assert stop_child(proc, timeout=30) is True  # already ended: nothing to do
@@ -126,7 +128,7 @@ def test_stop_pid_kills_a_process_that_ignores_sigterm() -> None:
 
 
 def test_stop_pid_counts_an_unreaped_child_as_gone() -> None:
-    proc = _child("import time; print('ready', flush=True); time.sleep(600)")
+    proc = _child(_WAITS)
     assert stop_pid(proc.pid, timeout=30) is True  # a zombie until waited for: gone
     assert proc.wait(timeout=30) == -15
 
