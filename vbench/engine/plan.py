@@ -121,13 +121,9 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         try:
             # A factor may change a group's size, so every point binds its own guests.
             point_groups = _groups(spec, lab)
-            point = _plan_point(spec, driver_cls, roles, point_groups)
-            if lab is not None and spec.profiles:
-                # The run records the profile (and its labels) with the point.
-                extra = profile_labels(lab.model, spec.profiles)
-                labels = {**point.labels, **{k: v for k, v in extra.items()
-                                             if k not in point.labels}}
-                point = replace(point, labels=labels)
+            point = with_profile_labels(
+                _plan_point(spec, driver_cls, roles, point_groups), spec, lab
+            )
             for g, names in point_groups.items():
                 merged = dict.fromkeys((*groups.get(g, ()), *names))
                 groups[g] = tuple(merged)
@@ -203,6 +199,17 @@ def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ..
     return {
         name: tuple(f"{name}[{i + 1}]" for i in range(g.count)) for name, g in sc.topology.items()
     }
+
+
+def with_profile_labels(point: PlannedPoint, spec: PointSpec,
+                        lab: Loaded[Lab] | None) -> PlannedPoint:
+    """The point labelled with its lab profile (and the profile's labels): the run records
+    them with the point. Every point gets them, a find-max level created mid-run too."""
+    if lab is None or not spec.profiles:
+        return point
+    extra = profile_labels(lab.model, spec.profiles)
+    labels = {**point.labels, **{k: v for k, v in extra.items() if k not in point.labels}}
+    return replace(point, labels=labels)
 
 
 def _vcenters_or_none(sc: Scenario, lab: Lab) -> dict[str, str]:

@@ -25,7 +25,14 @@ from vbench.config.matrix import PointSpec, expand
 from vbench.config.resolve import bind_roles
 from vbench.config.scenario import Scenario, SearchSpec
 from vbench.config.search import level_spec, start_level
-from vbench.engine.plan import Plan, PlannedPoint, _groups, _plan_point, get_driver_located
+from vbench.engine.plan import (
+    Plan,
+    PlannedPoint,
+    _groups,
+    _plan_point,
+    get_driver_located,
+    with_profile_labels,
+)
 from vbench.engine.schedule import Schedule, Step
 from vbench.results.records import TrialResult
 from vbench.results.store import Store
@@ -115,11 +122,16 @@ class SearchSchedule(Schedule):
     def _point(self, combo: _Combo, level: float) -> PlannedPoint:
         if level in combo.points:
             return combo.points[level]
-        spec = level_spec(self.plan.scenario, self.src, combo.base, level, self._next_index)
-        point = _plan_point(spec, self._driver, self._roles, _groups(spec, self.lab))
+        point = self._plan_level(combo, level, self._next_index)
         self._next_index += 1
         combo.points[level] = point
         return point
+
+    def _plan_level(self, combo: _Combo, level: float, index: int) -> PlannedPoint:
+        spec = level_spec(self.plan.scenario, self.src, combo.base, level, index)
+        point = _plan_point(spec, self._driver, self._roles, _groups(spec, self.lab))
+        # Labelled like the start level (its profile too): one search, one combination.
+        return with_profile_labels(point, spec, self.lab)
 
     def _record(self, combo: _Combo) -> None:
         """The level's trials have run: tell the search every verdict so far."""
@@ -162,21 +174,20 @@ class SearchSchedule(Schedule):
         self, combo: _Combo, labels: Mapping[int, Mapping[str, str]], seconds: Mapping[int, float]
     ) -> None:
         factor = self.spec.factor
+        # The combination's labels as its points carry them (a lab profile's included).
+        start = next(iter(combo.points.values()))
+        want = {k: v for k, v in start.labels.items() if k != factor}
         mine = {
             pid: float(lab[factor])
             for pid, lab in labels.items()
-            if factor in lab and {k: v for k, v in lab.items() if k != factor}
-            == {k: v for k, v in combo.base.labels.items()}
+            if factor in lab and {k: v for k, v in lab.items() if k != factor} == want
         }
         outcomes: dict[float, Sequence[tuple[bool, bool]]] = {}
         for pid, level in mine.items():
             if pid in self._done:
                 outcomes[level] = self._verdicts(pid)
             if level not in combo.points:
-                spec = level_spec(self.plan.scenario, self.src, combo.base, level, pid)
-                combo.points[level] = _plan_point(
-                    spec, self._driver, self._roles, _groups(spec, self.lab)
-                )
+                combo.points[level] = self._plan_level(combo, level, pid)
         combo.search, pending, have = replay(self.params, outcomes)
         combo.request, combo.left = pending, (pending.trials - have if pending else 0)
         combo.elapsed_before = sum(seconds.get(pid, 0.0) for pid in mine)
