@@ -95,6 +95,11 @@ def test_resume_refuses_another_scenario(local_guests: LocalGuests, tmp_path: Pa
                  "--set", "search.step=50", timeout=300)
     assert res.returncode == 0, _said(res)
     run_id = run_id_of(res.stdout + res.stderr)
+    run_dir = Path(show(run_id)["run"]["run_dir"])
+    kept = {f: (run_dir / f).read_bytes() for f in ("scenario.yaml", "plan.json")}
     again = vbench("run", str(EXAMPLE), "--lab", str(lab), "--resume", run_id, timeout=120)
     assert again.returncode == 2
     assert "was made with another scenario (differs in: search)" in again.stderr
+    # Refused before anything is written: the run keeps its own scenario (a plain
+    # `--resume RUN` reads it) and plan.
+    assert {f: (run_dir / f).read_bytes() for f in kept} == kept

@@ -142,11 +142,13 @@ def make_schedule(
     plan: Plan,
     done: Iterable[tuple[int, int]] = (),
     *,
+    seed: int | None = None,
     search: SearchContext | None = None,
 ) -> Schedule:
     """The schedule the scenario asks for: its find-max ``search`` (which needs the
     loaded scenario, lab, store and run: ``search``), else every point × repeat in
-    ``settings.order``. ``done``: (point, trial) pairs a resumed matrix run skips."""
+    ``settings.order``. ``done``: (point, trial) pairs a resumed matrix run skips;
+    ``seed``: the seed a resumed random order drew before (``settings.seed`` wins)."""
     if plan.scenario.search is not None:
         if search is None:
             raise ValueError("a find-max scenario needs its store and run to schedule")
@@ -156,7 +158,8 @@ def make_schedule(
                               resume=search.resume)
     settings = plan.scenario.settings
     return MatrixSchedule(
-        plan.points, plan.repeat, order=settings.order, seed=settings.seed, done=done
+        plan.points, plan.repeat, order=settings.order,
+        seed=settings.seed if settings.seed is not None else seed, done=done,
     )
 
 

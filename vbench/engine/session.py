@@ -118,7 +118,12 @@ def execute(
     specs = [guest_spec(lab, n) for n in static]
     pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
     rundir: RunDir | None = None
+    # The resolved scenario (defaults filled, durations in seconds, --set applied).
+    scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
     try:
+        # A resumed run's scenario is checked before the lab is touched and before its
+        # run directory is written (a refused resume leaves the stored run as it was).
+        done = prepare_resume(store, req.resume, scenario_doc) if req.resume else set()
         # Every check first, before anything is created: static guests, then vCenter.
         preflight(plan, pool, static)
         check_nodes(plan.scenario, lab)  # a lab hook's node, before anything is created
@@ -136,14 +141,14 @@ def execute(
                 rundir.write_json("testbed.json", testbed)
             if cancel.is_set():
                 raise Interrupted("interrupted before the first trial")
-        # The resolved scenario (defaults filled, durations in seconds, --set applied).
-        scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
         lab_doc = redact(lab.redacted())
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)
-        # A random order draws its seed here; a find-max search reads the run's figures.
-        done = prepare_resume(store, run_id, scenario_doc) if req.resume else set()
-        schedule = make_schedule(plan, done, search=SearchContext(
+        # A random order draws its seed here (a resumed run keeps the one it drew, so the
+        # recorded order is the one its trials ran in); a find-max search reads the run's
+        # figures.
+        seed = _stored_seed(rundir) if req.resume else None
+        schedule = make_schedule(plan, done, seed=seed, search=SearchContext(
             session.scenario, session.lab, store, run_id, resume=bool(req.resume)))
         rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe(),
                                         "hooks": hooks_plan(plan.scenario, plan.points)})
@@ -296,6 +301,16 @@ def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
             for n in names:
                 out.setdefault(n, set()).update(tools.get(role, ()))
     return {n: tuple(sorted(t)) for n, t in out.items()}
+
+
+def _stored_seed(rundir: RunDir) -> int | None:
+    """The random-order seed an earlier session of this run drew (None when none)."""
+    try:
+        doc = json.loads((rundir.path / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    seed = (doc.get("schedule") or {}).get("seed")
+    return seed if isinstance(seed, int) else None
 
 
 def headline_of(plan: Plan) -> tuple[str, ...]:
