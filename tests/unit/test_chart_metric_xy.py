@@ -55,3 +55,21 @@ def test_explicit_chart_with_x_metric_is_drawn_and_missing_x_reported() -> None:
 def test_x_and_x_metric_are_exclusive() -> None:
     with pytest.raises(ValueError, match="not both"):
         Chart(metric="read_lat_mean", x="iodepth", x_metric="total_iops")
+
+
+def test_a_figure_of_some_points_only_is_paired_by_point_not_by_position() -> None:
+    # y is a derived figure (CPU cost per 1K IOPS) known at three of four points, listed in
+    # another order than x: each dot pairs the two figures of one point.
+    labels = [{"iodepth": o} for o in ("1", "4", "16", "64")]
+    x = Series("total_iops", "1/s", "higher", [(lab, summarize([10.0 * (i + 1)]))
+                                              for i, lab in enumerate(labels)],
+               points=(0, 1, 2, 3))
+    y = Series("cpu_per_kiops", "%", "lower",
+               [(labels[3], summarize([4.0])), (labels[1], summarize([2.0])),
+                (labels[0], summarize([1.0]))], points=(3, 1, 0))
+    (line,) = metric_xy(x, y, ["iodepth"])
+    assert list(zip(line.xs, line.ys, strict=True)) == [(10.0, 1.0), (20.0, 2.0), (40.0, 4.0)]
+    charts, problems = explicit_charts([{"metric": "cpu_per_kiops", "x_metric": "total_iops"}],
+                                       {"total_iops": x, "cpu_per_kiops": y}.get, ["iodepth"],
+                                       ChartIds(), "range", "steady window")
+    assert len(charts) == 1 and not problems

@@ -85,6 +85,7 @@ class Series:
     better: str
     rows: list[tuple[Mapping[str, str], Summary | None]]
     ideals: list[float | None] | None = None
+    points: tuple[int | None, ...] = ()  # the point of each row (pairs two series)
 
 
 def _n_text(rows: Sequence[tuple[Mapping[str, str], Summary | None]]) -> str:
@@ -237,14 +238,16 @@ def metric_series(view: ReportView, metric: str, overrides: Mapping[str, str]) -
     for p in view.points:
         s = view.cell(p.point, metric).summary if p.has_data else None
         rows.append((p.labels, s))
-    return Series(metric, unit, better(metric, unit, overrides), rows)
+    return Series(metric, unit, better(metric, unit, overrides), rows,
+                  points=tuple(p.point for p in view.points))
 
 
 def derived_series(figs: Sequence[DerivedFigure]) -> Series:
     first = figs[0]
     rows = [(f.labels, f.summary) for f in figs]
     ideals = [f.ideal for f in figs] if any(f.ideal is not None for f in figs) else None
-    return Series(first.name, first.unit, first.better, rows, ideals)
+    return Series(first.name, first.unit, first.better, rows, ideals,
+                  points=tuple(f.point for f in figs))
 
 
 def chart(svg: str, cap: str, title: str, kind: str) -> dict[str, Any]:
@@ -330,7 +333,11 @@ def metric_xy(x: Series, y: Series, factors: Sequence[str]) -> list[XYLine]:
     sweep = max(numeric, key=lambda f: len({lab.get(f) for lab in labels}), default=None)
     others = [f for f in vary if f != sweep]
     lines: dict[str, list[tuple[float, float, Mapping[str, str]]]] = {}
-    for (lab, sx), (_, sy) in zip(x.rows, y.rows, strict=True):
+    # Rows are paired by point: a derived figure may have rows for some points only.
+    by_point = all(len(s.points) == len(s.rows) for s in (x, y))
+    x_at = dict(zip(_row_keys(x, by_point), (s for _, s in x.rows), strict=True))
+    for key, (lab, sy) in zip(_row_keys(y, by_point), y.rows, strict=True):
+        sx = x_at.get(key)
         vx = sx.mean if sx is not None and sx.n else None
         vy = sy.mean if sy is not None and sy.n else None
         name = _group_title(lab, others) if others else y.name
@@ -342,6 +349,14 @@ def metric_xy(x: Series, y: Series, factors: Sequence[str]) -> list[XYLine]:
         pts.sort(key=lambda p: p[0])
         out.append(XYLine(name, [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts]))
     return out
+
+
+def _row_keys(series: Series, by_point: bool) -> list[object]:
+    """What identifies each row's point: its index when both series know it, else its
+    labels."""
+    if by_point:
+        return list(series.points)
+    return [tuple(sorted(lab.items())) for lab, _ in series.rows]
 
 
 def xy_chart(x: Series, y: Series, factors: Sequence[str], ids: ChartIds,
