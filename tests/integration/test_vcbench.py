@@ -14,6 +14,7 @@ from pyVmomi import vim
 
 from tests.integration import vcbench_harness as vh
 from tests.vcsim import VcsimServer
+from vbench.errors import LabError
 from vbench.vsphere.inventory import Inventory
 from vbench.vsphere.operations import OPS, Lease, Operator
 from vbench.vsphere.oppool import create_pool, find_template, resolve_site
@@ -225,3 +226,30 @@ def test_named_vms_are_used_and_lose_only_the_snapshots_the_run_took(h: vh.Harne
     snaps = {o.name: o.get("snapshot") for o in objs if o.name in named}
     assert snaps == {n: None for n in named}  # the run's snapshots are gone again
     assert sorted(n for n in vh.vm_names(h.sessions.get("vc1")) if n in named) == named
+
+
+def test_a_named_vm_left_with_the_runs_snapshots_is_named_in_the_teardown_error(
+    h: vh.Harness,
+) -> None:
+    named = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1"]
+    mix = {"snapshot_create": 1, "reconfigure_annotation": 1}
+    out = vh.run_trial(h, {"sessions": 2, "vms": named, "template": None, "mix": mix},
+                       teardown=False)  # fmt: skip
+    taken = {r.vm for r in metrics.read_log(out.raw_dir / metrics.OPS_FILE)
+             if r.op == "snapshot_create" and r.ok}  # fmt: skip
+    assert taken, "the trial took no snapshot"
+    victim = sorted(taken)[0]
+    # Another client removes the victim's snapshots behind the run's back: removing
+    # them again at teardown fails, and the user must be told which VM it was.
+    vm = next(o.ref for o in vh.retrieve(h.sessions.get("vc1"), {vim.VirtualMachine: ["name"]})
+              if o.name == victim)  # fmt: skip
+    h.watcher("vc1").wait_task(vm.RemoveAllSnapshots_Task(), victim, "remove snapshots")
+    ctx, _, _ = vh.context(h, "vc1", out.raw_dir, warmup=0.5, steady=3.0)
+    with pytest.raises(LabError) as err:
+        out.workload.teardown(ctx)
+    assert "vc1: cannot remove the " in str(err.value)
+    assert f"took of VM {victim} (" in str(err.value)
+    objs = vh.retrieve(h.sessions.get("vc1"), {vim.VirtualMachine: ["name", "snapshot"]})
+    assert {o.name: o.get("snapshot") for o in objs if o.name in named} == {
+        n: None for n in named
+    }  # the other VM's snapshots were still removed

@@ -236,8 +236,10 @@ class VcbenchWorkload(Workload):
             t.load.stop(0.0 if ctx.cancel.is_set() else self.p.drain)
         errors: list[str] = []
         if t.sessions:
-            with contextlib.suppress(Exception):
-                self._restore(ctx, t)
+            try:
+                errors += self._restore(t)
+            except Exception as exc:  # still close the sessions and remove the VMs
+                errors.append(f"restoring the leased VMs: {exc}")
             close_sessions(t.sessions)
             t.sessions = []
         with contextlib.suppress(Interrupted):
@@ -245,22 +247,33 @@ class VcbenchWorkload(Workload):
         if errors:
             raise LabError("vcbench teardown", "; ".join(errors[:5]))
 
-    def _restore(self, ctx: TrialContext, t: _Trial) -> None:
+    def _restore(self, t: _Trial) -> list[str]:
         """Unregistered spares are registered again (so cleanup removes their files too);
-        named VMs lose the snapshots this run took."""
+        named VMs lose the snapshots this run took. What could not be undone, one line
+        each (a named VM left with the run's snapshots is the user's to know about)."""
         from vbench.vsphere.operations import Lease
 
         if t.load is None:
-            return
+            return []
+        errors = []
         for s in t.load.sessions:
             lease: Lease = s.lease
             while lease.unregistered:
-                if not s.operator.run("register", lease).ok:
+                rec = s.operator.run("register", lease)
+                if not rec.ok:
+                    errors.append(f"{rec.vcenter}: cannot register {rec.vm} again "
+                                  f"({rec.fault_type}: {rec.fault})")  # fmt: skip
                     break
             if self.p.vms:
                 while lease.home.snapshots:
-                    if not s.operator.run("snapshot_remove", lease).ok:
+                    rec = s.operator.run("snapshot_remove", lease)
+                    if not rec.ok:
+                        errors.append(f"{rec.vcenter}: cannot remove the "
+                                      f"{len(lease.home.snapshots)} snapshot(s) this run "
+                                      f"took of VM {lease.home.name} "
+                                      f"({rec.fault_type}: {rec.fault})")  # fmt: skip
                         break
+        return errors
 
     def _remove_created(self, ctx: TrialContext, t: _Trial) -> list[str]:
         """Destroy every VM this trial created (journal items named with its prefix)."""
