@@ -124,3 +124,19 @@ def test_a_replayed_search_continues_where_it_was_interrupted() -> None:
     rest += drive(search, lambda level, _n: level <= 321)
     assert asked[:7] + rest == asked
     assert search.outcome().highest_pass == truth.outcome().highest_pass == 321
+
+
+@pytest.mark.parametrize("gap", [1e-5, 1e-4])
+def test_a_gap_finer_than_the_level_resolution_ends_instead_of_repeating_a_level(
+    gap: float,
+) -> None:
+    # Levels are kept to 6 significant digits: once no level lies between the highest pass
+    # and the lowest fail, the search has converged (it asked for the same level forever).
+    boundary = 123.456789
+    search = FindMax(SearchParams(min=1.0, max=1000.0, integer=False, gap=gap))
+    asked = drive(search, lambda level, _n: level <= boundary)
+    assert search.status == CONVERGED and len(asked) <= 40
+    out = search.outcome()
+    assert out.highest_pass is not None and out.lowest_fail is not None
+    assert out.highest_pass <= boundary < out.lowest_fail
+    assert out.lowest_fail - out.highest_pass <= 1e-3

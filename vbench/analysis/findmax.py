@@ -178,7 +178,10 @@ class FindMax:
             return Request(self._between(p.min, lf, low_tested=False), p.trials, BRACKET)
         if self._converged(hp, lf):
             return self._verify_or_end(hp, lf, CONVERGED)
-        return Request(self._between(hp, lf, low_tested=True), p.trials, BRACKET)
+        nxt = self._between(hp, lf, low_tested=True)
+        if nxt in (hp, lf):  # no level lies between at the levels' resolution (6 digits)
+            return self._verify_or_end(hp, lf, CONVERGED)
+        return Request(nxt, p.trials, BRACKET)
 
     def _verify_or_end(self, hp: float | None, lf: float | None, status: str) -> Request | None:
         if self.p.verify_trials:
