@@ -140,3 +140,25 @@ def test_a_gap_finer_than_the_level_resolution_ends_instead_of_repeating_a_level
     assert out.highest_pass is not None and out.lowest_fail is not None
     assert out.highest_pass <= boundary < out.lowest_fail
     assert out.lowest_fail - out.highest_pass <= 1e-3
+
+
+@pytest.mark.parametrize("passes_at_zero", [False, True])
+def test_a_real_valued_search_down_to_a_min_of_zero_ends(passes_at_zero: bool) -> None:
+    # Everything above 0 fails: no relative gap can shrink towards 0, so the search stops
+    # at the levels' resolution (a millionth of the range) and answers min.
+    search = FindMax(SearchParams(min=0.0, max=100.0, integer=False, gap=1.0))
+    asked = drive(search, lambda level, _n: passes_at_zero and level == 0.0)
+    assert len(asked) <= 40
+    out = search.outcome()
+    assert out.lowest_fail is not None and out.lowest_fail <= 100.0 * 1e-6
+    if passes_at_zero:
+        assert search.status == CONVERGED and out.highest_pass == 0.0
+    else:
+        assert search.status == MIN_FAILS and out.lowest_fail == 0.0 and out.highest_pass is None
+
+
+def test_everything_failing_above_a_real_min_tests_min_within_the_gap() -> None:
+    search = FindMax(SearchParams(min=0.5, max=1.5, start=1.0, integer=False, gap=5.0,
+                                  verify_trials=0))
+    asked = drive(search, lambda _level, _n: False)
+    assert search.status == MIN_FAILS and asked[-1][0] == 0.5 and len(asked) <= 8

@@ -11,8 +11,9 @@ stored run can be replayed to rebuild its search (the report and ``--resume`` do
 2. **Bracket.** Between the highest pass and the lowest fail, the next level is the
    middle (the step halves each time it would cross a known pass or fail); before
    any pass is known the lower end is ``min``, run last.
-3. **Stop** when lowest fail − highest pass ≤ ``gap`` % of the lowest fail (or 1 for
-   whole-number levels), after ``max_levels`` distinct levels, or after ``max_time``.
+3. **Stop** when lowest fail − highest pass ≤ ``gap`` % of the lowest fail (or ≤ the
+   levels' resolution: 1 for whole numbers, a millionth of max − min otherwise, so a
+   bracket at 0 ends too), after ``max_levels`` distinct levels, or after ``max_time``.
 4. **Verify.** Before converging, the highest pass and the lowest fail each get
    ``verify_trials`` more trials; a level whose verdict turns is moved to the other
    side of the bracket and the bracketing goes on.
@@ -175,7 +176,10 @@ class FindMax:
         if hp is None:
             if lf <= p.min:
                 return self._verify_or_end(None, lf, MIN_FAILS)
-            return Request(self._between(p.min, lf, low_tested=False), p.trials, BRACKET)
+            nxt = self._between(p.min, lf, low_tested=False)
+            if self._converged(p.min, lf) or nxt in self.levels:
+                nxt = self._clamp(p.min)  # within the gap of min (or its resolution): min
+            return Request(nxt, p.trials, BRACKET)
         if self._converged(hp, lf):
             return self._verify_or_end(hp, lf, CONVERGED)
         nxt = self._between(hp, lf, low_tested=True)
@@ -209,8 +213,8 @@ class FindMax:
 
     def _converged(self, hp: float, lf: float) -> bool:
         gap = lf - hp
-        if self.p.integer and gap <= 1:
-            return True
+        if gap <= self._resolution():  # 1 for whole numbers; a millionth of the range
+            return True  # (a bracket at 0 has no relative gap to shrink below)
         return gap <= self.p.gap / 100.0 * abs(lf)
 
     # -- levels --------------------------------------------------------------------------
