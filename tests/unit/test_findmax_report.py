@@ -30,9 +30,12 @@ def latency(users: float, rng: random.Random) -> float:
     return base * (1 + rng.gauss(0, 0.02))
 
 
-def stored_search(tmp_path: Path, stop_after: int | None = None) -> tuple[Store, str, FindMax]:
+def stored_search(
+    tmp_path: Path, stop_after: int | None = None, pause_after: int | None = None
+) -> tuple[Store, str, FindMax]:
     """Drive a search against the synthetic system, storing every trial as the engine
-    does (one point per level); stop after ``stop_after`` trials (an interrupt)."""
+    does (one point per level); stop after ``stop_after`` trials (an interrupt); a day
+    passes after ``pause_after`` trials (an interrupted run resumed the next day)."""
     store = Store.open(None, tmp_path)
     run_id = "run-findmax"
     doc = scenario_doc("fm", qos=QOS, search=SEARCH, repeat=2)
@@ -49,6 +52,8 @@ def stored_search(tmp_path: Path, stop_after: int | None = None) -> tuple[Store,
         for _ in range(req.trials):
             if stop_after is not None and n >= stop_after:
                 return store, run_id, search
+            if n == pause_after:
+                t += 86400.0
             lat = latency(req.level, rng)
             verdicts.setdefault(req.level, []).append(lat <= 100)
             trial = len(verdicts[req.level])
@@ -103,3 +108,14 @@ def test_a_search_the_run_ended_itself_stopped_on_its_time_limit(tmp_path: Path)
     store.finish_run(run_id, "ok", T0 + 3600)  # the engine ended it: max_time
     [fm] = findmax_of(report_data(store, run_id))
     assert fm.status == "max time"
+
+
+def test_the_time_a_resumed_search_took_leaves_out_the_pause_between_sessions(
+    tmp_path: Path,
+) -> None:
+    store, run_id, _ = stored_search(tmp_path, pause_after=9)
+    store.finish_run(run_id, "ok", T0 + 3 * 86400)
+    [fm] = findmax_of(report_data(store, run_id))
+    trials = [t for t in store.trials(run_id) if t.status == "ok"]
+    assert fm.seconds == sum(t.ended - t.started for t in trials)  # type: ignore[operator]
+    assert fm.seconds is not None and fm.seconds < 86400

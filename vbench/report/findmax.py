@@ -109,15 +109,14 @@ def findmax_reports(
         combo = tuple(sorted((k, v) for k, v in labels.items() if k != spec.factor))
         by_combo.setdefault(combo, {})[float(labels[spec.factor])] = int(p["point"])
     runs: dict[int, list[tuple[int, str]]] = {}
-    spans: dict[int, list[float]] = {}
+    spans: dict[int, list[float]] = {}  # point -> seconds of each of its trials
     for t in trials:
         if t.get("status") == "interrupted":
             continue
         pid = int(t["point"])
         runs.setdefault(pid, []).append((int(t["trial"]), str(t.get("status"))))
-        for key in ("started", "ended"):
-            if t.get(key) is not None:
-                spans.setdefault(pid, []).append(float(t[key]))
+        if t.get("started") is not None and t.get("ended") is not None:
+            spans.setdefault(pid, []).append(float(t["ended"]) - float(t["started"]))
     out = []
     for combo, levels in by_combo.items():
         outcomes = {
@@ -125,6 +124,8 @@ def findmax_reports(
             for lv, pid in levels.items() if runs.get(pid)
         }
         search, pending, _have = replay(params, outcomes)
+        # The time of its trials, as the engine counts max_time: a resumed search does
+        # not count the pause between its sessions.
         times = [x for pid in levels.values() for x in spans.get(pid, [])]
         values = {
             lv: tuple(criterion_values(
@@ -161,7 +162,7 @@ def _report(
         combination=combo,
         status=status,
         outcome=outcome,
-        seconds=(max(times) - min(times)) if times else None,
+        seconds=sum(times) if times else None,
         path=path,
         criteria=values,
         integer=bool(spec.integer),
