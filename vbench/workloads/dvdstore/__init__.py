@@ -20,7 +20,6 @@ User documentation: ``drivers/dvdstore/README.md``.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.dvdstore import DsResult, parse_dvdstore
 from vbench.results.records import Sample
+from vbench.workloads import guest_trial
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.dvdstore.params import DvdStoreParams, driver_argv, findings
 
@@ -39,7 +39,6 @@ CLIENTS, DATABASES = "clients", "databases"
 SOURCE = "dvdstore"
 GRACE_SECONDS = 120.0  # start-up (mono, connections) and the ramp before Stats reset
 POLL_SECONDS = 0.5
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass
@@ -154,30 +153,16 @@ class DvdStoreWorkload(Workload):
 
     def _wait_exit(self, ctx: TrialContext, x: Instance, deadline: float) -> None:
         assert x.proc is not None
-        try:
-            status = x.proc.wait(timeout=max(1.0, deadline - time.monotonic()), cancel=ctx.cancel)
-        except GuestError:
-            self._kill_all()
-            raise
-        if status is None:
-            self._kill_all()
-            raise Interrupted("dvdstore run interrupted")
-        if status != 0:
-            self._fail(x, f"exited {status}")
+        guest_trial.wait_exit(x.proc, x.guest.name, f"DVD Store driver {x.index} ({x.target})",
+                              deadline, ctx.cancel, self._kill_all)
 
     def _fail(self, x: Instance, what: str) -> None:
-        tail = ""
-        if x.proc is not None:
-            with contextlib.suppress(VbenchError, OSError):
-                tail = "\n" + x.proc.tail(12).strip()
+        tail = guest_trial.log_tail(x.proc) if x.proc is not None else ""
         self._kill_all()
         raise GuestError(x.guest.name, f"DVD Store driver {x.index} ({x.target}) {what}{tail}")
 
     def _kill_all(self) -> None:
-        for x in self._instances:
-            if x.proc is not None:
-                with contextlib.suppress(VbenchError, OSError):
-                    x.proc.kill()
+        guest_trial.stop_all(x.proc for x in self._instances if x.proc is not None)
 
     # ------------------------------------------------------------------ collect
 
@@ -200,19 +185,12 @@ class DvdStoreWorkload(Workload):
 
     def teardown(self, ctx: TrialContext) -> None:
         self._kill_all()
-        failed = {}
-        for g in {x.guest.name: x.guest for x in self._instances}.values():
-            try:
-                g.remove(self._dir(ctx, g))
-            except VbenchError as exc:
-                failed[g.name] = str(exc)
-        if failed:
-            raise GuestError(", ".join(failed), "teardown: " + "; ".join(failed.values()))
+        guest_trial.remove_trial_dirs((x.guest for x in self._instances),
+                                      lambda g: self._dir(ctx, g))
 
     @staticmethod
     def _dir(ctx: TrialContext, g: Guest) -> str:
-        return (f"{str(g.spec.workdir).rstrip('/')}/{ctx.run_id}/dvdstore-"
-                f"{_SAFE.sub('_', g.name)}-p{ctx.point}-t{ctx.trial}")
+        return guest_trial.guest_trial_dir(ctx, g, "dvdstore")
 
 
 def instance_samples(r: DsResult, guest: str, index: int, target: str) -> list[Sample]:

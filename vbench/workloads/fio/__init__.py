@@ -12,7 +12,6 @@ Parameters, pitfall checks and job-file rendering are in :mod:`.jobs`.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
 from vbench.results.collected import SERIES_DIR, safe_name
+from vbench.workloads import guest_trial
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import logs as fio_logs
@@ -39,10 +39,8 @@ RESULT = "fio.json"
 LOG = "fio.log"
 PREPARE_RESULT = "prepare.json"
 PREPARE_LOG = "prepare.log"
-TAIL_LINES = 15
 # fio stops on its own after ramp_time + runtime; allow for start-up and file set-up.
 GRACE_SECONDS = 120.0
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 T = TypeVar("T")
 
 
@@ -52,8 +50,7 @@ def fio_argv(result: str, jobfile: str) -> list[str]:
 
 def guest_dir(workdir: str, run_id: str, guest: str, point: int, trial: int) -> str:
     """The per-guest, per-trial directory (removed at teardown)."""
-    name = _SAFE_NAME.sub("_", guest)
-    return f"{workdir.rstrip('/')}/{run_id}/fio-{name}-p{point}-t{trial}"
+    return guest_trial.trial_dir(workdir, run_id, "fio", guest, point, trial)
 
 
 @register
@@ -193,32 +190,10 @@ class FioWorkload(Workload):
         self, ctx: TrialContext, guest: Guest, proc: RemoteProcess,
         deadline: float | None, what: str,
     ) -> None:
-        timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
-        try:
-            status = proc.wait(timeout=timeout, cancel=ctx.cancel)
-        except GuestError:  # timed out or lost the guest: stop the others too
-            self._kill_all()
-            raise
-        if status is None:  # cancelled
-            self._kill_all()
-            raise Interrupted(f"{what} interrupted")
-        if status != 0:
-            self._kill_all()
-            raise GuestError(guest.name, f"{what} exited {status}{self._tail(proc)}")
-
-    @staticmethod
-    def _tail(proc: RemoteProcess) -> str:
-        try:
-            lines = [ln for ln in proc.tail(TAIL_LINES).splitlines() if ln.strip()]
-        except (VbenchError, OSError):
-            return ""
-        return (":\n" + "\n".join(lines)) if lines else ""
+        guest_trial.wait_exit(proc, guest.name, what, deadline, ctx.cancel, self._kill_all)
 
     def _kill_all(self) -> None:
-        for proc in list(self._procs.values()):
-            # The engine's guest.kill_all is the backstop if this fails.
-            with contextlib.suppress(VbenchError, OSError):
-                proc.kill()
+        guest_trial.stop_all(self._procs.values())
         self._procs.clear()
 
     # ------------------------------------------------------------------ collect
@@ -293,16 +268,9 @@ class FioWorkload(Workload):
 
     def teardown(self, ctx: TrialContext) -> None:
         self._kill_all()
-        failed: dict[str, str] = {}
-        for g in ctx.guests.get(ROLE, ()):
-            try:
-                # The data file is inside this directory unless the user named one,
-                # and a user-named file is never removed.
-                g.remove(self._dir(ctx, g))
-            except VbenchError as exc:
-                failed[g.name] = str(exc)
-        if failed:
-            raise GuestError(", ".join(failed), "teardown: " + "; ".join(failed.values()))
+        # The data file is inside this directory unless the user named one, and a
+        # user-named file is never removed.
+        guest_trial.remove_trial_dirs(ctx.guests.get(ROLE, ()), lambda g: self._dir(ctx, g))
 
     # ------------------------------------------------------------------ helpers
 

@@ -10,7 +10,6 @@ management network).
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, field_validator
 
-from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
+from vbench.errors import GuestError, Interrupted, ParseError
+from vbench.workloads import guest_trial
 from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload
 from vbench.workloads.redis_scaleout import guest as rguest
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from vbench.results.records import Sample
 
 SIZE = re.compile(r"^(\d+)([KMG]?)$")
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _ADDRESS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]*$")
 
 
@@ -61,11 +60,6 @@ def make_pairs(
         server = servers[i % len(servers)]
         pairs.append(Pair(i, clients[i // instances], server, addresses[server], port + i))
     return pairs
-
-
-def trial_dir(workdir: str, run_id: str, tool: str, guest: str, point: int, trial: int) -> str:
-    """Per guest and trial (loopback guests may share one filesystem: the name is in it)."""
-    return f"{workdir.rstrip('/')}/{run_id}/{tool}-{_SAFE.sub('_', guest)}-p{point}-t{trial}"
 
 
 # ---------------------------------------------------------------------- the trial flow
@@ -248,24 +242,11 @@ class PairWorkload(Workload):
             for side in ("server", "client")})
 
     def _wait(self, ctx: TrialContext, c: Started, deadline: float) -> None:
-        try:
-            status = c.proc.wait(timeout=max(1.0, deadline - time.monotonic()), cancel=ctx.cancel)
-        except GuestError:
-            self._kill_all()
-            raise
-        if status is None:
-            self._kill_all()
-            raise Interrupted(f"{self.tool} run interrupted")
-        if status != 0:
-            self._kill_all()
-            raise GuestError(c.guest.name, f"{self.tool} client {c.pair.index} exited {status}:\n"
-                             f"{rguest.tail(c.proc)}")
+        guest_trial.wait_exit(c.proc, c.guest.name, f"{self.tool} client {c.pair.index}",
+                              deadline, ctx.cancel, self._kill_all)
 
     def _kill_all(self) -> None:
-        for s in self._started:
-            # guest.kill_all at the end of the trial is the backstop.
-            with contextlib.suppress(VbenchError, OSError):
-                s.proc.kill()
+        guest_trial.stop_all(s.proc for s in self._started)
         self._started.clear()
 
     # -- collect
@@ -290,14 +271,7 @@ class PairWorkload(Workload):
     # -- teardown
     def teardown(self, ctx: TrialContext) -> None:
         self._kill_all()
-        failed = {}
-        for g in ctx.all_guests():
-            try:
-                g.remove(self._dir(ctx, g))
-            except VbenchError as exc:
-                failed[g.name] = str(exc)
-        if failed:
-            raise GuestError(", ".join(failed), "teardown: " + "; ".join(failed.values()))
+        guest_trial.remove_trial_dirs(ctx.all_guests(), lambda g: self._dir(ctx, g))
 
     def _dir(self, ctx: TrialContext, g: Guest) -> str:
-        return trial_dir(str(g.spec.workdir), ctx.run_id, self.tool, g.name, ctx.point, ctx.trial)
+        return guest_trial.guest_trial_dir(ctx, g, self.tool)

@@ -13,7 +13,6 @@ files are kept under ``raw/<point>-<trial>/<guest>/``.
 from __future__ import annotations
 
 import contextlib
-import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -22,9 +21,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, field_validator
 
-from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
+from vbench.errors import GuestError, ParseError, VbenchError
 from vbench.parsers.vdbench import parse_flatfile, samples
 from vbench.results.records import Sample
+from vbench.workloads import guest_trial
 from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload, register
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ PARMFILE = "parmfile"
 OUTPUT = "output"
 KEPT = ("flatfile.html", "totals.html", "summary.html", "logfile.html", "errorlog.html")
 GRACE_SECONDS = 300.0
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class VdbenchParams(Params):
@@ -110,17 +109,9 @@ class VdbenchWorkload(Workload):
         ctx.mark("warmup_start")
         ctx.mark("steady_start")
         deadline = time.monotonic() + ctx.warmup + ctx.steady + GRACE_SECONDS
-        try:
-            for g in guests:
-                timeout = max(1.0, deadline - time.monotonic())
-                status = self._procs[g.name].wait(timeout=timeout, cancel=ctx.cancel)
-                if status is None:
-                    raise Interrupted("vdbench interrupted")
-                if status != 0:
-                    raise GuestError(g.name, f"vdbench exited {status}{self._tail(g.name)}")
-        except (GuestError, Interrupted):
-            self._kill_all()
-            raise
+        for g in guests:
+            guest_trial.wait_exit(self._procs[g.name], g.name, "vdbench", deadline, ctx.cancel,
+                                  self._kill_all)
         ctx.mark("steady_end")
         self._procs.clear()
 
@@ -150,14 +141,7 @@ class VdbenchWorkload(Workload):
 
     def teardown(self, ctx: TrialContext) -> None:
         self._kill_all()
-        failed = []
-        for g in ctx.guests.get(ROLE, ()):
-            try:
-                g.remove(self._dir(ctx, g))
-            except VbenchError as exc:
-                failed.append(f"{g.name}: {exc}")
-        if failed:
-            raise GuestError(ROLE, "teardown: " + "; ".join(failed))
+        guest_trial.remove_trial_dirs(ctx.guests.get(ROLE, ()), lambda g: self._dir(ctx, g))
 
     # ------------------------------------------------------------------ helpers
 
@@ -169,21 +153,10 @@ class VdbenchWorkload(Workload):
 
     @staticmethod
     def _dir(ctx: TrialContext, guest: Guest) -> str:
-        name = _SAFE_NAME.sub("_", guest.name)
-        root = str(guest.spec.workdir).rstrip("/")
-        return f"{root}/{ctx.run_id}/vdbench-{name}-p{ctx.point}-t{ctx.trial}"
-
-    def _tail(self, guest: str) -> str:
-        proc = self._procs.get(guest)
-        with contextlib.suppress(VbenchError, OSError):
-            lines = [ln for ln in (proc.tail(10) if proc else "").splitlines() if ln.strip()]
-            return (":\n" + "\n".join(lines)) if lines else ""
-        return ""
+        return guest_trial.guest_trial_dir(ctx, guest, "vdbench")
 
     def _kill_all(self) -> None:
-        for proc in list(self._procs.values()):
-            with contextlib.suppress(VbenchError, OSError):
-                proc.kill()
+        guest_trial.stop_all(self._procs.values())
         self._procs.clear()
 
 
