@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from vbench.config.labels import render_label
 from vbench.config.types import Duration, Strict
 from vbench.templates import has_control
 
@@ -68,12 +69,4 @@ def value_text(value: Any, label: str) -> str:
 
 def render_argv(argv: list[str], value: str, level: str) -> tuple[str, ...]:
     """Every argument with its placeholders replaced; one argument stays one argument."""
-    out = []
-    for arg in argv:
-        pieces = []
-        for text, name, _spec, _conv in string.Formatter().parse(arg):
-            pieces.append(text)
-            if name is not None:
-                pieces.append(value if name == "value" else level)
-        out.append("".join(pieces))
-    return tuple(out)
+    return tuple(render_label(arg, {"value": value, "level": level}) for arg in argv)
