@@ -112,3 +112,22 @@ def test_a_failing_enter_exits_entered_hooks_and_ends_the_run(
     # The failing hook was not entered, so it is not exited for point 1.
     assert second.events[-1] == ("enter", 1, None)
     assert [t.point for t in store.trials(engine.run_id)] == [0, 0]
+
+
+def test_cleanup_of_a_hook_whose_undo_fails_says_one_line(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    from vbench.engine.hooks import HookJournal, undo_pending
+
+    lab = load_lab(write_lab(tmp_path / "lab.yaml", local_guests,
+                             {"wan": {"address": local_guests[0].address}}))
+    undo = ["sh", "-c", "echo starting >&2; echo 'no such qdisc' >&2; exit 2"]
+    HookJournal(tmp_path).append({"id": "p0-latency-1", "point": 0, "factor": "latency",
+                                  "level": "5ms", "node": "wan", "run": ["true"],
+                                  "undo": undo, "timeout": 30, "state": "applied"})
+    done, errors = undo_pending(lab.model, tmp_path)
+    assert done == []
+    [line] = errors
+    assert "\n" not in line and line.startswith("hook latency=5ms on node wan: ")
+    assert line.endswith("exited 2: no such qdisc")
+    assert HookJournal(tmp_path).pending()[0]["state"] == "undo_failed"

@@ -181,17 +181,21 @@ class LabHooks:
                            + "; ".join(failed))
 
     def _run(self, node: str, argv: Sequence[str], timeout: float) -> str | None:
-        """None when the command succeeded, else one line saying why not."""
-        try:
-            with self.connect(node) as guest:
-                res = guest.run(list(argv), timeout=timeout, check=False)
-        except VbenchError as exc:
-            return str(exc)
-        if res.status == 0:
-            return None
-        said = [ln for ln in (res.stderr + "\n" + res.stdout).splitlines() if ln.strip()]
-        return f"`{' '.join(argv)}` exited {res.status}" + (f": {said[-1].strip()}" if said
-                                                            else "")
+        return _run_on(self.connect, node, argv, timeout)
+
+
+def _run_on(connect: Connect, node: str, argv: Sequence[str], timeout: float) -> str | None:
+    """Run ``argv`` on ``node``: None when it succeeded, else one line saying why not."""
+    try:
+        with connect(node) as guest:
+            res = guest.run(list(argv), timeout=timeout, check=False)
+    except VbenchError as exc:
+        return str(exc)
+    if res.status == 0:
+        return None
+    said = [ln for ln in (res.stderr + "\n" + res.stdout).splitlines() if ln.strip()]
+    return f"`{' '.join(argv)}` exited {res.status}" + (f": {said[-1].strip()}" if said
+                                                        else "")
 
 
 @contextmanager
@@ -219,12 +223,8 @@ def undo_pending(lab: Lab, run_dir: Path, connect: Connect | None = None) -> tup
         if rec["node"] not in lab.nodes:
             errors.append(f"{what}: node not in this lab file")
             continue
-        try:
-            with connect(rec["node"]) as guest:
-                res = guest.run(list(rec["undo"]), timeout=rec.get("timeout", 60), check=False)
-            problem = None if res.status == 0 else f"exited {res.status}: {res.stderr.strip()}"
-        except VbenchError as exc:
-            problem = str(exc)
+        # One line (the last the command said), as when the run itself undoes a hook.
+        problem = _run_on(connect, rec["node"], rec["undo"], rec.get("timeout", 60))
         if problem:
             journal.append({**rec, "state": "undo_failed", "error": problem})
             errors.append(f"{what}: {problem}")
