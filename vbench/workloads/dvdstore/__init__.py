@@ -223,8 +223,11 @@ def total_samples(results: Sequence[DsResult]) -> list[Sample]:
               for r in results]
     rts = [r.rt_avg_ms() for r in results]
     weighted = [(o, t) for o, t in zip(orders, rts, strict=True) if o and t is not None]
-    rt_avg = (sum(o * t for o, t in weighted) / sum(o for o, _ in weighted)) if weighted else None
+    # As for OPM: an instance without the figure leaves the total missing.
+    rt_avg = (sum(o * t for o, t in weighted) / sum(o for o, _ in weighted)
+              if weighted and len(weighted) == len(results) else None)
     maxes = [v for r in results if (v := r.rt_max_ms()) is not None]
+    maxes = maxes if len(maxes) == len(results) else []
     rollbacks = [r.final.n_rollbacks for r in results if r.final]
     rate = None
     if orders and all(o for o in orders) and rollbacks and all(b is not None for b in rollbacks):

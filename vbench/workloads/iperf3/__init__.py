@@ -149,9 +149,16 @@ class Iperf3Workload(PairWorkload):
         return out
 
     def total_samples(self, per_pair: Sequence[Sample]) -> list[Sample]:
-        def vals(metric: str, direction: str | None = None) -> list[float]:
-            return [x.value for x in per_pair if x.metric == metric and x.value is not None
-                    and x.label_dict().get("direction") == direction]
+        """Summed (Gbps, retransmits, packets/s) or averaged (CPU) over the instances;
+        a figure missing for one instance leaves the total missing, never a partial sum."""
+        instances = {x.label_dict()["instance"] for x in per_pair}
+
+        def vals(metric: str, direction: str | None = None) -> list[float] | None:
+            got = {x.label_dict()["instance"]: x.value for x in per_pair if x.metric == metric
+                   and x.label_dict().get("direction") == direction}
+            if not got or set(got) != instances or None in got.values():
+                return None
+            return [v for v in got.values() if v is not None]
 
         gbps = vals("gbps")
         total = sum(gbps) if gbps else None
@@ -169,10 +176,11 @@ class Iperf3Workload(PairWorkload):
         out.append(Sample("iperf3_cores_used", cores, "cores", SOURCE))
         out.append(Sample("gbps_per_core", total / cores if total is not None and cores else None,
                           "Gbps/core", SOURCE))
-        rates = [v for d in directions for v in vals("packet_rate", d)]
-        if rates:
-            rate = sum(rates)
-            bytes_per_s = sum(v for d in directions for v in vals("gbps", d)) * 1e9 / 8
+        per_direction = [(vals("packet_rate", d), vals("gbps", d)) for d in directions]
+        if any(r is not None for r, _ in per_direction):
+            complete = all(r is not None and g is not None for r, g in per_direction)
+            rate = sum(sum(r or ()) for r, _ in per_direction) if complete else None
+            bytes_per_s = sum(sum(g or ()) for _, g in per_direction) * 1e9 / 8
             out += [Sample("packet_rate", rate, "packets/s", SOURCE),
                     Sample("avg_packet_bytes", bytes_per_s / rate if rate else None, "B", SOURCE)]
         return out
@@ -182,9 +190,9 @@ def _f(v: int | None) -> float | None:
     return None if v is None else float(v)
 
 
-def _sum(values: list[float]) -> float | None:
+def _sum(values: list[float] | None) -> float | None:
     return sum(values) if values else None
 
 
-def _mean(values: list[float]) -> float | None:
+def _mean(values: list[float] | None) -> float | None:
     return sum(values) / len(values) if values else None

@@ -137,19 +137,31 @@ class NetperfWorkload(PairWorkload):
         return out
 
     def total_samples(self, per_pair: Sequence[Sample]) -> list[Sample]:
-        def vals(metric: str) -> list[float]:
-            return [x.value for x in per_pair if x.metric == metric and x.value is not None]
+        """Summed, worst or averaged over the instances; a figure that some instances
+        report and others do not stays missing (``None``), never a partial total."""
+        instances = {x.label_dict()["instance"] for x in per_pair}
+
+        def vals(metric: str) -> list[float] | None:
+            got = {x.label_dict()["instance"]: x.value for x in per_pair
+                   if x.metric == metric and x.value is not None}
+            return list(got.values()) if set(got) == instances else None
+
+        def reported(metric: str) -> bool:  # by any instance
+            return any(x.metric == metric for x in per_pair)
 
         out = []
         for metric, unit in (("gbps", "Gbps"), ("transactions_per_sec", "trans/s"),
                              ("retransmits", "count")):
-            if v := vals(metric):
-                out.append(Sample(metric, sum(v), unit, SOURCE))
+            if reported(metric):
+                v = vals(metric)
+                out.append(Sample(metric, sum(v) if v else None, unit, SOURCE))
         for metric in ("p50_latency_us", "p90_latency_us", "p99_latency_us"):
-            if v := vals(metric):  # the worst instance: a percentile does not average
-                out.append(Sample(f"{metric}_max", max(v), "us", SOURCE))
+            if reported(metric):  # the worst instance: a percentile does not average
+                v = vals(metric)
+                out.append(Sample(f"{metric}_max", max(v) if v else None, "us", SOURCE))
         for metric in ("mean_latency_us", "client_cpu_pct", "server_cpu_pct"):
-            if v := vals(metric):
+            if reported(metric):
+                v = vals(metric)
                 unit = "us" if metric.endswith("_us") else "%"
-                out.append(Sample(metric, sum(v) / len(v), unit, SOURCE))
+                out.append(Sample(metric, sum(v) / len(v) if v else None, unit, SOURCE))
         return out
