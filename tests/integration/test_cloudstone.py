@@ -20,9 +20,13 @@ from tests.conftest import LocalGuests, missing_peer
 from tests.e2e.helpers import logged, wait_for
 from vbench.analysis.run_analysis import load_analysis
 from vbench.engine.session import RunRequest, RunSession, execute
+from vbench.errors import GuestError
+from vbench.guest.ssh import Guest
 from vbench.results.rundir import RunDir
 from vbench.results.store import Store
-from vbench.workloads.cloudstone.params import OLIO_MATRIX, stationary_mix
+from vbench.workloads.base import TrialContext
+from vbench.workloads.cloudstone import Cloudstone
+from vbench.workloads.cloudstone.params import OLIO_MATRIX, CloudstoneParams, stationary_mix
 
 pytestmark = pytest.mark.integration
 
@@ -334,3 +338,32 @@ def test_distributed_mode_master_and_workers_share_the_users(
     assert len(files) == 3 and len(with_ops) == 2  # the master runs no users itself
     assert done.value("client_users_min", guest="guest1", instance="1") == 6
     assert done.value("ops_per_sec") > 0 and done.value("client_saturated") == 0
+
+
+def test_an_instance_failing_to_deploy_leaves_no_server_of_any_instance(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    """Instance 2's nginx port is taken: prepare fails naming it, and teardown (the
+    guest connections still open, so nothing is killed by closing them) leaves neither
+    instance 1's servers nor the servers instance 2 had already started."""
+    base = free_base(local_guests)
+    params = CloudstoneParams.model_validate({**BASE, "users": 4, "instances": 2, "port": base})
+    server_spec, client_spec = local_guests
+    with Guest(server_spec) as server, Guest(client_spec) as client, socket.socket() as held:
+        held.bind((server_spec.address, base + 10))  # instance 2's nginx port
+        held.listen()
+        ctx = TrialContext(
+            run_id="cs-deploy-fail", point=0, trial=1, labels={}, warmup=1.0, steady=1.0,
+            cooldown=0.0, guests={"servers": [server], "clients": [client]},
+            raw_dir=tmp_path / "raw", cancel=threading.Event(), mark=lambda _m: None,
+            log=lambda *_a, **_k: None,
+        )  # fmt: skip
+        wl = Cloudstone(params)
+        with pytest.raises(GuestError) as err:
+            wl.prepare(ctx)
+        assert "guest1" in str(err.value)
+        assert "instance 2: nginx exited while starting" in str(err.value), str(err.value)
+        wl.teardown(ctx)
+        assert server.connected  # what follows is teardown's doing, not the link closing
+        assert left_running(local_guests.sshd.workdir) == []
+

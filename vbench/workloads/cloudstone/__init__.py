@@ -125,14 +125,22 @@ class Cloudstone(Workload):
         self._commands: dict[str, str] = dict(self._parallel(ctx, list(used.values()), lambda g: (
             g.name, loadgen.ensure_locust(g, p, self._run_dir(g, ctx)))))
         if p.deploy:
-            def one(k: int) -> sutmod.Sut:
+            # Every instance that came up is kept, even when another one failed: teardown
+            # must stop its servers (else they hold their ports into the next trial).
+            deployed: dict[int, sutmod.Sut] = {}
+
+            def one(k: int) -> None:
                 g = servers[k % len(servers)]
                 self._dirs.append((g, base(g)))
-                return sutmod.deploy(g, k + 1, base(g), p.port + 10 * k, p, lifetime, ctx.cancel)
-            for s in self._parallel(ctx, list(range(p.instances)), one):
-                self._suts.append(s)
-                ctx.log("cloudstone_deployed", instance=s.instance, url=s.url,
-                        deploy_seconds=s.deploy_seconds, load_seconds=s.load_seconds)
+                s = sutmod.deploy(g, k + 1, base(g), p.port + 10 * k, p, lifetime, ctx.cancel)
+                deployed[k] = s
+            try:
+                self._parallel(ctx, list(range(p.instances)), one)
+            finally:
+                self._suts = [deployed[k] for k in sorted(deployed)]
+                for s in self._suts:
+                    ctx.log("cloudstone_deployed", instance=s.instance, url=s.url,
+                            deploy_seconds=s.deploy_seconds, load_seconds=s.load_seconds)
         else:
             self._suts = [sutmod.Sut(k + 1, None, "", url.rstrip("/"))
                           for k, url in enumerate(p.base_urls or [])]  # fmt: skip

@@ -90,6 +90,25 @@ def deploy(guest: Guest, instance: int, base: str, port: int, p: CloudstoneParam
     guest.put_text(_T.render("load.sql.j2", **sizes(p)), f"{d}/load.sql")
     guest.run(["sh", f"{d}/sut.sh", "init", d, str(IMAGES)], timeout=600)
     sut = Sut(instance, guest, d, f"http://{bind}:{port}")
+    try:
+        _start(guest, sut, p, php_fpm, root, lifetime, cancel)
+    except BaseException as exc:
+        # The caller never gets this Sut, so its teardown cannot stop the servers already
+        # started: they would hold their ports until the run ends (and fail the next trial).
+        try:
+            sut.stop()
+        except GuestError as stop_exc:
+            exc.add_note(f"stopping instance {instance}'s servers also failed: {stop_exc}")
+        raise
+    sut.deploy_seconds = time.monotonic() - started - (sut.load_seconds or 0.0)
+    return sut
+
+
+def _start(guest: Guest, sut: Sut, p: CloudstoneParams, php_fpm: str, root: bool,
+           lifetime: float, cancel: threading.Event) -> None:  # fmt: skip
+    """Start MariaDB, create and load the data (timed), start PHP-FPM and nginx, and wait
+    for the home page."""
+    d = sut.dir
     life = ["timeout", "--foreground", "-k", "10", f"{int(lifetime)}"]
     sut.procs["mariadbd"] = guest.start([
         *life, "mariadbd", "--no-defaults", f"--datadir={d}/db", f"--socket={d}/run/db.sock",
@@ -111,8 +130,6 @@ def deploy(guest: Guest, instance: int, base: str, port: int, p: CloudstoneParam
     home = f"{sut.url}/"
     _wait(guest, sut, ["curl", "-sf", "-o", "/dev/null", "--max-time", "5", home],
           f"the home page {home}", cancel)  # fmt: skip
-    sut.deploy_seconds = time.monotonic() - started - sut.load_seconds
-    return sut
 
 
 def _wait(guest: Guest, sut: Sut, argv: list[str], what: str, cancel: threading.Event,
