@@ -367,3 +367,27 @@ def test_an_instance_failing_to_deploy_leaves_no_server_of_any_instance(
         assert server.connected  # what follows is teardown's doing, not the link closing
         assert left_running(local_guests.sshd.workdir) == []
 
+
+def test_records_lost_for_one_instance_fail_the_trial_and_keep_the_others_figures(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    params = {**BASE, "users": 4, "instances": 2, "port": free_base(local_guests)}
+    path = scenario(tmp_path / "s.yaml", params, steady="5s", warmup="1s")
+    worker, result = _run_in_thread(tmp_path, path, lab)
+    wait_for(logged(tmp_path, "phase_mark", mark="steady_start", trial=1), 180, "steady")
+    # Instance 2's records directory vanishes from the client guest (Locust keeps writing
+    # to its open, now unlinked, file): vbench cannot fetch them at collect.
+    (gone,) = local_guests.sshd.workdir.glob("*/cs0-1/load2")
+    shutil.rmtree(gone)
+    worker.join(timeout=300)
+    assert not worker.is_alive()
+    done = result["done"]
+    (trial,) = done.trials
+    assert trial.status == "failed"
+    assert "guest2" in (trial.error or "") and "load2" in (trial.error or ""), trial.error
+    assert done.value("operations", guest="guest1", instance="1", operation="all") > 0
+    with pytest.raises(KeyError):
+        done.value("operations", guest="guest1", instance="2", operation="all")
+    assert done.value("instances") == 1  # the aggregate says how many instances it holds
+    assert left_running(local_guests.sshd.workdir) == []

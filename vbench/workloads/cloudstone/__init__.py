@@ -178,8 +178,13 @@ class Cloudstone(Workload):
         window = self._window
         olio = self.params.profile == "olio"
         required = stationary_mix(self.params.effective_matrix()) if olio else {}
+        lost: list[VbenchError] = []
         for gen, s in zip(self._gens, self._suts, strict=False):
-            recs = self._fetch(ctx, gen)
+            try:
+                recs = self._fetch(ctx, gen)
+            except VbenchError as exc:  # the other instances' figures are still good
+                lost.append(exc)
+                continue
             if window is None:
                 continue
             p = self.params
@@ -194,6 +199,10 @@ class Cloudstone(Workload):
         if per_instance:
             samples += metrics.aggregate_samples(per_instance, checks)
         self._samples = samples
+        for exc in lost:
+            ctx.log("cloudstone_records_lost", level="error", error=str(exc))
+        if lost and not (self._failed or ctx.cancel.is_set()):
+            raise lost[0]  # fails the trial; the runner's salvage gets the samples above
         self._judge(ctx, checks)
         return samples
 
