@@ -156,3 +156,26 @@ def test_a_hook_node_missing_from_the_lab_is_refused_before_anything_runs(
     assert res.returncode == 2, res.stdout + res.stderr
     assert "factors.latency.hook.node: 'wan' is not a node of the lab" in res.stderr
     assert calls(rec) == [] and not list((vbench_home / "results").glob("*/hooks.jsonl"))
+
+
+def test_resuming_a_killed_run_first_undoes_the_hook_it_left_applied(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    s, lab, rec = setup(tmp_path, local_guests, steady="60s", hostile=False)
+    proc = vbench_popen("run", str(s), "--lab", str(lab), "--no-report")
+    wait_for_log(vbench_home, "phase_mark", 120, proc, mark="steady_start", point=0)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    [journal] = list((vbench_home / "results").glob("*/hooks.jsonl"))
+    run_id = journal.parent.name
+    assert calls(rec) == [ADD_1MS]
+    # The resumed run's own set-up is refused, so it ends at once (exit 3) after it.
+    (rec / "fail-on").write_text("1ms")
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), "--no-report")
+    assert res.returncode == 3, res.stdout + res.stderr
+    # The earlier session's 1ms is undone before the resumed run applies its own.
+    assert calls(rec) == [ADD_1MS, DEL, ADD_1MS, DEL]
+    assert HookJournal(journal.parent).pending() == []
+    assert any(e["event"] == "hook_undone_on_resume" for e in log_events(vbench_home))
+    # The killed session's fio is still running in the guest: cleanup ends it.
+    assert vbench("cleanup", run_id, "--lab", str(lab)).returncode == 0

@@ -136,7 +136,9 @@ class LabHooks:
         self.journal = HookJournal(run_dir)
         self.connect = connect or (lambda node: _connect(lab, node))
         self._applied: list[tuple[str, PlannedHook]] = []
-        self._count = 0
+        # Ids stay unique in the journal when a resumed run appends to it: a pending
+        # application of the earlier session keeps its own id (cleanup undoes it).
+        self._count = len(self.journal.read())
 
     def enter(self, point: PlannedPoint) -> None:
         for hook in planned_hooks(self.scenario, point.labels):

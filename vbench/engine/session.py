@@ -20,7 +20,7 @@ from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
-from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan
+from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
@@ -170,6 +170,7 @@ def execute(
         )
         if req.resume:
             rundir.log("run_resumed", run_id=run_id, kept=len(done))
+            _undo_earlier_hooks(lab, rundir)
         else:
             store.create_run(info)
         if testbed:
@@ -301,6 +302,17 @@ def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
             for n in names:
                 out.setdefault(n, set()).update(tools.get(role, ()))
     return {n: tuple(sorted(t)) for n, t in out.items()}
+
+
+def _undo_earlier_hooks(lab: Lab, rundir: RunDir) -> None:
+    """A resumed run starts from the lab as it was: lab hooks an earlier session of the
+    run left applied (killed with kill -9) are undone first, as `vbench cleanup` would."""
+    done, errors = undo_pending(lab, rundir.path)
+    for what in done:
+        rundir.log("hook_undone_on_resume", what=what)
+    if errors:
+        raise LabError("hooks", "an earlier session left a lab hook applied and its undo "
+                       "failed: " + "; ".join(errors))
 
 
 def _stored_seed(rundir: RunDir) -> int | None:
