@@ -112,3 +112,23 @@ def test_report_tables_charts_and_exports_use_the_template(tmp_path: Path) -> No
     assert titles == {"Native-16S", "VM-16S"}
     assert {r["title"] for r in rows} == {"Native-16S", "VM-16S"}
     assert "| VM-16S |" in md
+
+
+SEARCH = """qos:
+  - {name: lat, metric: read_clat_p99_max, op: "<=", threshold: 5, unit: ms}
+search: {factor: rate, path: workload.params.rate_iops, min: 100, max: 1000}
+"""
+
+
+def test_a_search_template_must_name_the_searched_factor(tmp_path: Path) -> None:
+    # Without {rate} every level of a search would carry the same name in tables and charts.
+    path = write(tmp_path, "{mode}-{vms}VMs")
+    path.write_text(path.read_text() + SEARCH)
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(path))
+    assert "name {rate} in the template" in str(exc.value)
+    path = write(tmp_path, "{mode}-{vms}VMs-{rate}")
+    path.write_text(path.read_text() + SEARCH)
+    plan = build_plan(load_scenario(path))
+    assert [p.title for p in plan.points] == ["Native-1VMs-100", "Native-8VMs-100",
+                                              "VM-1VMs-100", "VM-8VMs-100"]

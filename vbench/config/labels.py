@@ -15,9 +15,13 @@ from collections.abc import Iterable, Mapping
 from vbench.templates import has_control
 
 
-def template_problems(template: str, factors: Iterable[str]) -> list[str]:
-    """What is wrong with ``template`` for these factor names (empty: nothing)."""
-    known = list(factors)
+def template_problems(
+    template: str, factors: Iterable[str], required: Iterable[str] = ()
+) -> list[str]:
+    """What is wrong with ``template`` for these factor names (empty: nothing).
+    ``required``: factors the template must name (a find-max search's factor: without
+    it every level of a search would have the same name)."""
+    known = list(dict.fromkeys([*factors, *required]))
     if has_control(template):
         return ["control characters are not allowed in a label template"]
     try:
@@ -35,6 +39,9 @@ def template_problems(template: str, factors: Iterable[str]) -> list[str]:
                             f"{', '.join(known) or 'none defined'})")
         if spec or conversion:
             problems.append(f"{{{name}...}}: only plain {{factor}} placeholders are allowed")
+    named = {name for _t, name, _s, _c in parts if name}
+    problems += [f"name {{{r}}} in the template: the search sets it, and without it every "
+                 "level would have the same name" for r in required if r not in named]
     return problems
 
 

@@ -37,7 +37,8 @@ def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
     """All points of the scenario, each with its own validated scenario."""
     _check_zip_and_exclude(scenario, src)
     if scenario.label is not None:
-        problems = template_problems(scenario.label, scenario.factors)
+        searched = [scenario.search.factor] if scenario.search is not None else []
+        problems = template_problems(scenario.label, scenario.factors, searched)
         if problems:
             raise ConfigValidationError([src.issue(("label",), p) for p in problems])
     axes = _axes(scenario)
