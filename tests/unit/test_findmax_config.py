@@ -75,3 +75,9 @@ def test_a_group_size_search_binds_the_guests_of_its_largest_level(tmp_path: Pat
     plan = _plan(tmp_path, "  {factor: vms, path: topology.storage.count, min: 1, max: 3}")
     assert plan.groups["storage"] == ("storage[1]", "storage[2]", "storage[3]")
     assert [len(p.guests["target"]) for p in plan.points] == [1, 1]
+
+
+def test_an_infinite_bound_is_refused_with_its_line(tmp_path: Path) -> None:
+    # `.inf` is a YAML float: a level of inf would be written into the workload.
+    text = _error(tmp_path, "  {factor: iodepth, min: 1, max: .inf}")
+    assert "s.yaml:" in text and "finite number" in text and "search.max" in text

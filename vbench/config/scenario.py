@@ -432,11 +432,13 @@ class SearchSpec(Strict):
         description="further dotted paths set to the same level (e.g. a driver's instance "
         "count that follows a group's size)",
     )
-    min: float = Field(description="lowest level searched")
-    max: float = Field(description="highest level searched")
-    start: float | None = Field(None, description="first level run (default: min)")
+    min: float = Field(allow_inf_nan=False, description="lowest level searched")
+    max: float = Field(allow_inf_nan=False, description="highest level searched")
+    start: float | None = Field(None, allow_inf_nan=False,
+                                description="first level run (default: min)")
     step: float | None = Field(
-        None, gt=0, description="first step of the ramp, doubled after every pass "
+        None, gt=0, allow_inf_nan=False,
+        description="first step of the ramp, doubled after every pass "
         "(default: (max − min) / 8)",
     )
     integer: bool | None = Field(
