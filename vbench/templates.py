@@ -38,8 +38,10 @@ def has_control(value: str, *, tabs: bool = False) -> bool:
 
 def control_line(text: str, *, tabs: bool = False) -> int | None:
     """The 1-based number of the first line of ``text`` holding a control character
-    (a tab counts unless ``tabs``), or None when every line is clean."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    (a tab counts unless ``tabs``), or None when every line is clean. Lines end at
+    ``\n`` only: ``str.splitlines`` would also split at CR, VT, FF and FS/GS/RS and so
+    hide the very characters this looks for."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if has_control(line, tabs=tabs):
             return number
     return None

@@ -63,6 +63,9 @@ def test_value_and_line_checks() -> None:
     assert not has_control("plain value, with spaces")
     assert control_line("ok\nok\nbad\x01\n") == 3
     assert control_line("ok\n") is None
+    # A line break other than \n is a control character inside its line, not an end.
+    for char in "\r\x0b\x0c\x1c\x1d\x1e":
+        assert control_line(f"ok\nkey = a{char}b\n") == 2, repr(char)
 
 
 def test_builtin_driver_templates_come_from_the_drivers_folder() -> None:
