@@ -13,6 +13,7 @@ import pytest
 from tests import content_library_env as env
 from tests.integration.vcbench_harness import Harness, context, lab_for
 from tests.vcsim import VcsimServer
+from vbench.errors import LabError
 from vbench.results.records import Sample
 from vbench.vsphere import content_library as cl
 from vbench.vsphere.connection import SessionPool
@@ -286,3 +287,46 @@ def test_cleanup_finds_objects_whose_create_call_never_answered(two: tuple, tmp_
     assert run_vms(h, "vc1") == []
     with env.rest(servers["vc1"]) as s:
         cl.delete_library(s, other, subscribed=False)
+
+
+def test_operations_finished_in_a_failed_step_are_kept_in_the_raw_log(two: tuple) -> None:
+    """The third of four imports meets an item of its name (made by another client right
+    after the library was created): the step fails, no figure is made of it, and the two
+    imports that finished are in ops.csv with step_ok 0."""
+    h, servers = two
+    params = {
+        "datastore": "LocalDS_0", "items": 4, "item_size": "64k", "concurrency": 1,
+        "steps": [
+            {"op": "create_library", "library": "pub"},
+            {"op": "import", "library": "pub", "label": "up"},
+        ],
+    }  # fmt: skip
+    wl = ContentLibraryWorkload(ContentLibraryParams.model_validate(params))
+    raw = h.run_dir / "raw"
+    ctx, _, _log = context(h, "vc1", raw, warmup=0, steady=0)
+    original = ctx.log
+
+    def log_and_take_a_name(event: str, **kw: Any) -> None:
+        original(event, **kw)
+        if event == "cl_step" and kw.get("op") == "create_library":
+            with env.rest(servers["vc1"]) as s:
+                cl.create_item(s, wl._run.libs["pub"].id, "up-2")  # type: ignore[union-attr]
+
+    ctx.log = log_and_take_a_name
+    wl.prepare(ctx)
+    try:
+        with pytest.raises(LabError) as err:
+            wl.run(ctx)
+        assert "up-2" in str(err.value), str(err.value)
+        samples = wl.collect(ctx)
+    finally:
+        wl.teardown(ctx)
+    assert not [s for s in samples if s.metric.startswith("up_")]
+    rows = (raw / "ops.csv").read_text().splitlines()
+    assert rows[0].endswith(",step_ok")
+    imports = [r.split(",") for r in rows[1:] if r.startswith("up,")]
+    assert [(r[2], r[-1]) for r in imports] == [("0", "0"), ("1", "0")]
+    assert all(int(r[6]) == 64 * 1024 for r in imports)  # bytes moved
+    # The library (and the items in it) are gone; the refused create stays journaled as
+    # an intent for the run-end cleanup, which vCenter's refusal alone cannot close.
+    assert left_behind(h, servers) == ["up-2"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from vbench.errors import LabError
@@ -31,7 +32,7 @@ from vbench.workloads.content_library.params import ContentLibraryParams, findin
 
 if TYPE_CHECKING:
     from vbench.results.records import Sample
-    from vbench.workloads.content_library.ops import Batch, TrialRun
+    from vbench.workloads.content_library.ops import Batch, OpRecord, TrialRun
 
 SOURCE = "content_library"
 OPS_FILE = "ops.csv"
@@ -109,7 +110,7 @@ class ContentLibraryWorkload(Workload):
         if t is None:
             return []
         ctx.raw_dir.mkdir(parents=True, exist_ok=True)
-        write_ops(ctx.raw_dir / OPS_FILE, t.batches)
+        write_ops(ctx.raw_dir / OPS_FILE, t.batches, t.unfinished)
         (ctx.raw_dir / "libraries.json").write_text(
             json.dumps({k: {"id": v.id, "name": v.name, "vcenter": v.vcenter,
                             "subscribed": v.subscribed, "items": len(v.items)}
@@ -130,15 +131,18 @@ class ContentLibraryWorkload(Workload):
             raise LabError("content_library teardown", "; ".join(errors[:5]))
 
 
-def write_ops(path: object, batches: list[Batch]) -> None:
+def write_ops(path: object, batches: list[Batch], unfinished: Sequence[OpRecord] = ()) -> None:
+    """Every operation; ``step_ok`` 0 for those that finished in a step that failed (kept,
+    though no figure is made of a step that did not finish)."""
     with open(path, "w", newline="", encoding="utf-8") as f:  # type: ignore[call-overload]
         w = csv.writer(f)
-        w.writerow(["step", "op", "index", "start", "end", "seconds", "bytes", "overhead_ms"])
-        for b in batches:
-            for r in b.records:
-                ovh = "" if r.overhead is None else f"{r.overhead * 1e3:.3f}"
-                w.writerow([r.step, r.op, r.index, f"{r.start:.6f}", f"{r.end:.6f}",
-                            f"{r.seconds:.6f}", r.bytes, ovh])  # fmt: skip
+        w.writerow(["step", "op", "index", "start", "end", "seconds", "bytes", "overhead_ms",
+                    "step_ok"])  # fmt: skip
+        rows = [(r, 1) for b in batches for r in b.records] + [(r, 0) for r in unfinished]
+        for r, ok in rows:
+            ovh = "" if r.overhead is None else f"{r.overhead * 1e3:.3f}"
+            w.writerow([r.step, r.op, r.index, f"{r.start:.6f}", f"{r.end:.6f}",
+                        f"{r.seconds:.6f}", r.bytes, ovh, ok])  # fmt: skip
 
 
 def batch_samples(b: Batch) -> list[Sample]:

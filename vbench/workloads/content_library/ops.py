@@ -133,6 +133,8 @@ class TrialRun:
         self.libs: dict[str, LibState] = {}
         self.created: list[Any] = []
         self.batches: list[Batch] = []
+        # Operations that finished in a step that failed: no figure, but kept in ops.csv.
+        self.unfinished: list[OpRecord] = []
         self._lock = threading.Lock()
         self._counter = 0
 
@@ -204,9 +206,21 @@ class TrialRun:
             return OpRecord(step.name, step.op, i, start, end, moved, overhead)
 
         if width <= 1:
-            return tuple(timed(i) for i in range(n))
+            done: list[OpRecord] = []
+            try:
+                for i in range(n):
+                    done.append(timed(i))
+            finally:
+                if len(done) < n:
+                    self.unfinished += done
+            return tuple(done)
         with ThreadPoolExecutor(width, thread_name_prefix="vbench-cl") as pool:
-            return tuple(pool.map(timed, range(n)))
+            futures = [pool.submit(timed, i) for i in range(n)]
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:
+            self.unfinished += [f.result() for f in futures if f.exception() is None]
+            raise failed[0]
+        return tuple(f.result() for f in futures)
 
     def record(self, step: Step, records: tuple[OpRecord, ...], *extra: Any) -> None:
         start = min(r.start for r in records)
