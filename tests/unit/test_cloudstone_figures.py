@@ -118,3 +118,10 @@ def test_across_instances_throughput_summed_latency_averaged() -> None:
     per = metrics.instance_samples(2, "guest1", two, checks[1])
     assert {s.guest for s in per} == {"guest1"}
     assert all(dict(s.labels)["instance"] == "2" for s in per)
+
+
+def test_an_empty_window_has_no_throughput_rather_than_zero() -> None:
+    figs = metrics.op_figures(_ops([(5.0, "HomePage", 10.0, True)]), 10.0, 10.0,
+                              {"HomePage": 1.0}, 2.0, 1.0)  # fmt: skip
+    assert figs[metrics.ALL].throughput is None
+    assert figs["HomePage"].count == 0 and figs["HomePage"].avg_ms is None

@@ -74,7 +74,7 @@ class OpFigures:
     operation: str
     count: int  # all operations finished in the window
     errors: int
-    throughput: float  # successful ops/s
+    throughput: float | None  # successful ops/s; None for an empty window
     avg_ms: float | None
     p90_ms: float | None
     p95_ms: float | None
@@ -120,7 +120,7 @@ def _figures(name: str, mine: list[OpRecord], total: int, req: float | None, sec
     subs = _sub_windows(mine, start, seconds, sub_window)
     return OpFigures(
         operation=name, count=len(mine), errors=errors,
-        throughput=good.size / seconds if seconds > 0 else 0.0,
+        throughput=good.size / seconds if seconds > 0 else None,
         avg_ms=float(good.mean()) if good.size else None,
         p90_ms=pct(90), p95_ms=pct(95), p99_ms=pct(99),
         max_ms=float(good.max()) if good.size else None,
@@ -159,7 +159,7 @@ class LoadCheck:
 
 
 def load_check(cpu: Sequence[CpuSample], start: float, end: float, users: int | None,
-               rate: float | None, achieved_rate: float,
+               rate: float | None, achieved_rate: float | None,
                cpu_limit: float) -> LoadCheck:  # fmt: skip
     reasons = []
     shares = []
@@ -175,7 +175,7 @@ def load_check(cpu: Sequence[CpuSample], start: float, end: float, users: int | 
     users_min = _users_min(cpu, start + 1.0, end)
     if users is not None and users_min is not None and users_min < users:
         reasons.append(f"only {users_min} of {users} users running")
-    if rate is not None and achieved_rate < 0.95 * rate:
+    if rate is not None and achieved_rate is not None and achieved_rate < 0.95 * rate:
         reasons.append(f"achieved {achieved_rate:.1f} req/s of {rate:g} asked")
     return LoadCheck(cpu_max, users_min, bool(reasons), tuple(reasons))
 
