@@ -31,10 +31,10 @@ _BYTE_UNITS = {"": 1.0, "K": 1024.0, "M": 1024.0**2, "G": 1024.0**3, "T": 1024.0
 @dataclass(frozen=True)
 class Iperf3Interval:
     direction: str
-    start: float
-    end: float
-    bits_per_second: float
-    bytes: float
+    start: float | None  # seconds from the test's start
+    end: float | None
+    bits_per_second: float | None
+    bytes: float | None
     retransmits: int | None
     packets: int | None
     omitted: bool
@@ -142,8 +142,8 @@ def _parse_json(text: str, source: str) -> Iperf3Result:
             s = block.get(key)
             if isinstance(s, dict):
                 intervals.append(Iperf3Interval(
-                    name, _f(s.get("start")) or 0.0, _f(s.get("end")) or 0.0,
-                    _f(s.get("bits_per_second")) or 0.0, _f(s.get("bytes")) or 0.0,
+                    name, _f(s.get("start")), _f(s.get("end")),
+                    _f(s.get("bits_per_second")), _f(s.get("bytes")),
                     _i(s.get("retransmits")), _i(s.get("packets")), bool(s.get("omitted")),
                 ))
     cpu = {k: float(v) for k, v in (end.get("cpu_utilization_percent") or {}).items()
@@ -233,8 +233,9 @@ def _parse_text(text: str, source: str) -> Iperf3Result:
         received[1] if received else None, received[2] if received else None,
         sent[3] if sent else None,
     )
-    omitted = sum(1 for i in intervals if i.omitted)
-    return Iperf3Result("text", None, None, None, float(omitted) if omitted else None, None,
+    # Seconds, as -J's "omit" (the rows need not be 1 s long: -i).
+    omitted = sum((i.end or 0.0) - (i.start or 0.0) for i in intervals if i.omitted)
+    return Iperf3Result("text", None, None, None, omitted if omitted else None, None,
                         reverse, False, (direction,), tuple(intervals))
 
 
