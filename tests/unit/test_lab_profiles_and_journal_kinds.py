@@ -114,6 +114,16 @@ def test_cleanup_goes_newest_first_in_runs_of_one_kind() -> None:
                     ("vm", ["v1", "v2"])]
 
 
+def test_an_object_made_again_under_its_name_is_cleaned_as_the_newest() -> None:
+    # v1 is unregistered and registered back after the library was made: it is newer.
+    entries = [
+        _e("intent", "v1"), _e("intent", "lib", "library"),
+        _e("unregistered", "v1"),
+        _e("intent", "v1"),
+    ]
+    assert [(i.kind, i.name) for i in pending(entries)] == [("library", "lib"), ("vm", "v1")]
+
+
 def test_a_vcenter_driver_without_a_chosen_vcenter_is_refused_before_the_run() -> None:
     from vbench.config.scenario import Scenario
     from vbench.engine.vsphere_run import VSphereRun

@@ -94,6 +94,9 @@ def items(entries: Iterable[Mapping[str, Any]]) -> list[JournalItem]:
         if ev == "intent":
             ts = e.get("ts")
             data = e.get("data")
+            # An object made again under the same name (a VM registered back) is as new
+            # as its latest intent: cleanup goes newest first, so it must move to the end.
+            by_key.pop(key, None)
             by_key[key] = JournalItem(
                 str(vc),
                 str(name),
