@@ -69,6 +69,7 @@ def test_dvdstore_argv_one_argument_per_option() -> None:
                     "--run_time=1.5", "--warmup_time=1", "--think_time=0.5",
                     "--db_size=20GB", "--detailed_view=Y", "--n_reviews=3", "--x=a b; c"]
     assert minutes(300) == "5" and minutes(3) == "0.05"
+    assert minutes(7510) == "125.167"  # within a second of the steady state asked for
 
 
 @pytest.mark.parametrize("params,message", [
