@@ -151,7 +151,9 @@ def test_many_quick_commands_never_break_the_connection(
     # Commands that end at once: nothing the controller sends may follow the channel's
     # CLOSE, or sshd drops the whole connection ("... referred to nonexistent channel"),
     # failing every command in flight on it. Commands without stdin read /dev/null, so no
-    # EOF is ever sent; commands fed stdin read it all before they end.
+    # EOF is ever sent; a command fed stdin ends only after the shell around it has read
+    # that stdin to its EOF, even when the command itself stops reading early (`head`
+    # with exactly its input, `true` with input it never reads).
     log = local_guests.sshd.home / "lab" / "sshd.log"
     before = log.read_text(errors="replace").count("nonexistent channel")
     g = guest_pool.get("guest1")
@@ -159,7 +161,13 @@ def test_many_quick_commands_never_break_the_connection(
         quick = list(pool.map(lambda _i: g.run(["true"]), range(300)))
         fed = list(pool.map(lambda _i: g.run(["sh", "-c", "cat >/dev/null"], stdin="x" * 70_000),
                             range(60)))  # fmt: skip
+        early = list(pool.map(
+            lambda i: g.run(["head", "-c", "5000"], stdin="x" * 5000) if i % 2
+            else g.run(["sh", "-c", "exit 3"], stdin="x" * 300_000, check=False),
+            range(400)))  # fmt: skip
     assert all(r.status == 0 for r in quick + fed)
+    assert all(r.status == (0 if i % 2 else 3) for i, r in enumerate(early))
+    assert all(r.stdout == "x" * 5000 for r in early[1::2])
     assert g.run(["echo", "still here"]).stdout == "still here\n"
     assert log.read_text(errors="replace").count("nonexistent channel") == before
 

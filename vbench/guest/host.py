@@ -459,7 +459,10 @@ class _Feeder:
     message for a channel it has freed and drops the whole connection ("ieof packet
     referred to nonexistent channel"), killing every background process on it. Each
     send happens under ``_gate``, and :meth:`stop` (called before the channel closes)
-    takes the gate, so nothing is sent after it.
+    takes the gate, so nothing is sent after it. sshd cannot close first either: the
+    shell around a fed command reads its input to the EOF before it exits (see
+    :func:`vbench.guest.shell.foreground`), so the transport thread's reply to sshd's
+    CLOSE never overtakes our last data or EOF (only a killed command can still race).
     """
 
     _CHUNK = 32768

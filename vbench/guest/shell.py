@@ -47,9 +47,12 @@ def foreground(
     ``exec`` keeps that pid whatever the login shell is. Without ``stdin`` the command
     reads /dev/null, so the controller never has to send EOF on the channel (paramiko can
     send that EOF after the channel's CLOSE when a command ends at once, and sshd then
-    drops the whole connection).
+    drops the whole connection). With ``stdin`` the shell reads its input to the end
+    before it exits, whatever the command read: the channel cannot close before the
+    controller's EOF has arrived, so nothing the controller sends can follow the CLOSE.
     """
-    lines = [f"echo {PID_MARKER}$$"] + ([] if stdin else ["exec </dev/null"])
+    drain = "trap 'cat >/dev/null' EXIT" if stdin else "exec </dev/null"
+    lines = [f"echo {PID_MARKER}$$", drain]
     script = "\n".join([*lines, *prelude(cwd, env), body])
     return f"exec /bin/sh -c {shlex.quote(script)}"
 
