@@ -59,3 +59,18 @@ def test_provisioned_vms_become_guests_by_name_or_ip() -> None:
 def test_a_malformed_target_is_refused() -> None:
     with pytest.raises(ValidationError, match="not host or host:port"):
         _lab(address_map={"10.0.0.5": "gw:port:x"})
+
+
+def test_lab_check_reaches_esxi_hosts_through_their_jump_host() -> None:
+    # lab check must reach a host the way esxtop does (host_spec): through its jump host.
+    from vbench.cli.vsphere_cmds import ssh_check_specs
+
+    lab = _lab(
+        jump_hosts={"bastion": {"address": "10.9.9.9"}},
+        hosts={"esx1": {"address": "10.0.1.1", "jump": "bastion"}, "esx2": {"address": "10.0.1.2"}},
+    )
+    specs = {s.name: s for s in ssh_check_specs(lab)}
+    assert set(specs) == {"n1", "n2", "esxi:esx1", "esxi:esx2"}
+    assert specs["esxi:esx1"].jump is not None and specs["esxi:esx1"].jump.address == "10.9.9.9"
+    assert specs["esxi:esx2"].jump is None and specs["esxi:esx2"].address == "10.0.1.2"
+

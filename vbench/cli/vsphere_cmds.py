@@ -93,12 +93,10 @@ def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
     need on the nodes it uses)."""
     from vbench.config.resolve import vm_groups
     from vbench.errors import VbenchError
-    from vbench.guest.labspec import _endpoint_spec, guest_spec
     from vbench.guest.ssh import GuestPool
     from vbench.vsphere.checks import Check
 
-    specs = [guest_spec(lab, n) for n in lab.nodes]
-    specs += [_endpoint_spec(lab, f"hosts.{n}", f"esxi:{n}", h) for n, h in lab.hosts.items()]
+    specs = ssh_check_specs(lab)
     needs: dict[str, tuple[str, ...]] = {}
     if plan is not None:
         from vbench.engine.session import _tools_by_guest
@@ -129,6 +127,17 @@ def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
     for rows in results.values():
         out.extend(rows)
     return out
+
+
+def ssh_check_specs(lab: Any) -> list[Any]:
+    """What lab check reaches by SSH: every static node, and every ESXi host (named
+    ``esxi:<host>``) as esxtop reaches it, through its jump host."""
+    import dataclasses
+
+    from vbench.guest.labspec import guest_spec, host_spec
+
+    specs = [guest_spec(lab, n) for n in lab.nodes]
+    return specs + [dataclasses.replace(host_spec(lab, n), name=f"esxi:{n}") for n in lab.hosts]
 
 
 # --- vbench cleanup ---------------------------------------------------------------------

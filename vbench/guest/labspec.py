@@ -14,13 +14,15 @@ from vbench.guest.spec import GuestSpec
 def guest_spec(lab: Lab, name: str) -> GuestSpec:
     """Resolve a lab node (defaults, jump host, secrets) into a connectable GuestSpec."""
     node = lab.nodes[name]
-    jump_name = node.jump or lab.defaults.jump
-    jump = (
-        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
-        if jump_name
-        else None
-    )
-    return _endpoint_spec(lab, f"nodes.{name}", name, node, jump=jump)
+    return _endpoint_spec(lab, f"nodes.{name}", name, node, jump=_jump(lab, node.jump))
+
+
+def _jump(lab: Lab, own: str | None) -> GuestSpec | None:
+    """The jump host an endpoint goes through: its own, else the lab default's."""
+    name = own or lab.defaults.jump
+    if not name:
+        return None
+    return _endpoint_spec(lab, f"jump_hosts.{name}", name, lab.jump_hosts[name])
 
 
 def _endpoint_spec(
@@ -65,24 +67,13 @@ def map_address(
 def vm_guest_spec(lab: Lab, name: str, vm_name: str, ip: str) -> GuestSpec:
     """A provisioned (or existing) VM as an SSH guest: the lab's defaults, reached at its
     IP, or where the address map sends its name or IP."""
-    d = lab.defaults
-    jump = (
-        _endpoint_spec(lab, f"jump_hosts.{d.jump}", d.jump, lab.jump_hosts[d.jump])
-        if d.jump
-        else None
-    )
-    spec = _endpoint_spec(lab, f"VM {vm_name}", name, SshEndpoint(address=ip), jump=jump)
-    address, port = map_address(lab.address_map, ip, d.port, vm_name)
+    endpoint = SshEndpoint(address=ip)
+    spec = _endpoint_spec(lab, f"VM {vm_name}", name, endpoint, jump=_jump(lab, None))
+    address, port = map_address(lab.address_map, ip, lab.defaults.port, vm_name)
     return dataclasses.replace(spec, address=address, port=port)
 
 
 def host_spec(lab: Lab, name: str) -> GuestSpec:
     """Resolve a lab ESXi host (`hosts:`) into a connectable GuestSpec (SSH for esxtop)."""
     host = lab.hosts[name]
-    jump_name = host.jump or lab.defaults.jump
-    jump = (
-        _endpoint_spec(lab, f"jump_hosts.{jump_name}", jump_name, lab.jump_hosts[jump_name])
-        if jump_name
-        else None
-    )
-    return _endpoint_spec(lab, f"hosts.{name}", name, host, jump=jump)
+    return _endpoint_spec(lab, f"hosts.{name}", name, host, jump=_jump(lab, host.jump))
