@@ -176,6 +176,9 @@ class Lab(Strict):
             if jump and jump not in self.jump_hosts:
                 raise ValueError(f"node {name}: jump host {jump!r} is not in jump_hosts")
         for name, host in self.hosts.items():
+            jump = host.jump or self.defaults.jump
+            if jump and jump not in self.jump_hosts:
+                raise ValueError(f"host {name}: jump host {jump!r} is not in jump_hosts")
             if host.vcenter and host.vcenter not in self.vcenters:
                 raise ValueError(f"host {name}: vcenter {host.vcenter!r} is not in vcenters")
         for name, vc in self.vcenters.items():
