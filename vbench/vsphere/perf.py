@@ -161,10 +161,13 @@ class PerfPoller:
             result = self.session.call(lambda specs=specs: self.pm.QueryPerf(querySpec=specs))
             self.calls += 1
             by_moref = {str(e.moref): e for e in part}
-            for res in result or []:
-                entity = by_moref.get(str(res.entity))
-                if entity is not None:
-                    self._add_rows(entity, res)
+            # The poll thread and remove() may fetch one entity at once and get the same
+            # samples: the seen-check and the append must not interleave (no duplicates).
+            with self._lock:
+                for res in result or []:
+                    entity = by_moref.get(str(res.entity))
+                    if entity is not None:
+                        self._add_rows(entity, res)
 
     def _add_rows(self, e: _Entity, res: Any) -> None:
         stamps = [si.timestamp for si in res.sampleInfo or []]
