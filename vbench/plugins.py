@@ -70,8 +70,12 @@ class Registry(Generic[T]):
             except Exception as exc:  # a third-party plugin must not break the others
                 self._broken[ep.name] = f"{ep.value}: {type(exc).__name__}: {exc}"
                 continue
-            if obj not in self._items.values() and not isinstance(obj, type(pkg)):
+            if obj in self._items.values() or isinstance(obj, type(pkg)):
+                continue  # its module registered it, or the entry point names a module
+            try:
                 self.register(obj)
+            except (ConfigError, AttributeError, TypeError) as exc:  # a clash, not a plugin
+                self._broken[ep.name] = f"{ep.value}: {exc}"
 
     def _import(self, module: str) -> None:
         try:

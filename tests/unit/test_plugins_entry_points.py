@@ -148,3 +148,40 @@ def test_asking_for_the_broken_driver_names_the_cause(site: Path, tmp_path: Path
     res = _vbench(site, "validate", str(scenario))
     assert res.returncode == 2
     assert "needs_missing" in res.stderr and "no_such_dependency_here" in res.stderr
+
+
+# Entry points that name an object directly (not a module that registers itself): one
+# whose name clashes with a built-in driver, one that is no plugin at all.
+CLASHING = '''
+from vbench.workloads.fio import FioWorkload
+
+
+class Clash(FioWorkload):  # not decorated: the entry point names the class itself
+    pass
+
+
+NOT_A_PLUGIN = 42
+'''
+
+
+def test_an_entry_point_naming_a_clashing_class_is_broken_not_fatal(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    (root / "labclash").mkdir(parents=True)
+    (root / "labclash" / "__init__.py").write_text("")
+    (root / "labclash" / "drivers.py").write_text(CLASHING)
+    info = root / "labclash-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labclash\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[vbench.workloads]\nclash = labclash.drivers:Clash\n"
+        "notaplugin = labclash.drivers:NOT_A_PLUGIN\n"
+    )
+    res = _vbench(root, "plugins", "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    found = {(p["kind"], p["name"]): p for p in data["plugins"]}
+    assert found[("vbench.workloads", "fio")]["origin"] == "vbench.workloads.fio"
+    broken = {b["name"]: b["reason"] for b in data["broken"]}
+    assert set(broken) == {"clash", "notaplugin"}
+    assert "two workload drivers named 'fio'" in broken["clash"]
+    assert broken["notaplugin"].startswith("labclash.drivers:NOT_A_PLUGIN: ")
