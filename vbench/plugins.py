@@ -80,8 +80,10 @@ class Registry(Generic[T]):
     def _import(self, module: str) -> None:
         try:
             importlib.import_module(module)
-        except ImportError as exc:  # e.g. an optional dependency missing in a trimmed install
-            self._broken[module.rsplit(".", 1)[-1]] = f"{module}: {exc}"
+        except Exception as exc:  # a missing optional dependency, or a plugin's own bug:
+            # listed as broken (`vbench plugins --check` exits 3, and asking for it says
+            # why) instead of failing every command or leaving the registry half filled
+            self._broken[module.rsplit(".", 1)[-1]] = f"{module}: {type(exc).__name__}: {exc}"
 
     def get(self, name: str) -> T:
         self._discover()

@@ -16,6 +16,7 @@ from vbench.cli import cli
 from vbench.cli.parse_cmds import parse
 from vbench.cli.plugins_cmds import survey
 from vbench.collectors.base import REGISTRY as COLLECTORS
+from vbench.errors import ConfigError
 from vbench.parsers.base import REGISTRY as PARSERS
 from vbench.plugins import Registry
 from vbench.workloads.base import REGISTRY as WORKLOADS
@@ -90,3 +91,26 @@ def test_plugins_command_json_matches_discovery() -> None:
     rows, broken = survey()
     assert [r.name for r in rows if r.kind == "vbench.workloads"] == WORKLOADS.names()
     assert broken == []
+
+
+def test_a_plugin_package_whose_import_fails_is_listed_broken_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plugin kind of its own: one good package, one whose import raises a plain error.
+    root = tmp_path / "kindpkg"
+    (root / "good").mkdir(parents=True)
+    (root / "bad").mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "good" / "__init__.py").write_text(
+        "from kindpkg import REG\nclass Good:\n    name = 'good'\nREG.register(Good)\n"
+    )
+    (root / "bad" / "__init__.py").write_text("raise RuntimeError('a bug in the plugin')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = import_module("kindpkg")
+    reg: Registry[type] = Registry("kindpkg", "thing", lambda c: c.name)
+    mod.REG = reg
+    assert reg.names() == ["good"]
+    assert reg.broken() == {"bad": "kindpkg.bad: RuntimeError: a bug in the plugin"}
+    with pytest.raises(ConfigError, match=r"could not be loaded.*a bug in the plugin"):
+        reg.get("bad")
+    assert reg.names() == ["good"]  # asked again: the same, not a half-filled registry
