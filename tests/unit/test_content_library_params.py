@@ -117,3 +117,10 @@ def test_steps_of_one_op_need_distinct_labels() -> None:
     assert [st.name for st in ok.steps] == ["create_library", "upload", "pull"]
     with pytest.raises(ValidationError, match="label"):
         params(create, {"op": "import", "library": "l", "label": "up-load"})
+
+
+def test_byte_totals_with_an_unknown_size_stay_unknown() -> None:
+    from vbench.workloads.content_library.ops import known_sum
+
+    assert known_sum([3, 4]) == 7 and known_sum([]) == 0
+    assert known_sum([3, None, 4]) is None  # not 7: that would read as a short sync

@@ -436,10 +436,13 @@ def item_files(s: RestSession, item_id: str) -> list[ItemFile]:
     ]
 
 
-def item_bytes(s: RestSession, item_id: str) -> int:
+def item_bytes(s: RestSession, item_id: str) -> int | None:
     """Bytes an item holds: the sum of its files' sizes (the item's own ``size`` is not
-    filled in by every server)."""
-    return sum(f.size or 0 for f in item_files(s, item_id))
+    filled in by every server); None when the server does not say the size of a file."""
+    sizes = [f.size for f in item_files(s, item_id)]
+    if any(size is None for size in sizes):
+        return None
+    return sum(size for size in sizes if size is not None)
 
 
 def find_item(s: RestSession, library_id: str, name: str) -> str | None:

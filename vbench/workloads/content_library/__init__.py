@@ -162,9 +162,12 @@ def batch_samples(b: Batch) -> list[Sample]:
         fig("ops", float(len(times)), "ops"),
     ]
     if b.op in TRANSFERS:
-        moved = sum(r.bytes for r in b.records)
-        out.append(fig("bytes", float(moved), "B"))
-        out.append(fig("throughput", moved / 1e6 / wall if wall > 0 else None, "MB/s"))
+        from vbench.workloads.content_library.ops import known_sum
+
+        moved = known_sum(r.bytes for r in b.records)
+        out.append(fig("bytes", None if moved is None else float(moved), "B"))
+        rate = moved / 1e6 / wall if moved is not None and wall > 0 else None
+        out.append(fig("throughput", rate, "MB/s"))
         ovh = [r.overhead for r in b.records if r.overhead is not None]
         if ovh:
             out.append(fig("overhead", statistics.median(ovh) * 1e3, "ms"))
