@@ -58,3 +58,11 @@ def test_a_run_without_a_plan_started_nothing_in_guests(tmp_path: Path) -> None:
     empty = tmp_path / "20261123-000000-0123abce"
     empty.mkdir()
     assert clean_guests(lab, empty.name, empty) == []
+
+
+def test_a_damaged_plan_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    lab = Lab.model_validate(LAB)
+    run_dir = _run_dir(tmp_path)
+    (run_dir / "plan.json").write_text('{"groups": ')  # cut short by a full disk
+    (result,) = clean_guests(lab, run_dir.name, run_dir)
+    assert not result.ok and "cannot read" in result.line and "plan.json" in result.line

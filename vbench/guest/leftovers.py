@@ -116,7 +116,11 @@ def clean_guests(lab: Lab, run_id: str, run_dir: Path) -> list[GuestLeftovers]:
         return [GuestLeftovers("-", why, False)]
     if not (run_dir / "plan.json").is_file():
         return []  # the run ended before its plan was written: it started nothing
-    static, vms = static_guests(run_dir, lab)
+    try:
+        static, vms = static_guests(run_dir, lab)
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # a damaged run directory
+        return [GuestLeftovers("-", f"guests: cannot read {run_dir}/plan.json or "
+                                    f"scenario.yaml: {exc}", False)]  # fmt: skip
     out = [GuestLeftovers(n, f"guest {n}: skipped (a VM of a `vm:` group)", True) for n in vms]
     for name in static:
         if name not in lab.nodes:
