@@ -4,10 +4,11 @@ Three shapes are read:
 
 * ``-k SELECTORS``: ``KEY=value`` lines named by the output selectors themselves
   (``THROUGHPUT=9417.22``, ``P99_LATENCY=64``, ``LOCAL_CPU_UTIL=12.5`` …).
-* ``-o SELECTORS`` (what the ``netperf`` workload asks for): a CSV header of human titles ("Throughput", "99th Percentile Latency
-  Microseconds" …) over one line of values, after the test banner (both absent with
-  ``-P 0``). Consoles and logs hard-wrap the banner and the header; the lines between
-  the banner and the values are joined back and checked against the number of values.
+* ``-o SELECTORS`` (what the ``netperf`` workload asks for): a CSV header of human
+  titles ("Throughput", "99th Percentile Latency Microseconds" …) over one line of
+  values, after the test banner (both absent with ``-P 0``). Consoles and logs
+  hard-wrap the banner and the header; the lines between the banner and the values
+  are joined back and checked against the number of values.
   Titles map back to selector names; an unknown title keeps a snake_case name.
 * A JSON list of such captures, one ``[banner, header, values]`` per test (how
   PerfKitBenchmarker stores them).
