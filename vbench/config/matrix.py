@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class PointSpec:
 def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
     """All points of the scenario, each with its own validated scenario."""
     _check_zip_and_exclude(scenario, src)
+    _check_topology_paths(scenario, src)
     if scenario.label is not None:
         searched = [scenario.search.factor] if scenario.search is not None else []
         problems = template_problems(scenario.label, scenario.factors, searched)
@@ -112,6 +114,40 @@ def _check_zip_and_exclude(scenario: Scenario, src: Source) -> None:
                 )
     if issues:
         raise ConfigValidationError(issues)
+
+
+def _check_topology_paths(scenario: Scenario, src: Source) -> None:
+    """A path into ``topology.<group>`` must name a group the scenario has: writing to
+    a misspelt group would create a new one (a phantom group of one guest), and a
+    scaling study would then not scale."""
+    paths: list[tuple[str, tuple[str | int, ...], bool]] = []  # (path, origin, at a key)
+    for name, factor in scenario.factors.items():
+        if factor.path is not None:
+            paths.append((factor.path, ("factors", name, "path"), False))
+        for i, level in enumerate(factor.levels):
+            paths += [(p, ("factors", name, "levels", i, "set", p), True) for p in level.set]
+    if scenario.search is not None:
+        if scenario.search.path is not None:
+            paths.append((scenario.search.path, ("search", "path"), False))
+        paths += [(p, ("search", "also", i), False) for i, p in enumerate(scenario.search.also)]
+    issues = [
+        src.issue(origin, problem, key=key)
+        for path, origin, key in paths
+        if (problem := _topology_path_problem(path, scenario)) is not None
+    ]
+    if issues:
+        raise ConfigValidationError(issues)
+
+
+def _topology_path_problem(path: str, scenario: Scenario) -> str | None:
+    parts = path.split(".")
+    if parts[0] != "topology" or len(parts) < 2 or parts[1] in scenario.topology:
+        return None
+    groups = list(scenario.topology)
+    close = difflib.get_close_matches(parts[1], groups, n=1)
+    hint = f"; did you mean {'.'.join(['topology', close[0], *parts[2:]])}?" if close else ""
+    return (f"{path}: no group {parts[1]!r} in topology (groups: "
+            f"{', '.join(groups) or 'none'}){hint}")
 
 
 def _no_factor(name: str, scenario: Scenario) -> str:
