@@ -263,6 +263,37 @@ def test_duplicate_run_id_is_refused(store: Store) -> None:
         store.create_run(run_info("r1"))
 
 
+def test_what_makes_runs_comparable_is_stored_with_the_run(store: Store) -> None:
+    store.create_run(run_info("r-set", scenario_hash="3f2a1b0c9d8e", base_scenario_hash="aa11",
+                              overrides=("workload.params.rate_iops=2000", "repeat=5")))
+    store.create_run(run_info("r-plain", started=2000.0, scenario_hash="aa11",
+                              base_scenario_hash="aa11"))
+    row = store.get_run("r-set")
+    assert (row.scenario_hash, row.base_scenario_hash) == ("3f2a1b0c9d8e", "aa11")
+    assert row.overrides == ("workload.params.rate_iops=2000", "repeat=5")
+    assert store.get_run("r-plain").overrides == ()
+
+
+def test_a_run_stored_before_schema_4_reads_without_the_comparison_keys(
+    url: str, tmp_path: Path
+) -> None:
+    engine = sa_engine(url)
+    try:
+        with engine.begin() as conn:
+            migrations.migrate(conn, "here", migrations.MIGRATIONS[:3])
+            # The runs table as schema 3 left it (the current table has more columns).
+            conn.execute(sa.text(
+                "INSERT INTO runs (run_id, scenario_name, status, started, tags, scenario, "
+                "lab, environment, vbench_version) VALUES ('old', 's', 'ok', 1.0, '[]', "
+                "'{\"name\": \"s\"}', '{\"name\": \"l\"}', '{}', '0.1')"))
+    finally:
+        engine.dispose()
+    with Store.open(url, tmp_path) as s:  # migrates 3 -> latest
+        row = s.get_run("old")
+    assert (row.scenario_hash, row.base_scenario_hash, row.overrides) == (None, None, ())
+    assert row.scenario == {"name": "s"}
+
+
 def test_schema_matches_migrations_and_reopen_is_idempotent(url: str, tmp_path: Path) -> None:
     Store.open(url, tmp_path).close()
     Store.open(url, tmp_path).close()

@@ -129,10 +129,21 @@ def _v3_headline(conn: Connection) -> None:
     conn.execute(sa.text("ALTER TABLE runs ADD COLUMN headline TEXT"))
 
 
+def _v4_comparable(conn: Connection) -> None:
+    """Schema version 4, frozen: what makes runs comparable, recorded when a run starts —
+    the hash of the resolved scenario after ``--set``, the hash of the scenario file
+    without them, and the ``--set`` arguments (a JSON list as text). NULL for runs stored
+    before it (readers compute the scenario hash from the stored scenario)."""
+    for column in ("scenario_hash", "base_scenario_hash", "overrides"):
+        conn.execute(sa.text(f"ALTER TABLE runs ADD COLUMN {column} TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: runs, run_tags, points, trials, samples", _v1_initial),
     Migration(2, "baselines: the reference run of a scenario per lab", _v2_baselines),
     Migration(3, "runs.headline: the metrics a report leads with", _v3_headline),
+    Migration(4, "runs.scenario_hash, base_scenario_hash, overrides: what makes runs "
+              "comparable", _v4_comparable),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

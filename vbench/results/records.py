@@ -98,6 +98,11 @@ class RunInfo:
     run_dir: str | None = None
     ended: float | None = None
     headline: tuple[str, ...] = ()  # metrics the report leads with (first: the headline)
+    # What makes runs comparable (vbench.results.identity): the resolved scenario's hash
+    # after --set, the scenario file's hash without them, and the --set arguments.
+    scenario_hash: str | None = None
+    base_scenario_hash: str | None = None
+    overrides: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,9 @@ class RunRow:
     n_trials: int
     n_samples: int
     headline: tuple[str, ...] = ()
+    scenario_hash: str | None = None  # NULL for runs stored before schema 4
+    base_scenario_hash: str | None = None
+    overrides: tuple[str, ...] = ()  # the run's --set arguments
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,9 @@ def _run_row(m: Mapping[str, Any]) -> RunRow:
         n_trials=int(m["n_trials"]),
         n_samples=int(m["n_samples"]),
         headline=tuple(json.loads(m["headline"])) if m.get("headline") else (),
+        scenario_hash=m.get("scenario_hash"),
+        base_scenario_hash=m.get("base_scenario_hash"),
+        overrides=tuple(json.loads(m["overrides"])) if m.get("overrides") else (),
     )
 
 
@@ -370,6 +376,9 @@ class Store:
                 run_dir=info.run_dir,
                 vbench_version=__version__,
                 headline=json.dumps(list(info.headline)),
+                scenario_hash=info.scenario_hash,
+                base_scenario_hash=info.base_scenario_hash,
+                overrides=json.dumps(list(info.overrides)),
             ))
             if tags:
                 conn.execute(

@@ -57,6 +57,12 @@ runs = sa.Table(
     sa.Column("vbench_version", sa.Text, nullable=False),
     # JSON list as text (added by migration 3; NULL for runs stored before it).
     sa.Column("headline", sa.Text, nullable=True),
+    # Added by migration 4 (NULL for runs stored before it): the resolved scenario's
+    # hash after --set, the scenario file's hash without them, the --set arguments as a
+    # JSON list as text.
+    sa.Column("scenario_hash", sa.Text, nullable=True),
+    sa.Column("base_scenario_hash", sa.Text, nullable=True),
+    sa.Column("overrides", sa.Text, nullable=True),
     sa.Index("ix_runs_scenario_started", "scenario_name", "started"),
     sa.Index("ix_runs_started", "started"),
 )
