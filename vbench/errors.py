@@ -1,6 +1,6 @@
 """The one error hierarchy. Layers raise these; only the CLI prints them.
 
-Exit codes (docs/exit-codes.md): 0 ok, 1 QoS or regression failure, 2 usage or
+Exit codes (docs/cli.md#exit-codes): 0 ok, 1 QoS or regression failure, 2 usage or
 configuration error, 3 lab or infrastructure error, 130 interrupted.
 """
 

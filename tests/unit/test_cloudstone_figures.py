@@ -15,7 +15,7 @@ from vbench.workloads.cloudstone.params import (
     stationary_mix,
 )
 
-# STUDIES.md §4: the mix Faban reports for the Olio matrix (1500 users), percent.
+# The CloudStone study: the mix Faban reports for the Olio matrix (1500 users), percent.
 STUDY_MIX = {"HomePage": 26.14, "Login": 10.22, "TagSearch": 33.37, "EventDetail": 24.71,
              "PersonDetail": 2.65, "AddPerson": 0.86, "AddEvent": 2.04}  # fmt: skip
 

@@ -87,3 +87,180 @@ def test_quickstart_binds_to_the_local_lab() -> None:
     )
     assert len(plan.points) == 2 and plan.repeat == 3
     assert plan.groups["storage"] == ("guest1", "guest2")
+
+
+# ------------------------------------------------------------- every CLI option
+
+
+def _leaf_commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out: list[tuple[str, click.Command]] = []
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # a lazy group (parse) builds its commands here
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
+        full = f"{prefix}{name}"
+        if isinstance(cmd, click.Group):
+            out += _leaf_commands(cmd, full + " ")
+        else:
+            out.append((full, cmd))
+    return out
+
+
+def _cli_sections() -> list[str]:
+    return re.split(r"^## ", (ROOT / "docs" / "cli.md").read_text(), flags=re.M)
+
+
+def _undocumented_options(sections: list[str]) -> list[str]:
+    missing = []
+    for full, cmd in _leaf_commands(cli):
+        text = "\n".join(s for s in sections if f"`vbench {full}" in s.splitlines()[0])
+        assert text, f"`vbench {full}` has no section in docs/cli.md"
+        for p in cmd.params:
+            if not isinstance(p, click.Option) or "--help" in p.opts:
+                continue
+            if not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text) for o in p.opts):
+                missing.append(f"vbench {full} {'/'.join(p.opts)}")
+    return missing
+
+
+def test_every_option_of_every_command_is_documented_in_its_section() -> None:
+    missing = _undocumented_options(_cli_sections())
+    assert not missing, f"options missing from their command's section of docs/cli.md: {missing}"
+
+
+def test_the_option_check_finds_a_missing_option() -> None:
+    """The check above can fail: a section without `--limit` is caught."""
+    sections = [s.replace("--limit", "--lim1t") if s.startswith("`vbench ls") else s
+                for s in _cli_sections()]
+    assert "vbench ls --limit" in _undocumented_options(sections)
+
+
+# ----------------------------------------------- driver docs against their models
+
+# Where each built-in driver's parameters are documented for users.
+DRIVER_DOCS = {
+    "cloudstone": ("drivers/cloudstone/README.md", "docs/cloudstone.md"),
+    "content_library": ("docs/content-library.md",),
+    "dvdstore": ("drivers/dvdstore/README.md",),
+    "fio": ("drivers/fio/README.md",),
+    "iperf3": ("drivers/iperf3/README.md",),
+    "netperf": ("drivers/netperf/README.md",),
+    "redis_scaleout": ("drivers/redis/README.md",),
+    "vcbench": ("docs/vcbench.md",),
+    "vdbench": ("drivers/vdbench/README.md",),
+}
+_PARAM_HEADS = {"parameter", "parameters", "param", "name", "field"}
+
+
+def _driver_doc(driver: str) -> str:
+    return "\n".join((ROOT / p).read_text() for p in DRIVER_DOCS[driver])
+
+
+def _mentioned(field: str, text: str) -> bool:
+    """Named as `field`, as a YAML key (``field:``, also commented out) or inside a
+    backticked option list such as `netperf`/`netserver`."""
+    f = re.escape(field)
+    return bool(re.search(rf"`{f}`|(?<![\w.-]){f}:|`[^`\n]*\b{f}\b[^`\n]*`", text))
+
+
+def _table_names(text: str) -> set[str]:
+    """Backticked names in the first column of tables headed parameter/name."""
+    names: set[str] = set()
+    for block in re.findall(r"((?:^\|.*\n)+)", text, re.M):
+        lines = block.strip().splitlines()
+        head = lines[0].strip().strip("|").split("|")[0].strip().lower()
+        if head in _PARAM_HEADS:
+            for line in lines[2:]:
+                names |= set(re.findall(r"`([\w.]+)`", line.strip().strip("|").split("|")[0]))
+    return names
+
+
+def _yaml_params(driver: str, text: str) -> list[dict]:
+    out = []
+    for m in re.finditer(r"```yaml\n(.*?)```", text, re.S):
+        doc = yaml.safe_load(m.group(1))
+        work = doc.get("workload") if isinstance(doc, dict) else None
+        if isinstance(work, dict) and work.get("driver") == driver and work.get("params"):
+            out.append(work["params"])
+    return out
+
+
+def test_every_builtin_driver_has_its_docs_listed() -> None:
+    from vbench.workloads.base import REGISTRY, driver_names
+
+    builtin = {n for n in driver_names() if REGISTRY.origin(n).startswith("vbench.")}
+    assert builtin == set(DRIVER_DOCS)
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVER_DOCS))
+def test_driver_docs_match_the_parameter_model(driver: str) -> None:
+    from vbench.workloads.base import get_driver
+
+    model = get_driver(driver).Params
+    fields = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+    text = _driver_doc(driver)
+    unnamed = sorted(f for f in model.model_fields if not _mentioned(f, text))
+    assert not unnamed, f"{driver}: parameters its docs never name: {unnamed}"
+    unknown = sorted(_table_names(text) - fields)
+    assert not unknown, f"{driver}: its docs' parameter tables name no such parameter: {unknown}"
+    for params in _yaml_params(driver, text):
+        model.model_validate(params)  # an example with a key that does not exist fails here
+
+
+def test_the_driver_doc_check_finds_a_stale_table_row() -> None:
+    text = "| parameter | default |\n|---|---|\n| `iodepth` | 1 |\n| `io_depth` | 1 |\n"
+    assert _table_names(text) == {"iodepth", "io_depth"}
+    assert not _mentioned("numjobs", text)
+
+
+# ------------------------------------------------------ what the docs may cite
+
+
+_CODE_DIRS = ("vbench", "scenarios", "examples", "drivers", "docs", "tests", "bench")
+_OUTSIDE = ("STUDIES" + ".md", "../" + "shared")
+
+
+def _project_files() -> list[Path]:
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml"]
+    for d in _CODE_DIRS:
+        files += [p for p in (ROOT / d).rglob("*") if p.is_file()
+                  and p.suffix in {".py", ".md", ".yaml", ".yml", ".sh", ".j2", ".txt", ""}
+                  and "__pycache__" not in p.parts]
+    # The one module that knows where the corpus sits (see docs/design.md, Tests).
+    return [p for p in files if p != ROOT / "tests" / "corpus.py"]
+
+
+def test_nothing_cites_documents_outside_the_project() -> None:
+    cited = [f"{p.relative_to(ROOT)}: {word}" for p in _project_files()
+             for word in _OUTSIDE if word in p.read_text(errors="replace")]
+    assert not cited, cited
+
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[^\w\s-]", "", heading.strip().lower())
+    return re.sub(r"\s+", "-", text)
+
+
+def test_docs_cited_in_the_code_exist() -> None:
+    """Every docs/… or drivers/…/README.md a module names exists (with its #anchor)."""
+    pattern = re.compile(r"\b((?:docs/[\w.-]+\.md|drivers/[\w-]+/README\.md))(#[\w-]+)?")
+    broken = []
+    for py in sorted((ROOT / "vbench").rglob("*.py")):
+        for m in pattern.finditer(py.read_text()):
+            target = ROOT / m.group(1)
+            if not target.is_file():
+                broken.append(f"{py.relative_to(ROOT)}: {m.group(0)}")
+            elif m.group(2):
+                slugs = {_slug(h) for h in re.findall(r"^#+ (.*)$", target.read_text(), re.M)}
+                if m.group(2)[1:] not in slugs:
+                    broken.append(f"{py.relative_to(ROOT)}: {m.group(0)} (no such heading)")
+    assert not broken, broken
+
+
+def test_design_doc_describes_every_layer_as_built() -> None:
+    design = (ROOT / "docs" / "design.md").read_text()
+    for pkg in sorted(p.name for p in (ROOT / "vbench").iterdir()
+                      if (p / "__init__.py").is_file()):
+        assert f"`vbench/{pkg}/`" in design, f"docs/design.md has no layer row for {pkg}"
+    for word in ("to come", "not yet written", "will be added"):
+        assert word not in design.lower(), f"docs/design.md still says {word!r}"

@@ -1,4 +1,4 @@
-"""The dedup/compression pitfalls of STUDIES.md §2 are stopped or flagged before a run."""
+"""The dedup/compression pitfalls of the storage studies are stopped or flagged before a run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``cloudstone`` workload driver (STUDIES.md §4): CloudStone / Olio web tier.
+"""The ``cloudstone`` workload driver: CloudStone / Olio web tier.
 
 N independent instances, each a server guest running the Olio-shaped app of
 ``drivers/cloudstone/`` (nginx + PHP-FPM + MariaDB, :mod:`.sut`) — or the user's own app

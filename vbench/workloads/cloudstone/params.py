@@ -1,4 +1,4 @@
-"""Parameters of the ``cloudstone`` driver, and the Olio defaults from STUDIES.md §4.
+"""Parameters of the ``cloudstone`` driver, and the Olio defaults of the CloudStone study.
 
 The default transition matrix is Faban's Olio matrix (seed 003 appendix C), the default
 limits the seeds' pass criteria. The required mix of a matrix is its stationary

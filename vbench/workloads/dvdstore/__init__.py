@@ -1,4 +1,4 @@
-"""The ``dvdstore`` workload driver: DVD Store OLTP orders per minute (STUDIES.md §5).
+"""The ``dvdstore`` workload driver: DVD Store OLTP orders per minute.
 
 DVD Store's drivers are C# programs the user brings (``ds2webdriver``, ``ds3mysqldriver``
 …, on Windows or under mono); vbench runs the user's driver command in every guest of

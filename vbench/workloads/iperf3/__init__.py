@@ -1,4 +1,4 @@
-"""The ``iperf3`` workload driver: network throughput between guest pairs (STUDIES.md §7).
+"""The ``iperf3`` workload driver: network throughput between guest pairs.
 
 One ``iperf3 -s -1`` per client instance on a ``servers`` guest, one ``iperf3 -c … -J``
 per instance on a ``clients`` guest (pairing and directories: :mod:`.pairs`). The warm-up

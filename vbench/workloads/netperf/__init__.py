@@ -1,4 +1,4 @@
-"""The ``netperf`` workload driver: netperf between guest pairs (STUDIES.md §7, LRO).
+"""The ``netperf`` workload driver: netperf between guest pairs (the LRO study).
 
 One ``netserver -D`` per client instance on a ``servers`` guest and one ``netperf``
 per instance on a ``clients`` guest (pairing: :mod:`vbench.workloads.iperf3.pairs`).

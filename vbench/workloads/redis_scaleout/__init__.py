@@ -1,4 +1,4 @@
-"""The ``redis_scaleout`` workload driver (STUDIES.md §3): redis-server instances,
+"""The ``redis_scaleout`` workload driver: redis-server instances,
 twemproxy and HAProxy tiers, and redis-benchmark clients, in three roles.
 
 Per trial: prepare renders and pushes the configs, pins if asked, checks ports, starts
