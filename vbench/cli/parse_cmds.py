@@ -42,7 +42,7 @@ class ParseGroup(click.Group):
             return None
         if parser.rows is None:
             return _streaming_commands().get(name)
-        return _text_command(name, parser.summary)
+        return _text_command(name, parser.summary, parser.detail_flag, parser.detail_help)
 
 
 @click.group(cls=ParseGroup)
@@ -50,16 +50,21 @@ def parse() -> None:
     """Parse a tool's output file into tidy records."""
 
 
-def _text_command(name: str, help_text: str) -> click.Command:
+def _text_command(name: str, help_text: str, detail_flag: str = "",
+                  detail_help: str = "") -> click.Command:
     @click.command(name=name, help=help_text)
     @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
     @click.option("--format", "fmt", type=FORMATS, default="csv", show_default=True)
-    def command(file: Path, fmt: str) -> None:
+    def command(file: Path, fmt: str, detail: bool = False) -> None:
         from vbench.parsers.base import get_parser
 
         text = file.read_text(encoding="utf-8", errors="replace")
-        click.echo(_render(get_parser(name).parse_rows(text, str(file)), fmt), nl=False)
+        rows = get_parser(name).parse_rows(text, str(file), detail=detail)
+        click.echo(_render(rows, fmt), nl=False)
 
+    if detail_flag:  # finer rows only on request (fio: one row per job)
+        command = click.option(f"--{detail_flag}", "detail", is_flag=True,
+                               help=detail_help)(command)
     return command
 
 

@@ -24,15 +24,21 @@ class ToolParser:
     ``rows`` turns a file's text into flat rows (``vbench parse TOOL FILE``). A parser
     whose files are too big to read whole (esxtop) sets ``rows`` to None: the CLI has a
     streaming command of its own for it (a test holds that every parser has a command).
+    ``detail`` gives finer rows on request (the command's ``--<detail_flag>``), for files
+    whose finest rows would drown the answer (fio: one row per job of a 64-job run).
     """
 
     name: str  # the command name: "fio", "redis-benchmark"
     summary: str  # one line: what files it reads
     rows: Callable[[str, str], Rows] | None = None  # (text, source) -> rows
+    detail: Callable[[str, str], Rows] | None = None  # (text, source) -> finer rows
+    detail_flag: str = ""  # e.g. "per-job": the option `--per-job`
+    detail_help: str = ""
 
-    def parse_rows(self, text: str, source: str) -> Rows:
-        assert self.rows is not None
-        return self.rows(text, source)
+    def parse_rows(self, text: str, source: str, *, detail: bool = False) -> Rows:
+        fn = self.detail if detail and self.detail is not None else self.rows
+        assert fn is not None
+        return fn(text, source)
 
 
 def _origin(p: ToolParser) -> str:

@@ -429,8 +429,9 @@ def aggregate_guests(per_guest: Mapping[str, FioResult]) -> list[Sample]:
 
 
 def records_to_rows(result: FioResult) -> list[dict[str, Any]]:
-    """Flat rows for ``vbench parse fio --format csv|json``."""
-    return [
+    """Flat rows for ``vbench parse fio --per-job``: every job, then (with several jobs)
+    the total over them (:func:`total_rows`)."""
+    rows = [
         {
             "job": r.job,
             "direction": r.direction,
@@ -441,6 +442,24 @@ def records_to_rows(result: FioResult) -> list[dict[str, Any]]:
             "error": r.error,
         }
         for r in result.records
+    ]
+    return rows + (total_rows(result) if len(result.jobs) > 1 else [])
+
+
+def total_rows(result: FioResult) -> list[dict[str, Any]]:
+    """The run's figures over all its jobs (:func:`combine_jobs`), ``job`` = ``all (N
+    jobs)``, plus ``total`` IOPS and bandwidth over the directions. Percentiles of several
+    jobs stay empty: they cannot be combined from the jobs' own (fio's group_reporting=1
+    merges the jobs before it computes them)."""
+    job = f"all ({len(result.jobs)} jobs)" if len(result.jobs) != 1 else result.jobs[0]
+    error = next((e for _, e in result.errors), 0)
+    figures = combine_jobs(result)
+    for metric in ("iops", "bw"):
+        figures["total", metric] = _sum(v for (_, m), v in list(figures.items()) if m == metric)
+    return [
+        {"job": job, "direction": d, "metric": m, "value": v, "unit": UNITS[m],
+         "fio_version": result.fio_version, "error": error}
+        for (d, m), v in figures.items()
     ]
 
 
@@ -513,7 +532,15 @@ def _refuse_failed(result: FioResult, guest: str | None) -> None:
 
 
 def _cli_rows(text: str, source: str) -> list[dict[str, Any]]:
+    result = parse_fio_json(text, source=source)
+    return total_rows(result) if len(result.jobs) > 1 else records_to_rows(result)
+
+
+def _cli_job_rows(text: str, source: str) -> list[dict[str, Any]]:
     return records_to_rows(parse_fio_json(text, source=source))
 
 
-register(ToolParser("fio", "fio --output-format=json output (fio 2.x and 3.x).", _cli_rows))
+register(ToolParser(
+    "fio", "fio --output-format=json output (fio 2.x and 3.x): the total over the jobs.",
+    _cli_rows, detail=_cli_job_rows, detail_flag="per-job",
+    detail_help="Also one row per job and direction (before the total)."))
