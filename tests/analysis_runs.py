@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vbench.results.identity import lab_fingerprint, scenario_hash
 from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult
 from vbench.results.store import Store
 
@@ -62,16 +63,20 @@ def add_run(
     failed: Sequence[tuple[int, int]] = (),
     labelled: Sequence[tuple[int, int, str, Mapping[str, str], float]] = (),
     run_dir: str | None = None,
+    overrides: Sequence[str] = (),
 ) -> str:
     """Write one run: ``points`` in order (index = position), each with per-trial values
     per metric (None = missing figure). ``failed`` (point, trial) pairs are recorded as
-    failed trials; ``labelled`` adds (point, trial, metric, labels, value) samples."""
+    failed trials; ``labelled`` adds (point, trial, metric, labels, value) samples;
+    ``overrides`` are the run's --set arguments."""
     sc = dict(scenario or scenario_doc())
+    lab_doc = dict(lab or {"name": "lab1"})
     store.create_run(RunInfo(
         run_id=run_id, scenario_name=sc["name"], started=started, tags=tuple(tags),
-        scenario=sc, lab=dict(lab or {"name": "lab1"}), lab_fingerprint="fp1",
+        scenario=sc, lab=lab_doc, lab_fingerprint=lab_fingerprint(lab_doc),
+        scenario_hash=scenario_hash(sc),
         environment=dict(environment or {"controller": {"command": "vbench run demo.yaml"}}),
-        run_dir=run_dir,
+        run_dir=run_dir, overrides=tuple(overrides),
     ))
     store.add_points(run_id, [(i, dict(labels)) for i, (labels, _) in enumerate(points)])
     for p, (_labels, metrics) in enumerate(points):

@@ -8,7 +8,9 @@ threshold at all — with 3 trials against 3 the smallest possible two-sided p-v
 difference is called significant when they do not overlap. With fewer than two
 trials on a side there is no interval and the answer is "cannot tell".
 
-Points are matched by their labels (factor → level), not by their index.
+Points are matched by their labels (factor → level), not by their index. What the runs
+measured and where (scenario after ``--set``, overrides, lab) is compared too, so that a
+difference in the figures is never read without the difference in the experiment.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from vbench.analysis.comparable import Comparability, compare_runs
 from vbench.analysis.figures import FactDiff, RunFigures, better, fact_differences, present
 from vbench.analysis.stats import Summary, summarize
 
@@ -121,8 +124,10 @@ class CompareResult:
     rows: tuple[CompareRow, ...]
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
-    differences: tuple[FactDiff, ...]
+    differences: tuple[FactDiff, ...]  # testbed, guest and version facts
     alpha: float
+    # What each run measured and where: scenario (after --set), overrides, lab.
+    comparability: Comparability | None = None
 
     @property
     def hardware_differs(self) -> bool:
@@ -172,6 +177,9 @@ def compare_figures(
         rows=tuple(rows),
         only_a=tuple(a.title(p) for p in sorted(a.points) if p not in matched_a),
         only_b=tuple(b.title(p) for p in sorted(b.points) if p not in matched_b),
-        differences=tuple(fact_differences(a.run, b.run)),
+        # The lab is compared in full by the comparability check, not as facts.
+        differences=tuple(d for d in fact_differences(a.run, b.run)
+                          if not d.key.startswith("lab.")),
         alpha=alpha,
+        comparability=compare_runs(a.run, b.run),
     )

@@ -12,9 +12,12 @@ The baseline is chosen by a spec:
 "Earlier" means started before the run being checked, so re-checking an old run later
 gives the same answer. Compatible: the same measured experiment (the scenario's
 topology, workload, factors and phases hash alike) and no hardware difference in the
-testbed facts (host or CPU model, memory, vCPUs, NICs …); a new ESXi build or guest
-kernel is what a nightly check is meant to catch, so versions do not break
-compatibility.
+testbed facts (host or CPU model, memory, vCPUs, NICs …) and the same kind of lab
+(simulated, throttled, local or real: see :mod:`vbench.results.identity`); a new ESXi
+build or guest kernel is what a nightly check is meant to catch, so versions do not
+break compatibility. When the baseline differs from the run in its scenario (after
+``--set``), its overrides or its lab, the result carries the differences, printed as a
+diff with the verdict.
 
 A check (one metric at one point) is a regression when the run is worse than the
 baseline by more than ``min_effect`` (relative to the baseline mean, in the metric's
@@ -30,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vbench.analysis.comparable import Comparability, compare_runs
 from vbench.analysis.compare import Significance, match_points, significance
 from vbench.analysis.figures import (
     RunFigures,
@@ -90,6 +94,8 @@ class RegressionResult:
     min_effect: float
     alpha: float
     note: str = ""  # why the check was skipped, when it was
+    # The (first) baseline run against the run checked: scenario, --set, lab.
+    comparability: Comparability | None = None
 
     @property
     def skipped(self) -> bool:
@@ -117,11 +123,19 @@ class RegressionResult:
 
 
 def incompatibility(run: RunRow, other: RunRow) -> str | None:
-    """Why ``other`` cannot serve as a baseline for ``run`` (None: it can)."""
+    """Why ``other`` cannot serve as a baseline for ``run`` (None: it can), naming what
+    differs."""
     if other.scenario_name != run.scenario_name:
         return f"scenario {other.scenario_name} is not {run.scenario_name}"
+    comp = compare_runs(_as_dict(other), _as_dict(run))
     if measurement_hash(other.scenario) != measurement_hash(run.scenario):
-        return "the scenario measures something else (topology, workload, factors or phases)"
+        measured = comp.measurement_changes()
+        what = measured[0].text if measured else "topology, workload, factors or phases"
+        more = f" (+{len(measured) - 1} more)" if len(measured) > 1 else ""
+        return f"the scenario measures something else: {what}{more}"
+    if comp.a.lab_kind != comp.b.lab_kind:
+        # A simulated or throttled lab is no reference for a real one, and the reverse.
+        return f"the lab differs: {comp.a.lab_kind.text} → {comp.b.lab_kind.text}"
     hw = [d for d in fact_differences(_as_dict(other), _as_dict(run)) if d.hardware]
     if hw:
         d = hw[0]
@@ -290,4 +304,5 @@ def run_regression(
     bases = [load(r) for r in choice.run_ids]
     checks = check_regression(current, bases, metrics, min_effect=min_effect, alpha=alpha,
                               better_overrides=better_overrides)
-    return RegressionResult(choice, tuple(checks), min_effect, alpha)
+    comp = compare_runs(bases[0].run, current.run) if bases else None
+    return RegressionResult(choice, tuple(checks), min_effect, alpha, comparability=comp)

@@ -24,6 +24,22 @@ def _stats(s: Any) -> dict[str, Any]:
     return {k: getattr(s, k) for k in ("n", "mean", "stdev", "min", "max", "ci_low", "ci_high")}
 
 
+def _comparable_json(comp: Any) -> dict[str, Any] | None:
+    """Scenario, --set and lab of both runs and what differs (None: not compared)."""
+    if comp is None:
+        return None
+
+    def side(i: Any) -> dict[str, Any]:
+        return {"scenario_hash": i.scenario_hash, "base_scenario_hash": i.base_scenario_hash,
+                "overrides": list(i.overrides), "lab": i.lab_name, "lab_kind": i.lab_kind.kind,
+                "lab_throttled": i.lab_kind.throttled, "lab_fingerprint": i.lab_fingerprint}
+
+    return {"same_scenario": comp.same_scenario, "same_lab": comp.same_lab,
+            "a": side(comp.a), "b": side(comp.b),
+            "scenario_changes": [dataclasses.asdict(c) for c in comp.scenario],
+            "lab_changes": [dataclasses.asdict(c) for c in comp.lab]}
+
+
 @click.command()
 @click.argument("run_a")
 @click.argument("run_b")
@@ -64,6 +80,7 @@ def compare(
         "a": result.run_a.get("run_id"),
         "b": result.run_b.get("run_id"),
         "alpha": alpha,
+        "comparable": _comparable_json(result.comparability),
         "differences": [dataclasses.asdict(d) | {"hardware": d.hardware}
                         for d in result.differences],
         "only_a": list(result.only_a),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import signal
 import sys
@@ -28,6 +27,7 @@ from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
 from vbench.guest.ssh import GuestPool
+from vbench.results.identity import lab_fingerprint, scenario_hash
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
@@ -63,9 +63,16 @@ class RunSession:
         return cls(request, scenario, lab, plan)
 
 
-def lab_fingerprint(lab: Lab) -> str:
-    blob = json.dumps(lab.redacted(), sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+def base_scenario_hash(session: RunSession, resolved: dict[str, Any]) -> str | None:
+    """The hash of the scenario file as resolved without the run's --set overrides
+    (None when the file alone does not validate, e.g. an override supplies a field)."""
+    if not session.request.sets:
+        return scenario_hash(resolved)
+    try:
+        base = load_scenario(session.request.scenario)
+    except VbenchError:
+        return None
+    return scenario_hash(redact(base.model.model_dump(mode="json", exclude_none=True)))
 
 
 def preflight(plan: Plan, pool: GuestPool, names: list[str] | None = None) -> None:
@@ -163,7 +170,10 @@ def execute(
             tags=tuple(req.tags),
             scenario=scenario_doc,
             lab=lab_doc,
-            lab_fingerprint=lab_fingerprint(lab),
+            lab_fingerprint=lab_fingerprint(lab_doc),
+            scenario_hash=scenario_hash(scenario_doc),
+            base_scenario_hash=base_scenario_hash(session, scenario_doc),
+            overrides=tuple(req.sets),
             environment=env,
             run_dir=str(rundir.path),
             headline=headline_of(plan),

@@ -25,6 +25,19 @@ def run_label(run: Mapping[str, Any]) -> str:
     return f"{run.get('run_id', '?')}" + (f" ({extra})" if extra else "")
 
 
+def comparability_rows(result: CompareResult) -> list[tuple[str, str, str]]:
+    """(what, A, B) for every scenario, --set and lab difference of the two runs."""
+    comp = result.comparability
+    if comp is None:
+        return []
+    rows = [(f"scenario: {c.path}", c.a or "absent", c.b or "absent") for c in comp.scenario]
+    if not comp.same_overrides:
+        rows.append(("--set", " ".join(comp.a.overrides) or "none",
+                     " ".join(comp.b.overrides) or "none"))
+    rows += [(f"lab: {c.path}", c.a or "absent", c.b or "absent") for c in comp.lab]
+    return rows
+
+
 def compare_rows(result: CompareResult) -> list[dict[str, str]]:
     rows = []
     for r in result.rows:
@@ -65,8 +78,11 @@ def overlay_section(
             "a": primary.run_id,
             "b": other.run_id,
             "rows": compare_rows(result),
-            "differences": [(d.key, d.a or "absent", d.b or "absent")
-                            for d in result.differences],
+            # What the runs measured and where first (scenario after --set, overrides,
+            # lab), then the testbed facts.
+            "differences": [*comparability_rows(result),
+                            *((d.key, d.a or "absent", d.b or "absent")
+                              for d in result.differences)],
             "only_a": list(result.only_a),
             "only_b": list(result.only_b),
         })

@@ -54,6 +54,8 @@ def _run_line(tag: str, run: Any) -> str:
 
 def format_compare(result: CompareResult) -> str:
     out = [_run_line("A", result.run_a), _run_line("B", result.run_b), ""]
+    if result.comparability is not None:
+        out += result.comparability.lines()
     if result.differences:
         kind = "hardware and versions" if result.hardware_differs else "versions or settings"
         out.append(f"testbeds differ ({len(result.differences)} facts, {kind}):")
@@ -61,7 +63,7 @@ def format_compare(result: CompareResult) -> str:
                  d.b if d.b is not None else "absent"] for d in result.differences]
         out += ["  " + x for x in table(["fact", "A", "", "B"], rows)[1:]]
     else:
-        out.append("testbeds: same facts (testbed, guests, lab, vbench version)")
+        out.append("testbeds: same facts (testbed, guests, vbench version)")
     out.append("")
     if result.rows:
         rows = [
@@ -137,6 +139,10 @@ def format_qos(qos: QosResult) -> str:
 
 def format_regression(reg: RegressionResult) -> str:
     lines = [reg.verdict()]
+    comp = reg.comparability
+    if comp is not None and not (comp.alike and comp.same_overrides):
+        lines.append("the baseline and this run differ:")
+        lines += ["  " + x for x in comp.lines(98, labels=("the baseline", "this run"))]
     if reg.checks:
         rows = [[c.title, c.metric, _with_n(fmt_mean_ci(c.baseline, c.unit), c.baseline.n),
                  _with_n(fmt_mean_ci(c.current, c.unit), c.current.n),
