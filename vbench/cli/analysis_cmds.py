@@ -134,7 +134,8 @@ def history(
         click.echo(format_history(hist), nl=False)
         return
     click.echo(json.dumps({
-        "scenario": hist.scenario,
+        "scenario_name": hist.scenario,
+        "scenario": hist.scenario,  # the same, under its first name (kept for scripts)
         "runs": [dataclasses.asdict(r) for r in hist.runs],
         "series": [
             {"metric": s.metric, "unit": s.unit, "better": s.better, "point": s.title,

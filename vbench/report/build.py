@@ -235,7 +235,8 @@ def run_summary_json(
     run = data.run
     return {
         "run_id": run["run_id"],
-        "scenario": run["scenario_name"],
+        "scenario_name": run["scenario_name"],  # the key `ls --json` and the store use
+        "scenario": run["scenario_name"],  # the same, under its first name (kept for scripts)
         "status": run["status"],
         "tags": list(run.get("tags") or ()),
         "points": points,
