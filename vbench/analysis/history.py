@@ -3,11 +3,18 @@
 Runs are read in bulk (a few queries whatever their number), and points are matched
 across runs by their labels. Only successful trials count, as everywhere; by default
 only runs that completed (status ok) are shown.
+
+Every run carries what makes it comparable (:mod:`vbench.results.identity`): runs of one
+*variant* ran the same scenario (after ``--set``) in the same lab. Variants are named
+A, B, … from the newest run's, each with its differences from A, so a trend never
+mixes a throttled or simulated run into a real one without saying so; ``lab`` and
+``same_scenario`` keep one lab or one variant of the scenario only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,11 +23,14 @@ import numpy as np
 import pandas as pd
 
 from vbench.analysis import expr as ex
+from vbench.analysis.comparable import Comparability, compare_runs
 from vbench.analysis.derived import compute_derived, parse_specs
 from vbench.analysis.figures import RunFigures, better, factor_order, values_from_samples
 from vbench.analysis.stats import Summary, summarize
 from vbench.config.scenario import Derived
+from vbench.results.identity import RunIdentity, identity_of
 from vbench.results.store import RunRow, Store, baseline_scope
+from vbench.results.stored import StoredRun
 
 LabelKey = tuple[tuple[str, str], ...]
 
@@ -33,6 +43,25 @@ class HistoryRun:
     tags: tuple[str, ...]
     vbench_version: str
     baseline: bool  # the scenario's baseline run (vbench baseline set)
+    lab: str = ""  # the lab's name
+    lab_kind: str = ""  # "local loopback", "simulated vCenter (vcsim), throttled" …
+    lab_fingerprint: str = ""
+    scenario_hash: str = ""  # the resolved scenario after --set
+    overrides: tuple[str, ...] = ()  # the run's --set arguments
+    variant: str = "A"  # see History.variants
+
+
+@dataclass(frozen=True)
+class HistoryVariant:
+    """Runs that ran the same scenario (after --set) in the same lab."""
+
+    name: str  # A (the newest run's), B, …
+    lab: str
+    lab_kind: str
+    lab_fingerprint: str
+    scenario_hash: str
+    runs: int
+    against_a: Comparability | None  # what differs from variant A (None for A)
 
 
 @dataclass(frozen=True)
@@ -66,6 +95,7 @@ class History:
     metrics: tuple[str, ...]
     factors: tuple[str, ...]
     series: tuple[HistorySeries, ...]  # metric by metric, points in order
+    variants: tuple[HistoryVariant, ...] = ()
 
     def for_metric(self, metric: str) -> list[HistorySeries]:
         return [s for s in self.series if s.metric == metric]
@@ -97,13 +127,62 @@ def _key(labels: Mapping[str, str]) -> LabelKey:
     return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
 
+def _identity(run: RunRow) -> RunIdentity:
+    return identity_of({"lab": run.lab, "scenario": run.scenario,
+                        "lab_fingerprint": run.lab_fingerprint,
+                        "scenario_hash": run.scenario_hash, "overrides": run.overrides,
+                        "base_scenario_hash": run.base_scenario_hash})
+
+
+def lab_matches(identity: RunIdentity, lab: str) -> bool:
+    """``lab`` names the run's lab, or is a prefix (4+ digits) of its fingerprint."""
+    return identity.lab_name == lab or (
+        len(lab) >= 4 and identity.lab_fingerprint.startswith(lab.lower()))
+
+
 def _select_runs(
-    store: Store, scenario: str, tag: str | None, limit: int, include_failed: bool
-) -> list[RunRow]:
+    store: Store, scenario: str, tag: str | None, limit: int, include_failed: bool,
+    lab: str | None = None, same_scenario: bool = False,
+) -> list[tuple[RunRow, RunIdentity]]:
     rows = store.list_runs(scenario=scenario, tag=tag)
     if not include_failed:
         rows = [r for r in rows if r.status == "ok"]
-    return list(reversed(rows[:limit]))
+    found = [(r, _identity(r)) for r in rows]  # newest first
+    if lab is not None:
+        found = [(r, i) for r, i in found if lab_matches(i, lab)]
+    if same_scenario and found:
+        newest = found[0][1].scenario_hash
+        found = [(r, i) for r, i in found if i.scenario_hash == newest]
+    return list(reversed(found[:limit]))
+
+
+def _variants(
+    runs: Sequence[tuple[RunRow, RunIdentity]],
+) -> tuple[dict[str, str], tuple[HistoryVariant, ...]]:
+    """Run id -> variant name, and the variants: A is the newest run's, then the others
+    from the newest down, each described against A."""
+    newest: dict[tuple[str, str], RunRow] = {}
+    count: dict[tuple[str, str], int] = {}
+    for r, i in reversed(runs):
+        newest.setdefault(i.variant, r)
+        count[i.variant] = count.get(i.variant, 0) + 1
+    names = {key: chr(ord("A") + n) if n < 26 else f"V{n + 1}"
+             for n, key in enumerate(newest)}
+    first = next(iter(newest.values()), None)
+    variants = []
+    for key, row in newest.items():
+        i = _identity(row)
+        comp = None
+        if first is not None and row is not first:
+            comp = compare_runs(_as_run(first), _as_run(row))
+        variants.append(HistoryVariant(names[key], i.lab_name, i.lab_kind.text,
+                                       i.lab_fingerprint, i.scenario_hash, count[key], comp))
+    return {r.run_id: names[i.variant] for r, i in runs}, tuple(variants)
+
+
+def _as_run(row: RunRow) -> dict[str, object]:
+    return {"lab": row.lab, "scenario": row.scenario, "lab_fingerprint": row.lab_fingerprint,
+            "scenario_hash": row.scenario_hash, "overrides": row.overrides}
 
 
 def _plain_summaries(
@@ -131,31 +210,52 @@ def _plain_summaries(
     }
 
 
+Summaries = dict[tuple[str, LabelKey, str], Summary]  # (run, point labels, metric)
+
+
+def _by_labels(
+    plain: Mapping[tuple[str, int, str], Summary],
+    points: Mapping[str, Mapping[int, Mapping[str, str]]],
+) -> Summaries:
+    out: Summaries = {}
+    for (rid, p, m), s in plain.items():
+        labels = points.get(rid, {}).get(p)
+        if labels is not None:
+            out[(rid, _key(labels), m)] = s
+    return out
+
+
 def _derived_summaries(
     frame: pd.DataFrame,
     runs: Sequence[RunRow],
     points: Mapping[str, Mapping[int, Mapping[str, str]]],
     specs: Sequence[Derived],
     cv: float,
-) -> dict[tuple[str, int, str], Summary]:
-    out: dict[tuple[str, int, str], Summary] = {}
+) -> Summaries:
+    """Derived figures of every run, by point labels; a figure across the levels of a
+    factor (geomean ``across``) by the labels of its group."""
+    out: Summaries = {}
     ok = frame[(frame["status"] == "ok") & ~frame["labelled"]].assign(guest=None, labels="{}")
     by_run = dict(tuple(ok.groupby("run_id"))) if not ok.empty else {}
     for run in runs:
         rows = by_run.get(run.run_id, ok.iloc[0:0])
         values, units = values_from_samples(rows)
+        run_points = points.get(run.run_id, {})
         figures = RunFigures(
             run={"run_id": run.run_id, "scenario": run.scenario},
-            points=points.get(run.run_id, {}),
-            factors=(),
+            points=run_points,
+            # normalize, speedup and geomean-across name factors: without them every
+            # such figure was "no factor …" and the history had no data.
+            factors=factor_order(run.scenario, run_points.values()),
             values=values,
             units=units,
             samples=rows.iloc[0:0],
         )
         result = compute_derived(figures, specs, cv_threshold=cv)
         for f in result.figures:
-            if f.point is not None:
-                out[(run.run_id, f.point, f.name)] = f.summary
+            labels = run_points.get(f.point) if f.point is not None else f.labels
+            if labels is not None:
+                out[(run.run_id, _key(labels), f.name)] = f.summary
     return out
 
 
@@ -168,20 +268,27 @@ def load_history(
     limit: int = 20,
     include_failed: bool = False,
     cv_threshold: float = 0.05,
+    lab: str | None = None,
+    same_scenario: bool = False,
 ) -> History:
-    """The last ``limit`` runs of ``scenario`` (optionally with ``tag``), oldest first,
-    with ``metrics`` (measured or derived, as the newest run's scenario declares them)."""
-    runs = _select_runs(store, scenario, tag, limit, include_failed)
-    if not runs:
+    """The last ``limit`` runs of ``scenario`` (optionally with ``tag``, in ``lab`` — a
+    name or fingerprint prefix —, only of the newest run's scenario variant), oldest
+    first, with ``metrics`` (measured or derived, as the newest run's scenario declares
+    them; none given: the newest run's headline metrics)."""
+    selected = _select_runs(store, scenario, tag, limit, include_failed, lab, same_scenario)
+    if not selected:
         return History(scenario, (), tuple(metrics), (), ())
+    runs = [r for r, _ in selected]
     newest = runs[-1]
+    if not metrics:  # the newest run's headline metrics
+        metrics = StoredRun.of(dataclasses.asdict(newest)).headline
     specs, _ = parse_specs(newest.scenario)
     stored, derived_specs = _needed(metrics, specs)
     ids = [r.run_id for r in runs]
     frame = store.aggregate_frame(ids, sorted(stored))
     point_rows = store.points_of_runs(ids)
     points = {rid: {p.point: p.labels for p in rows} for rid, rows in point_rows.items()}
-    summaries = _plain_summaries(frame, cv_threshold)
+    summaries = _by_labels(_plain_summaries(frame, cv_threshold), points)
     if derived_specs:
         summaries.update(_derived_summaries(frame, runs, points, derived_specs, cv_threshold))
     units = dict(zip(frame["metric"], frame["unit"].fillna(""), strict=True))
@@ -189,28 +296,35 @@ def load_history(
     baseline_ids = {
         b.run_id for b in store.baselines(scenario) if b.scope == baseline_scope(newest.lab)
     }
-    return _assemble(scenario, runs, metrics, points, summaries, units, baseline_ids, specs)
+    factors, series = _assemble(runs, metrics, points, summaries, units, specs)
+    names, variants = _variants(selected)
+    hist_runs = tuple(
+        HistoryRun(r.run_id, r.started, r.status, r.tags, r.vbench_version,
+                   r.run_id in baseline_ids, i.lab_name, i.lab_kind.text, i.lab_fingerprint,
+                   i.scenario_hash, i.overrides, names[r.run_id])
+        for r, i in selected
+    )
+    return History(scenario, hist_runs, tuple(metrics), factors, series, variants)
 
 
 def _assemble(
-    scenario: str,
     runs: Sequence[RunRow],
     metrics: Sequence[str],
     points: Mapping[str, Mapping[int, Mapping[str, str]]],
-    summaries: Mapping[tuple[str, int, str], Summary],
+    summaries: Summaries,
     units: Mapping[str, str],
-    baseline_ids: set[str],
     specs: Sequence[Derived],
-) -> History:
-    # Points in the newest run's order, then any older point no longer measured.
+) -> tuple[tuple[str, ...], tuple[HistorySeries, ...]]:
+    """The factors and one series per metric and point (or group), in order."""
+    # Points in the newest run's order, then any older point no longer measured, then
+    # the groups of figures across a factor's levels.
     order: dict[LabelKey, Mapping[str, str]] = {}
     for run in reversed(runs):
         for _, labels in sorted(points.get(run.run_id, {}).items()):
             order.setdefault(_key(labels), labels)
+    for _, key, _ in summaries:
+        order.setdefault(key, dict(key))
     factors = factor_order(runs[-1].scenario, order.values())
-    index = {
-        (r.run_id, _key(labels)): p for r in runs for p, labels in points.get(r.run_id, {}).items()
-    }
     overrides = {**((runs[-1].scenario.get("report") or {}).get("better") or {})}
     for d in specs:
         if d.better:
@@ -219,21 +333,13 @@ def _assemble(
     for m in metrics:
         unit = units.get(m, "")
         for key, labels in order.items():
-            row = []
-            for r in runs:
-                p = index.get((r.run_id, key))
-                row.append(summaries.get((r.run_id, p, m)) if p is not None else None)
+            row = tuple(summaries.get((r.run_id, key, m)) for r in runs)
             if all(s is None for s in row):
                 continue
             title = ", ".join(f"{f}={labels[f]}" for f in factors if f in labels) or "all"
             series.append(HistorySeries(m, unit, better(m, unit, overrides), dict(labels),
-                                        title, tuple(row)))
-    hist_runs = tuple(
-        HistoryRun(r.run_id, r.started, r.status, r.tags, r.vbench_version,
-                   r.run_id in baseline_ids)
-        for r in runs
-    )
-    return History(scenario, hist_runs, tuple(metrics), factors, tuple(series))
+                                        title, row))
+    return factors, tuple(series)
 
 
 def sparkline(values: Sequence[float | None]) -> str:

@@ -95,39 +95,56 @@ def compare(
     }, indent=2))
 
 
+def history_filters(func: Any) -> Any:
+    """The run selection of `vbench history` and `vbench report --history`."""
+    options = [
+        metric_option,
+        click.option("--tag", help="Only runs with this tag (e.g. nightly)."),
+        click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+                     help="The newest N runs."),
+        click.option("--all", "include_failed", is_flag=True,
+                     help="Include runs that did not complete (status other than ok)."),
+        click.option("--lab", metavar="NAME|FINGERPRINT",
+                     help="Only runs in this lab (its name, or 4+ digits of its fingerprint)."),
+        click.option("--same-scenario", is_flag=True,
+                     help="Only runs of the newest run's scenario as it ran (same hash after "
+                     "--set): no variants."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def load_filtered_history(store: Any, scenario: str, filters: dict[str, Any]) -> Any:
+    """The history ``filters`` (history_filters' values) select."""
+    from vbench.analysis.history import load_history
+
+    return load_history(
+        store, scenario, list(filters["metrics"]), tag=filters["tag"], limit=filters["limit"],
+        include_failed=filters["include_failed"], lab=filters["lab"],
+        same_scenario=filters["same_scenario"],
+    )
+
+
 @click.command()
 @click.argument("scenario")
-@metric_option
-@click.option("--tag", help="Only runs with this tag (e.g. nightly).")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="The newest N runs.")
-@click.option("--all", "include_failed", is_flag=True,
-              help="Include runs that did not complete (status other than ok).")
+@history_filters
 @store_options
 @json_option
 def history(
     scenario: str,
-    metrics: tuple[str, ...],
-    tag: str | None,
-    limit: int,
-    include_failed: bool,
     store_url: str | None,
     results_dir: Path | None,
     as_json: bool,
+    **filters: Any,
 ) -> None:
-    """Show the trend of a scenario's figures, per point, over its stored runs."""
-    from vbench.analysis.history import load_history
-    from vbench.report.build import headline_metrics
-    from vbench.report.textfmt import format_history
+    """Show the trend of a scenario's figures, per point, over its stored runs: which lab
+    each ran in, which ran with --set, and how scenario variants differ."""
+    from vbench.report.historyfmt import format_history
 
     store, _ = open_store(store_url, results_dir)
     try:
-        newest = store.list_runs(scenario=scenario, tag=tag, limit=1)
-        chosen = list(metrics)
-        if not chosen and newest:
-            chosen = list(headline_metrics(dataclasses.asdict(newest[0])))
-        hist = load_history(store, scenario, chosen, tag=tag, limit=limit,
-                            include_failed=include_failed)
+        hist = load_filtered_history(store, scenario, filters)
     finally:
         store.close()
     if not as_json:
@@ -137,6 +154,12 @@ def history(
         "scenario_name": hist.scenario,
         "scenario": hist.scenario,  # the same, under its first name (kept for scripts)
         "runs": [dataclasses.asdict(r) for r in hist.runs],
+        "variants": [
+            {"name": v.name, "lab": v.lab, "lab_kind": v.lab_kind,
+             "lab_fingerprint": v.lab_fingerprint, "scenario_hash": v.scenario_hash,
+             "runs": v.runs, "against_a": _comparable_json(v.against_a)}
+            for v in hist.variants
+        ],
         "series": [
             {"metric": s.metric, "unit": s.unit, "better": s.better, "point": s.title,
              "labels": dict(s.labels), "change": s.change,

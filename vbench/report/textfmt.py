@@ -1,6 +1,6 @@
-"""Plain-text output of compare, history, QoS and regression checks: aligned columns,
-no colour and no terminal-width wrapping, so that cron logs and golden files read the
-same everywhere. Times are printed in UTC for the same reason."""
+"""Plain-text output of compare, QoS and regression checks (history: historyfmt.py):
+aligned columns, no colour and no terminal-width wrapping, so that cron logs and golden
+files read the same everywhere. Times are printed in UTC for the same reason."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vbench.analysis.compare import CompareResult
-from vbench.analysis.history import History, sparkline
 from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
-from vbench.report.data import MISSING, fmt_mean_ci, fmt_num, fmt_value
+from vbench.report.data import MISSING, fmt_mean_ci, fmt_value
 
 
 def utc(epoch: Any) -> str:
@@ -89,39 +88,6 @@ def format_compare(result: CompareResult) -> str:
     return "\n".join(out) + "\n"
 
 
-# ------------------------------------------------------------------ history
-
-
-def format_history(history: History) -> str:
-    if not history.runs:
-        return f"no stored run of scenario {history.scenario}\n"
-    runs = history.runs
-    out = [f"history of {history.scenario}: {len(runs)} run{'s' if len(runs) != 1 else ''}, "
-           f"{utc(runs[0].started)} → {utc(runs[-1].started)} (oldest first; * = baseline)",
-           ""]
-    for m in history.metrics:
-        series = history.for_metric(m)
-        if not series:
-            out += [f"{m}: no data in these runs", ""]
-            continue
-        unit = series[0].unit
-        out.append(f"{m}{f' ({unit})' if unit else ''} — {series[0].better} is better — "
-                   "mean over the successful trials of each run")
-        head = ["run", "started", *(s.title for s in series)]
-        rows = []
-        for i, r in enumerate(runs):
-            cells = [fmt_num(s.summaries[i].mean) if s.summaries[i] is not None else MISSING
-                     for s in series]
-            rows.append([r.run_id + (" *" if r.baseline else ""), utc(r.started), *cells])
-        right = tuple(range(2, 2 + len(series)))
-        trend = ["trend", "", *(sparkline(s.means) for s in series)]
-        change = ["first → last", "", *(f"{s.change * 100:+.1f} %" if s.change is not None
-                                        else MISSING for s in series)]
-        out += table(head, [*rows, trend, change], right=right)
-        out.append("")
-    return "\n".join(out)
-
-
 # ------------------------------------------------------------ QoS, regression
 
 
@@ -130,11 +96,21 @@ def format_qos(qos: QosResult) -> str:
         return "QoS: no criteria declared\n"
     subjects = any(c.subject for c in qos.checks)
     rows = [[c.criterion, *([c.subject_text or "-"] if subjects else []), c.point_title,
-             fmt_value(c.value, c.unit) if c.value is not None else "no data",
+             fmt_value(c.value, c.unit) if c.value is not None else c.why or "no data",
              c.status.upper() if c.status != "pass" else "pass"] for c in qos.checks]
     head = ["criterion", *(["subject"] if subjects else []), "point", "value", "status"]
     lines = [qos.verdict(), *table(head, rows, right=(len(head) - 2,))]
+    # Why a check has no verdict, once per criterion and reason (not per point).
+    reasons = dict.fromkeys(f"{c.criterion}: {c.message}" for c in qos.checks if c.why)
+    lines += [f"{c.status.upper()} {text}" for text, c in _first_checks(qos, reasons)]
     return "\n".join(lines) + "\n"
+
+
+def _first_checks(qos: QosResult, reasons: dict[str, None]) -> list[tuple[str, Any]]:
+    first: dict[str, Any] = {}
+    for c in qos.checks:
+        first.setdefault(f"{c.criterion}: {c.message}", c)
+    return [(text, first[text]) for text in reasons]
 
 
 def format_regression(reg: RegressionResult) -> str:

@@ -1,0 +1,79 @@
+"""`vbench history` as plain text: per metric one row per run (its lab, its variant, the
+figure at every point), and before the tables what the runs differ in — the variants
+(scenario after --set, lab) as a diff against the newest run's, and the runs' --set
+arguments. Aligned columns, no colour, times in UTC (as textfmt)."""
+
+from __future__ import annotations
+
+from vbench.analysis.history import History, sparkline
+from vbench.report.data import MISSING, fmt_num
+from vbench.report.textfmt import table, utc
+
+WIDTH = 100
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _variant_lines(history: History) -> list[str]:
+    if len(history.variants) < 2:
+        return []
+    out = ["variants (the same scenario after --set, in the same lab):"]
+    for v in history.variants:
+        head = (f"  {v.name}  lab {v.lab or '-'}, {v.lab_kind}; scenario {v.scenario_hash}; "
+                f"{_plural(v.runs, 'run')}")
+        if v.against_a is None:
+            out.append(head + " — the newest run's")
+            continue
+        out.append(head + "; against A:")
+        out += ["      " + line for line in v.against_a.lines(WIDTH - 6, labels=("A", v.name))]
+    return out
+
+
+def _override_lines(history: History) -> list[str]:
+    marked = [r for r in history.runs if r.overrides]
+    if not marked:
+        return []
+    out = ["runs with --set (+):"]
+    for r in marked:
+        out.append(f"  {r.run_id}  {' '.join(r.overrides)}")
+    return [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in out]
+
+
+def format_history(history: History) -> str:
+    if not history.runs:
+        return f"no stored run of scenario {history.scenario}\n"
+    runs = history.runs
+    several = len(history.variants) > 1
+    out = [f"history of {history.scenario}: {_plural(len(runs), 'run')}, "
+           f"{utc(runs[0].started)} → {utc(runs[-1].started)}",
+           "(oldest first; * = baseline, + = ran with --set"
+           + (", v = variant)" if several else ")")]
+    out += _variant_lines(history)
+    out += _override_lines(history)
+    out.append("")
+    for m in history.metrics:
+        series = history.for_metric(m)
+        if not series:
+            out += [f"{m}: no data in these runs", ""]
+            continue
+        unit = series[0].unit
+        out.append(f"{m}{f' ({unit})' if unit else ''} — {series[0].better} is better — "
+                   "mean over the successful trials of each run")
+        lead = ["run", "lab", *(["v"] if several else []), "started"]
+        rows = []
+        for i, r in enumerate(runs):
+            cells = [fmt_num(s.summaries[i].mean) if s.summaries[i] is not None else MISSING
+                     for s in series]
+            mark = (" *" if r.baseline else "") + (" +" if r.overrides else "")
+            rows.append([r.run_id + mark, r.lab or "-", *([r.variant] if several else []),
+                         utc(r.started), *cells])
+        right = tuple(range(len(lead), len(lead) + len(series)))
+        pad = [""] * (len(lead) - 1)
+        trend = ["trend", *pad, *(sparkline(s.means) for s in series)]
+        change = ["first → last", *pad, *(f"{s.change * 100:+.1f} %" if s.change is not None
+                                          else MISSING for s in series)]
+        out += table([*lead, *(s.title for s in series)], [*rows, trend, change], right=right)
+        out.append("")
+    return "\n".join(out)
