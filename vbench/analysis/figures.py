@@ -217,6 +217,14 @@ def convert(value: float, from_unit: str, to_unit: str) -> float | None:
     return None
 
 
+def unit_family(unit: str) -> tuple[str, ...]:
+    """The spellings ``unit`` converts to (itself first), as :func:`convert` knows them."""
+    for table in (_TIME, _RATE, _FRACTION):
+        if unit in table:
+            return (unit, *(u for u in table if u != unit))
+    return (unit,)
+
+
 # ------------------------------------------------------ direction of improvement
 
 _LOWER_WORDS = re.compile(

@@ -13,6 +13,7 @@ cannot show that the criterion holds.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,15 @@ class QosCheck:
     @property
     def passed(self) -> bool:
         return self.status == PASS
+
+    @property
+    def why(self) -> str:
+        """Why there is no verdict, in a word or two (empty for pass and fail)."""
+        if self.status == ERROR:
+            return "unit mismatch"
+        if self.status == MISSING:
+            return "no metric" if self.message.startswith("no metric") else "no data"
+        return ""
 
     @property
     def subject_text(self) -> str:
@@ -151,8 +161,22 @@ def _applies(labels: Mapping[str, str], at: Mapping[str, str | list[str]]) -> bo
     return True
 
 
+def missing_reason(metric: str, subject: Mapping[str, str], known: set[str]) -> str:
+    """Why a check has no data: the metric is not in the run at all (with the closest
+    name the run has), or not for this subject, or no trial of the point reported it."""
+    if metric not in known:
+        close = difflib.get_close_matches(metric, sorted(known), n=1)
+        return f"no metric {metric} in this run" + (f"; did you mean {close[0]}?" if close
+                                                      else "")  # fmt: skip
+    if subject:
+        where = ", ".join(f"{k}={v}" for k, v in subject.items())
+        return f"no data: no {metric} with {where} at this point"
+    return f"no data: no successful trial of this point reported {metric}"
+
+
 def _check(
-    figures: RunFigures, c: QosCriterion, index: int, subject: dict[str, str], point: int
+    figures: RunFigures, c: QosCriterion, index: int, subject: dict[str, str], point: int,
+    known: set[str],
 ) -> QosCheck:
     name = criterion_name(c)
     data_unit = figures.units.get(c.metric, "")
@@ -168,7 +192,7 @@ def _check(
         )
 
     if not xs:
-        return make(MISSING, "no data: the criterion cannot be shown to hold")
+        return make(MISSING, missing_reason(c.metric, subject, known))
     raw = combine(xs, c.stat)
     value = convert(raw, data_unit, unit)
     if value is None:
@@ -193,7 +217,7 @@ def evaluate_qos(figures: RunFigures, criteria: Sequence[QosCriterion]) -> QosRe
             problems.append(f"QoS {criterion_name(c)}: no metric {c.metric!r} in this run")
         points = [p for p in sorted(figures.points) if _applies(figures.points[p], c.at)]
         for subject in _subjects(c.where):
-            checks.extend(_check(figures, c, i, subject, p) for p in points)
+            checks.extend(_check(figures, c, i, subject, p, known) for p in points)
     names = tuple(dict.fromkeys(criterion_name(c) for c in criteria))
     return QosResult(tuple(checks), names, tuple(problems))
 

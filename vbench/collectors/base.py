@@ -27,6 +27,7 @@ from vbench.errors import ConfigError
 from vbench.plugins import Registry
 
 if TYPE_CHECKING:
+    from vbench.analysis.catalogue import Metric
     from vbench.collectors.runtime import RunEnv
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec, Scenario
@@ -152,6 +153,13 @@ class Collector(ABC):
     ) -> list[tuple[int | None, str]]:
         """Targets this lab or topology cannot give: (index in ``targets`` or None, why)."""
         return []
+
+    @classmethod
+    def metric_catalogue(cls, options: CollectorOptions) -> tuple[Metric, ...] | None:
+        """The metrics this collector stores with these options: its window summaries
+        (see :meth:`metric_name`) and figures (vbench/analysis/catalogue.py). None: not
+        declared, so names are not checked."""
+        return None
 
     @classmethod
     def figures(

@@ -18,10 +18,19 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from vbench.analysis.catalogue import Metric
+from vbench.analysis.catalogue import metric as entry
 from vbench.collectors.series import in_window
 from vbench.results.records import Sample, Window
 
 SOURCE = "derived"
+# Trial-wide figures made when collectors ran (host_* from esxtop, the others from the
+# cores used by hosts or guests).
+METRICS: tuple[Metric, ...] = (
+    entry("host_cpu_util", "%"), entry("host_cores_used", "cores"),
+    entry("cpu_efficiency", None),  # <headline unit>/core
+    entry("cpu_cost_per_1k_iops", "% of a core per 1K IO/s"),
+)  # fmt: skip
 _IOPS = ("total_iops", "iops")
 
 

@@ -99,9 +99,6 @@ SecretRef = Annotated[
 ]
 
 
-_KNOWN_KEYS: dict[type, frozenset[str]] = {}
-
-
 class Strict(BaseModel):
     """A config model that refuses unknown keys, suggesting the closest known one."""
 
@@ -112,12 +109,11 @@ class Strict(BaseModel):
     def _unknown_keys(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        known = _KNOWN_KEYS.get(cls)
-        if known is None:  # cached: a factor matrix validates the scenario per point
-            known = frozenset(
-                key for name, f in cls.model_fields.items() for key in (name, f.alias) if key
-            )
-            _KNOWN_KEYS[cls] = known
+        known: set[str] = set()
+        for name, f in cls.model_fields.items():
+            known.add(name)
+            if f.alias:
+                known.add(f.alias)
         unknown = [k for k in data if k not in known]
         if unknown:
             allowed = sorted(f.alias or n for n, f in cls.model_fields.items())

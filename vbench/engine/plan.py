@@ -14,6 +14,7 @@ from vbench.config.profiles import apply_to_groups, profile_labels
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
+from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, Workload, get_driver
 
@@ -145,6 +146,8 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
                       if str(i) not in {str(x) for x in issues})
     issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
+    catalogues = run_catalogues(scenario, driver_cls, (p.workload.params for p in points))
+    issues.extend(metric_issues(scenario, src, catalogues))
     issues.extend(collector_issues(scenario, src, lab.model if lab is not None else None))
     if issues:
         unique = {str(i): i for i in issues}

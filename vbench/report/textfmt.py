@@ -101,16 +101,12 @@ def format_qos(qos: QosResult) -> str:
     head = ["criterion", *(["subject"] if subjects else []), "point", "value", "status"]
     lines = [qos.verdict(), *table(head, rows, right=(len(head) - 2,))]
     # Why a check has no verdict, once per criterion and reason (not per point).
-    reasons = dict.fromkeys(f"{c.criterion}: {c.message}" for c in qos.checks if c.why)
-    lines += [f"{c.status.upper()} {text}" for text, c in _first_checks(qos, reasons)]
-    return "\n".join(lines) + "\n"
-
-
-def _first_checks(qos: QosResult, reasons: dict[str, None]) -> list[tuple[str, Any]]:
-    first: dict[str, Any] = {}
+    why: dict[str, str] = {}
     for c in qos.checks:
-        first.setdefault(f"{c.criterion}: {c.message}", c)
-    return [(text, first[text]) for text in reasons]
+        if c.why:
+            why.setdefault(f"{c.criterion}: {c.message}", c.status.upper())
+    lines += [f"{status} {text}" for text, status in why.items()]
+    return "\n".join(lines) + "\n"
 
 
 def format_regression(reg: RegressionResult) -> str:

@@ -28,6 +28,7 @@ from vbench.config.types import Strict
 from vbench.plugins import Registry
 
 if TYPE_CHECKING:
+    from vbench.analysis.catalogue import Metric
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
     from vbench.vsphere.resources import VSphereResources
@@ -118,6 +119,10 @@ class Workload(ABC):
     # The driver acts on vCenter itself (ctx.vsphere): the run opens the vCenter of each
     # point's lab profile even when no `vm:` group is provisioned.
     needs_vcenter: ClassVar[bool] = False
+    # The metrics the driver makes (vbench/analysis/catalogue.py): a QoS criterion or a
+    # derived figure naming another is refused before the run, with the closest names.
+    # None: not declared, so names are not checked.
+    metrics: ClassVar[tuple[Metric, ...] | None] = None
 
     def __init__(self, params: Params) -> None:
         self.params = params
@@ -126,6 +131,12 @@ class Workload(ABC):
     def findings(cls, params: Params) -> list[Finding]:
         """Pitfalls beyond what the model itself rejects (errors stop the run)."""
         return []
+
+    @classmethod
+    def metric_catalogue(cls, params: Params) -> tuple[Metric, ...] | None:
+        """The metrics these parameters make (default: ``metrics``; a driver whose names
+        follow its parameters, such as one per operation of a mix, overrides this)."""
+        return cls.metrics
 
     @classmethod
     def active_roles(cls, params: Params) -> tuple[str, ...]:

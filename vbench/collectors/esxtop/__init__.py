@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.collectors.base import (
     Collector,
     CollectorContext,
@@ -29,6 +30,7 @@ from vbench.collectors.checks import near
 from vbench.collectors.esxtop.figures import host_figures
 from vbench.errors import ConfigError, GuestError, VbenchError
 from vbench.parsers.esxtop import EsxtopReader
+from vbench.parsers.esxtop.catalog import KNOWN_COUNTERS
 from vbench.parsers.esxtop.names import check_known, compile_selection
 
 if TYPE_CHECKING:
@@ -87,6 +89,18 @@ class Esxtop(Collector):
             if t not in lab.hosts:
                 out.append((j, f"no ESXi host {t!r} in the lab's `hosts:`{near(t, hosts)}"))
         return out
+
+    @classmethod
+    def metric_catalogue(cls, options: CollectorOptions) -> tuple[Metric, ...]:
+        assert isinstance(options, EsxtopOptions)
+        # Counter units follow the counter's name (%, ms, MB/s …): not checked here.
+        objects = {} if options.allow_unknown_counters else {"object": tuple(KNOWN_COUNTERS)}
+        return (
+            *same_unit(("<object>(<instance>)\\<counter>", "<object>\\<counter>"), None,
+                       **objects),
+            metric("host_cpu_util", "%"), metric("host_cores_used", "cores"),
+            *same_unit(("vdisk_read_latency", "vdisk_write_latency"), "ms"),
+        )  # fmt: skip
 
     @classmethod
     def figures(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import pandas as pd
 from pydantic import Field
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.collectors.base import (
     Collector,
     CollectorContext,
@@ -80,6 +81,15 @@ class GuestSysstat(Collector):
             known = sorted(groups | nodes)
             out.append((j, f"{t!r} is neither a topology group nor a guest{near(t, known)}"))
         return out
+
+    @classmethod
+    def metric_catalogue(cls, options: CollectorOptions) -> tuple[Metric, ...]:
+        # sadf's own names (docs/metrics.md#guest_sysstat); units follow the counter.
+        return (
+            *same_unit(("<object>(<instance>)\\<counter>", "<object>\\<counter>"), None),
+            *same_unit(("collector_cpu", "guest_cpu_util"), "%"), metric("guest_cpus", "CPUs"),
+            metric("guest_cores_used", "cores"),
+        )  # fmt: skip
 
     @classmethod
     def figures(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 from pydantic import Field, field_validator
 
+from vbench.analysis.catalogue import Metric, metric
 from vbench.collectors.base import (
     Collector,
     CollectorContext,
@@ -93,6 +94,16 @@ class VCenterPerf(Collector):
         if interval != REALTIME:
             return [f"vcenter_perf reads vCenter's real-time samples: set interval: {REALTIME}s"]
         return []
+
+    @classmethod
+    def metric_catalogue(cls, options: CollectorOptions) -> tuple[Metric, ...]:
+        assert isinstance(options, VCenterPerfOptions)
+        # The counters read, with an instance when instances are asked for; vSphere
+        # gives the unit (a counter's unit is known only once vCenter is asked).
+        out = [metric(c, None) for c in options.counters]
+        if options.instances:
+            out += [metric(f"{c}(<instance>)", None) for c in options.counters]
+        return tuple(out)
 
     @classmethod
     def metric_name(cls, obj: str, instance: str, counter: str) -> str:

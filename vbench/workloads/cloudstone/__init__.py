@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from vbench.analysis.catalogue import Metric
 from vbench.errors import GuestError, VbenchError
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.cloudstone import loadgen, metrics
@@ -54,6 +55,7 @@ class Cloudstone(Workload):
     headline_metrics: ClassVar[tuple[str, ...]] = (
         "ops_per_sec", "rt_avg", "rt_p95", "rt_p99", "errors", "client_cpu",
     )  # fmt: skip
+    metrics: ClassVar[tuple[Metric, ...]] = metrics.METRICS
 
     params: CloudstoneParams
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vbench.analysis import catalogue as mc
 from vbench.results.records import Sample
 
 SOURCE = "cloudstone"
@@ -197,6 +198,15 @@ _UNITS = {"ops_per_sec": "ops/s", "rt_avg": "ms", "rt_p90": "ms", "rt_p95": "ms"
           "rt_p99": "ms", "rt_max": "ms", "errors": "count", "operations": "count",
           "mix": "%", "mix_required": "%", "mix_outside_tolerance": "flag",
           "ops_per_sec_subwindow_sd": "ops/s", "rt_avg_subwindow_sd": "ms"}  # fmt: skip
+
+
+# Per operation (label `operation`, `all` for the whole mix) and instance; and per trial.
+METRICS: tuple[mc.Metric, ...] = (
+    *(mc.metric(name, unit) for name, unit in _UNITS.items()),
+    mc.metric("client_cpu", "fraction"), mc.metric("client_users_min", "count"),
+    mc.metric("client_saturated", "flag"), mc.metric("instances", "count"),
+    mc.metric("sut_deploy_seconds", "s"), mc.metric("sut_load_seconds", "s"),
+)  # fmt: skip
 
 
 def _values(f: OpFigures) -> dict[str, float | None]:

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.errors import LabError
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.content_library import destroyers as _destroyers  # noqa: F401 (registers)
@@ -51,6 +52,17 @@ class ContentLibraryWorkload(Workload):
         "export_throughput", "import_throughput", "sync_time", "deploy_time",
         "export_time", "import_time",
     )  # fmt: skip
+
+    @classmethod
+    def metric_catalogue(cls, params: ContentLibraryParams) -> tuple[Metric, ...]:  # type: ignore[override]
+        """``<step>_<figure>`` for the steps of these parameters (see batch_samples)."""
+        step = tuple(s.name for s in params.steps)
+        return (
+            *same_unit(("<step>_time", "<step>_time_max", "<step>_batch_time"), "s", step=step),
+            metric("<step>_ops", "ops", step=step), metric("<step>_bytes", "B", step=step),
+            metric("<step>_throughput", "MB/s", step=step),
+            metric("<step>_overhead", "ms", step=step), metric("<step>_items", "items", step=step),
+        )  # fmt: skip
 
     def __init__(self, params: ContentLibraryParams) -> None:  # type: ignore[override]
         super().__init__(params)

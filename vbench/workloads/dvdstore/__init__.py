@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.dvdstore import DsResult, parse_dvdstore
 from vbench.results.records import Sample
@@ -59,6 +60,12 @@ class DvdStoreWorkload(Workload):
     headline_metrics: ClassVar[tuple[str, ...]] = (
         "opm", "opm_per_instance", "rt_avg_ms", "rt_max_ms", "rollback_rate_pct",
     )
+    metrics: ClassVar[tuple[Metric, ...]] = (
+        *same_unit(("opm", "opm_per_instance"), "orders/min"),
+        *same_unit(("rt_avg_ms", "rt_max_ms", "op_rt_avg_ms"), "ms"),
+        metric("rollback_rate_pct", "%"), metric("orders", "orders"),
+        *same_unit(("instances", "operations"), "count"),
+    )  # fmt: skip
 
     params: DvdStoreParams
 

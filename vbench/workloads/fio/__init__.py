@@ -18,8 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
-from vbench.parsers.fio import FioResult, aggregate_guests, guest_samples, parse_fio_json
+from vbench.parsers.fio import (
+    DIRECTIONS,
+    PERCENTILES,
+    UNITS,
+    FioResult,
+    aggregate_guests,
+    guest_samples,
+    parse_fio_json,
+)
 from vbench.results.collected import SERIES_DIR, safe_name
 from vbench.workloads import guest_trial
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
@@ -44,6 +53,21 @@ GRACE_SECONDS = 120.0
 T = TypeVar("T")
 
 
+METRICS: tuple[Metric, ...] = (
+    # Per job, guest and trial (drivers/fio/README.md#metrics).
+    *(metric(f"<direction>_{name}", unit, direction=DIRECTIONS) for name, unit in UNITS.items()),
+    *same_unit(("<direction>_lat_mean_median", "<direction>_clat_mean_median",
+              *(f"<direction>_{p}_max" for p in PERCENTILES)), "ms", direction=DIRECTIONS),
+    metric("total_iops", UNITS["iops"]),
+    metric("total_bw", UNITS["bw"]),
+    # From the per-second logs (per_second_logs: true).
+    *same_unit(("iops_ts_mean", "iops_ts_min", "iops_ts_max"), "1/s"),
+    metric("iops_ts_cv", "ratio"),
+    metric("ts_seconds", "s"),
+    metric("<direction>_lat_ts_mean", "ms", direction=("read", "write")),
+)  # fmt: skip
+
+
 def fio_argv(result: str, jobfile: str) -> list[str]:
     return ["fio", "--output-format=json", "--output", result, jobfile]
 
@@ -66,6 +90,8 @@ class FioWorkload(Workload):
         "total_iops", "total_bw", "read_lat_mean", "write_lat_mean",
         "read_clat_p99_max", "write_clat_p99_max",
     )
+
+    metrics: ClassVar[tuple[Metric, ...]] = METRICS
 
     params: FioParams
 

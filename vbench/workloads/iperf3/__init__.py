@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.errors import GuestError
 from vbench.parsers.iperf3 import parse_iperf3
 from vbench.results.records import Sample
@@ -79,6 +80,13 @@ class Iperf3Workload(PairWorkload):
         "gbps", "gbps_per_core", "retransmits", "client_cpu_pct", "server_cpu_pct",
         "packet_rate", "avg_packet_bytes",
     )
+    metrics: ClassVar[tuple[Metric, ...]] = (
+        metric("gbps", "Gbps"), metric("retransmits", "count"),
+        *same_unit(("client_cpu_pct", "server_cpu_pct", "lost_pct"), "%"),
+        metric("iperf3_cores_used", "cores"), metric("gbps_per_core", "Gbps/core"),
+        metric("packet_rate", "packets/s"), metric("avg_packet_bytes", "B"),
+        metric("jitter_ms", "ms"),
+    )  # fmt: skip
 
     params: Iperf3Params
 

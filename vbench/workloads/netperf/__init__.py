@@ -18,6 +18,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from vbench.analysis import catalogue as mc
 from vbench.errors import GuestError
 from vbench.parsers.netperf import parse_netperf
 from vbench.results.records import Sample
@@ -73,6 +74,13 @@ class NetperfWorkload(PairWorkload):
     headline_metrics: ClassVar[tuple[str, ...]] = (
         "gbps", "transactions_per_sec", "p99_latency_us_max", "client_cpu_pct", "server_cpu_pct",
     )
+    metrics: ClassVar[tuple[mc.Metric, ...]] = (
+        mc.metric("gbps", "Gbps"), mc.metric("transactions_per_sec", "trans/s"),
+        *mc.same_unit(("<pct>_latency_us", "<pct>_latency_us_max"), "us",
+                      pct=("p50", "p90", "p99")),
+        mc.metric("mean_latency_us", "us"),
+        *mc.same_unit(("client_cpu_pct", "server_cpu_pct"), "%"), mc.metric("retransmits", "count"),
+    )  # fmt: skip
 
     params: NetperfParams
 

@@ -21,13 +21,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from vbench.analysis.catalogue import Metric
 from vbench.errors import ConfigError, GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.redis_benchmark import combine_iterations, parse_redis_benchmark
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.redis_scaleout import guest as redis_guest
 from vbench.workloads.redis_scaleout import pinning as redis_pinning
 from vbench.workloads.redis_scaleout import topology as topo
-from vbench.workloads.redis_scaleout.metrics import ClientFigures, samples_for
+from vbench.workloads.redis_scaleout.metrics import ClientFigures, catalogue, samples_for
 from vbench.workloads.redis_scaleout.params import RedisParams, findings, placement_findings
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class RedisScaleout(Workload):
         "ops_per_sec", "get_ops_per_sec", "set_ops_per_sec", "get_latency_avg",
         "set_latency_avg", "get_latency_p99_max", "set_latency_p99_max", "keys_total",
     )  # fmt: skip
+
+    @classmethod
+    def metric_catalogue(cls, params: RedisParams) -> tuple[Metric, ...]:  # type: ignore[override]
+        return catalogue(params)
 
     params: RedisParams
 

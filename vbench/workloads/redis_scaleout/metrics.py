@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.parsers.redis_benchmark import RedisBenchTest
 from vbench.results.records import Sample
 from vbench.workloads.redis_scaleout.params import RedisParams
@@ -30,6 +31,23 @@ SOURCE = "redis-benchmark"
 DBSIZE_SOURCE = "redis-cli DBSIZE"
 OPS_UNIT = "ops/s"
 _LATENCY = ("avg", "min", "p50", "p95", "p99", "max")
+
+
+def catalogue(params: RedisParams) -> tuple[Metric, ...]:
+    """The metrics of these parameters: the per-operation ones for the operations of
+    the mix (drivers/redis/README.md#metrics)."""
+    ops = tuple(params.mix)
+    return (
+        *same_unit(("ops_per_sec", "<op>_ops_per_sec"), OPS_UNIT, op=ops),
+        *same_unit((*(f"latency_{n}" for n in _LATENCY), "<op>_latency_avg",
+                    "<op>_latency_<pct>_max", "<op>_latency_max"), "ms",
+                   op=ops, pct=("p50", "p95", "p99")),
+        metric("mix_<op>_pct", "%", op=ops),
+        *same_unit(("dbsize", "keys_total"), "keys"),
+        metric("servers_with_keys", "servers"), metric("key_spread", "ratio"),
+        metric("server_instances", "instances"), metric("client_processes", "processes"),
+        metric("client_connections", "connections"),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vbench.analysis.catalogue import Metric
 from vbench.errors import Interrupted, LabError
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.vcbench import metrics
@@ -65,6 +66,7 @@ class VcbenchWorkload(Workload):
         "vcbench.latency_avg",
         "vcbench.failed",
     )
+    metrics: ClassVar[tuple[Metric, ...]] = metrics.METRICS
 
     def __init__(self, params: VcbenchParams) -> None:  # type: ignore[override]
         super().__init__(params)

@@ -20,11 +20,23 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
+from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.results.records import Sample
 
 SOURCE = "vcbench"
 OPS_FILE = "ops.csv"
 SERIES_FILE = "ops_per_second.csv"
+# Per trial, and per operation (label `op`) for the vcbench.op_* and mix figures.
+METRICS: tuple[Metric, ...] = (
+    *same_unit(("vcbench.ops_per_s", "vcbench.littles_ideal_ops_per_s",
+                "vcbench.op_ops_per_s"), "ops/s"),
+    *same_unit(("vcbench.completed", "vcbench.failed", "vcbench.failures",
+                "vcbench.late_starts"), "ops"),
+    metric("vcbench.sessions", "sessions"),
+    *same_unit(("vcbench.latency_avg", "vcbench.op_latency_<stat>"), "s",
+               stat=("avg", "p50", "p95", "p99", "max")),
+    *same_unit(("vcbench.mix_share", "vcbench.mix_target"), "%"),
+)  # fmt: skip
 _COLUMNS = ("op", "session", "vcenter", "vm", "start", "end", "ok", "fault_type", "fault")
 
 

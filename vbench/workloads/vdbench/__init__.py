@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, field_validator
 
+from vbench.analysis.catalogue import Metric, metric
 from vbench.errors import GuestError, ParseError, VbenchError
-from vbench.parsers.vdbench import parse_flatfile, samples
+from vbench.parsers.vdbench import FIGURES, parse_flatfile, samples
 from vbench.results.records import Sample
 from vbench.workloads import guest_trial
 from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload, register
@@ -65,6 +66,11 @@ class VdbenchWorkload(Workload):
     Params: ClassVar[type[VdbenchParams]] = VdbenchParams
     roles: ClassVar[tuple[str, ...]] = (ROLE,)
     headline_metrics: ClassVar[tuple[str, ...]] = ("total_iops", "resp", "total_mb_per_sec")
+    metrics: ClassVar[tuple[Metric, ...]] = (
+        *(metric(name, unit) for name, _column, unit in FIGURES),
+        metric("total_iops", "1/s"), metric("total_mb_per_sec", "MiB/s"),
+        metric("resp_median", "ms"),
+    )  # fmt: skip
 
     params: VdbenchParams
 

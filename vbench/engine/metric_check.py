@@ -1,0 +1,117 @@
+"""Metric names and units of a scenario checked against what the run will produce.
+
+The metrics a run stores come from the workload driver, the collectors the scenario
+lists (and the figures derived from them) and the scenario's own derived figures; each
+declares a catalogue (vbench/analysis/catalogue.py). A QoS criterion, a derived figure,
+a regression metric or a report chart that names a metric none of them makes would only
+show up after the whole run as "no data"; here it is a located error with the closest
+names, before anything runs. So is a QoS threshold in a unit the metric's value cannot
+be converted to (``unit: msec`` for a figure in ms).
+
+This lives in the engine because it needs the drivers and collectors (config is below
+both, see docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from vbench.analysis import expr as ex
+from vbench.analysis.catalogue import (
+    Catalogue,
+    Metric,
+    look_up,
+    metric,
+    unit_problem,
+    unknown_metric_message,
+)
+from vbench.collectors.base import get_collector
+from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
+from vbench.config.scenario import Scenario
+from vbench.config.yamlsrc import Source
+from vbench.errors import ConfigError, ConfigIssue
+from vbench.workloads.base import Params, Workload
+
+PathT = tuple[str | int, ...]
+
+
+def run_catalogues(
+    scenario: Scenario, driver: type[Workload], params: Iterable[Params]
+) -> list[Catalogue] | None:
+    """What a run of ``scenario`` can store, one catalogue per producer; None when a
+    producer declares none (a plugin without a catalogue: names cannot be checked)."""
+    entries: dict[Metric, None] = {}
+    for p in params:  # a factor may change the parameters, and with them the names
+        declared = driver.metric_catalogue(p)
+        if declared is None:
+            return None
+        entries.update(dict.fromkeys(declared))
+    out = [Catalogue(driver.name, tuple(entries))]
+    for spec in scenario.collectors:
+        try:
+            cls = get_collector(spec.kind)
+            options = cls.Options.model_validate(spec.options)
+        except (ConfigError, ValueError):
+            continue  # the collector checks report it, located
+        declared = cls.metric_catalogue(options)
+        if declared is None:
+            return None
+        out.append(Catalogue(spec.name or spec.kind, declared))
+    if scenario.collectors:
+        out.append(Catalogue("derived", COLLECTOR_DERIVED, "the collectors' derived figures"))
+    if scenario.derived:
+        out.append(Catalogue("scenario", tuple(metric(d.name, d.unit) for d in scenario.derived),
+                             "the scenario's derived figures"))
+    return out
+
+
+def metric_issues(
+    scenario: Scenario, src: Source, catalogues: Sequence[Catalogue] | None
+) -> list[ConfigIssue]:
+    """Every metric name the scenario uses that the run cannot produce, and every QoS
+    unit that does not fit its metric."""
+    if catalogues is None:
+        return []
+    out: list[ConfigIssue] = []
+    for name, path in _names(scenario):
+        found = look_up(name, catalogues)
+        if found.metric is None:
+            out.append(src.issue(path, unknown_metric_message(name, list(catalogues))))
+    for i, c in enumerate(scenario.qos):
+        found = look_up(c.metric, catalogues)
+        if found.metric is None or c.unit is None:
+            continue
+        problem = unit_problem(c.metric, found.metric.unit, c.unit)
+        if problem is not None:
+            out.append(src.issue(("qos", i, "unit"), problem))
+    return out
+
+
+def _names(scenario: Scenario) -> list[tuple[str, PathT]]:
+    """(metric name, where the scenario names it)."""
+    out: list[tuple[str, PathT]] = [
+        (c.metric, ("qos", i, "metric")) for i, c in enumerate(scenario.qos)
+    ]
+    for i, d in enumerate(scenario.derived):
+        if d.metric:
+            out.append((d.metric, ("derived", i, "metric")))
+        out += [(m, ("derived", i, "metrics", j)) for j, m in enumerate(d.metrics)]
+        out += [(m, ("derived", i, "expr")) for m in sorted(_expr_names(d.expr))]
+    out += [(m, ("regression", "metrics", j)) for j, m in enumerate(scenario.regression.metrics)]
+    out += [(m, ("report", "headline", j)) for j, m in enumerate(scenario.report.headline)]
+    for j, chart in enumerate(scenario.report.charts):
+        out.append((chart.metric, ("report", "charts", j, "metric")))
+        x_metric: Any = getattr(chart, "x_metric", None)
+        if x_metric:
+            out.append((x_metric, ("report", "charts", j, "x_metric")))
+    return out
+
+
+def _expr_names(text: str | None) -> set[str]:
+    if not text:
+        return set()
+    try:
+        return ex.names(ex.parse(text))
+    except ex.ExprError:
+        return set()  # check_derived reports the syntax error
