@@ -142,3 +142,14 @@ def test_history_cli_filters_and_json(store: Store, tmp_path: Path) -> None:
         {"path": "workload.params.rate_iops", "a": "1000", "b": "500"}]
     assert doc["runs"][1]["overrides"] == ["workload.params.rate_iops=500"]
     assert doc["runs"][2]["lab_kind"] == "simulated vCenter (vcsim), throttled"
+
+
+def test_first_to_last_change_stays_within_the_newest_runs_variant(store: Store) -> None:
+    h = load_history(store, "trend", ["ops"], limit=3)  # days 2 (--set), 3 (sim), 4
+    s4k = next(s for s in h.for_metric("ops") if s.title == "bs=4k")
+    assert s4k.change is not None and s4k.change > 0.9  # 500 → 1000: two experiments
+    assert h.change(s4k) is None  # variant A has one run here
+    full = load_history(store, "trend", ["ops"])
+    s4k = next(s for s in full.for_metric("ops") if s.title == "bs=4k")
+    first, last = (1001.0 + 1011.0 + 990.0) / 3, (1004.0 + 1014.0 + 990.0) / 3  # days 1, 4
+    assert full.change(s4k) == pytest.approx((last - first) / first)

@@ -82,10 +82,7 @@ class HistorySeries:
     @property
     def change(self) -> float | None:
         """Last figure against the first one (relative), over the runs that have one."""
-        xs = [m for m in self.means if m is not None]
-        if len(xs) < 2 or xs[0] == 0:
-            return None
-        return (xs[-1] - xs[0]) / abs(xs[0])
+        return _change(self.means)
 
 
 @dataclass(frozen=True)
@@ -99,6 +96,21 @@ class History:
 
     def for_metric(self, metric: str) -> list[HistorySeries]:
         return [s for s in self.series if s.metric == metric]
+
+    def change(self, series: HistorySeries) -> float | None:
+        """Last figure against the first, over the runs of the newest run's variant
+        (all runs when there is one variant): a trend never spans two experiments."""
+        if len(self.variants) < 2:
+            return series.change
+        return _change([m for r, m in zip(self.runs, series.means, strict=True)
+                        if r.variant == "A"])
+
+
+def _change(means: Sequence[float | None]) -> float | None:
+    xs = [m for m in means if m is not None]
+    if len(xs) < 2 or xs[0] == 0:
+        return None
+    return (xs[-1] - xs[0]) / abs(xs[0])
 
 
 def _needed(metrics: Sequence[str], specs: Sequence[Derived]) -> tuple[set[str], list[Derived]]:

@@ -95,6 +95,10 @@ def compare(
     }, indent=2))
 
 
+# The parameter names history_filters adds.
+HISTORY_FILTERS = ("metrics", "tag", "limit", "include_failed", "lab", "same_scenario")
+
+
 def history_filters(func: Any) -> Any:
     """The run selection of `vbench history` and `vbench report --history`."""
     options = [
@@ -124,6 +128,48 @@ def load_filtered_history(store: Any, scenario: str, filters: dict[str, Any]) ->
         include_failed=filters["include_failed"], lab=filters["lab"],
         same_scenario=filters["same_scenario"],
     )
+
+
+def selection_text(filters: dict[str, Any]) -> list[str]:
+    """How history_filters chose the runs, in words (for the trend page)."""
+    out = [f"the newest {filters['limit']} runs at most"]
+    if filters["tag"]:
+        out.append(f"tag {filters['tag']}")
+    if filters["lab"]:
+        out.append(f"lab {filters['lab']}")
+    if filters["same_scenario"]:
+        out.append("only the newest run's scenario variant")
+    out.append("all statuses" if filters["include_failed"] else "completed runs only")
+    return out
+
+
+def trend_report(
+    scenario: str, output: Path, fmt: str | None, store_url: str | None,
+    results_dir: Path | None, filters: dict[str, Any],
+) -> None:
+    """`vbench report --history SCENARIO`: the trend page of the selected runs."""
+    from vbench.report.trend import render_trend
+
+    if fmt not in (None, "html"):
+        raise click.UsageError("--history writes HTML only (use `vbench history --json`)")
+    store, _ = open_store(store_url, results_dir)
+    try:
+        hist = load_filtered_history(store, scenario, filters)
+    finally:
+        store.close()
+    chosen = selection_text(filters)
+    if not hist.runs:
+        from vbench.errors import RunNotFound
+
+        raise RunNotFound(f"no stored run of scenario {scenario!r} matches "
+                          f"({'; '.join(chosen)})")
+    text = render_trend(hist, chosen)
+    if str(output) == "-":
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"report: {output}")
 
 
 @click.command()

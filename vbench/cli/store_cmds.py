@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from vbench.cli.analysis_cmds import HISTORY_FILTERS, history_filters, trend_report
 from vbench.cli.options import json_option, open_store, store_options
 
 
@@ -94,7 +96,7 @@ def _print_series(series: list[dict[str, Any]]) -> None:
 
 
 @click.command()
-@click.argument("run_ids", metavar="RUN_ID [RUN_ID ...]", nargs=-1, required=True)
+@click.argument("run_ids", metavar="[RUN_ID ...]", nargs=-1)
 @click.option(
     "-o",
     "--output",
@@ -119,6 +121,15 @@ def _print_series(series: list[dict[str, Any]]) -> None:
     help="Also check the first run for regressions against this baseline "
     "(auto, last, last:K, tag:NAME or a run id).",
 )
+@click.option(
+    "--history",
+    "history_of",
+    metavar="SCENARIO",
+    help="Instead of RUN_IDs: an HTML trend page over the stored runs of SCENARIO, chosen "
+    "as `vbench history` chooses them (--metric, --tag, --limit, --all, --lab, "
+    "--same-scenario).",
+)
+@history_filters
 @store_options
 def report(
     run_ids: tuple[str, ...],
@@ -128,12 +139,19 @@ def report(
     baseline: str | None,
     store_url: str | None,
     results_dir: Path | None,
+    history_of: str | None,
+    **filters: Any,
 ) -> None:
     """Render stored runs (no guest is touched): the first in full, the others overlaid
-    and compared with it. HTML, JSON, CSV, JUnit XML or Markdown."""
+    and compared with it. HTML, JSON, CSV, JUnit XML or Markdown. With --history, a trend
+    page over a scenario's runs."""
     from vbench.report.build import render_report
     from vbench.report.exports import format_for
 
+    if _trend_or_refuse(run_ids, history_of, template, baseline):
+        assert history_of is not None
+        trend_report(history_of, output, fmt, store_url, results_dir, filters)
+        return
     kind = format_for(str(output), fmt)
     store, _ = open_store(store_url, results_dir)
     try:
@@ -146,6 +164,25 @@ def report(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     click.echo(f"report: {output}")
+
+
+def _trend_or_refuse(
+    run_ids: tuple[str, ...], history_of: str | None, template: Path | None,
+    baseline: str | None,
+) -> bool:
+    """True for a trend page (--history); a usage error for options of the other kind."""
+    ctx = click.get_current_context()
+    given = [p.opts[-1] for p in ctx.command.params if p.name in HISTORY_FILTERS
+             and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
+    if history_of is None:
+        if not run_ids:
+            raise click.UsageError("give RUN_ID(s), or --history SCENARIO for a trend page")
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only with --history SCENARIO")
+        return False
+    if run_ids or template or baseline:
+        raise click.UsageError("--history SCENARIO takes no RUN_ID, --template or --baseline")
+    return True
 
 
 COMMANDS = [ls_cmd, show, report]

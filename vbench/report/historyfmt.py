@@ -72,8 +72,9 @@ def format_history(history: History) -> str:
         right = tuple(range(len(lead), len(lead) + len(series)))
         pad = [""] * (len(lead) - 1)
         trend = ["trend", *pad, *(sparkline(s.means) for s in series)]
-        change = ["first → last", *pad, *(f"{s.change * 100:+.1f} %" if s.change is not None
-                                          else MISSING for s in series)]
+        changes = [history.change(s) for s in series]
+        change = ["first → last" + (" (A)" if several else ""), *pad,
+                  *(f"{c * 100:+.1f} %" if c is not None else MISSING for c in changes)]
         out += table([*lead, *(s.title for s in series)], [*rows, trend, change], right=right)
         out.append("")
     return "\n".join(out)
