@@ -194,6 +194,23 @@ def test_example_stores_redis_benchmark_figures_per_process(example: Done) -> No
         assert stored == pytest.approx(expected, rel=1e-9)
 
 
+def test_example_window_is_redis_benchmarks_own_time(example: Done) -> None:
+    """The trial's window is the longest client's own time over its finished iterations
+    (requests ÷ rps each, as redis-benchmark timed them), not the controller's marks."""
+    loop = yaml.safe_load((ROOT / "examples" / "redis-local.yaml").read_text())
+    requests = loop["workload"]["params"]["loop_requests"]
+    for t in example.trials:
+        files = sorted((example.rundir.path / "raw" / f"{t.point}-{t.trial}").glob("*/c*.csv"))
+        own = max(sum(requests / r for r in raw_rows(f)) for f in files)
+        ph = t.phases
+        assert ph["workload_end"] - ph["workload_start"] == pytest.approx(own, abs=1e-6)
+        # It starts when the clients were started (just before the steady_start mark).
+        assert ph["workload_start"] <= ph["steady_start"]
+        rows = example.samples[(example.samples.point == t.point)
+                               & (example.samples.trial == t.trial)]
+        assert (rows.window_end - rows.window_start - own).abs().max() < 1e-6
+
+
 def test_example_keys_land_on_both_servers_through_the_proxies(example: Done) -> None:
     df = example.samples
     sizes = df[(df.metric == "dbsize") & (df.point == 1)]

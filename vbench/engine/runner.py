@@ -239,6 +239,12 @@ class Engine:
             point=point.index,
             trial=trial,
             labels=point.labels,
+        def workload_window(start: float, end: float) -> None:
+            marks["workload_start"], marks["workload_end"] = start, end
+            wall = marks.get("steady_end", time.time()) - marks.get("steady_start", start)
+            self.rundir.log("workload_window", point=point.index, trial=trial,
+                            seconds=round(end - start, 6), wall_seconds=round(wall, 6))
+
             warmup=point.warmup,
             steady=point.steady,
             cooldown=point.cooldown,
@@ -255,6 +261,7 @@ class Engine:
     def _watchdog(
         self, point: PlannedPoint, trial_cancel: threading.Event, timed_out: threading.Event
     ) -> _Watchdog:
+            workload_window=workload_window,
         limit = self.plan.scenario.settings.trial_timeout
         expected = point.trial_seconds
         budget = expected + (limit if limit is not None else max(120.0, expected))
@@ -409,3 +416,5 @@ def _phase_times(marks: dict[str, float]) -> PhaseTimes:
 
 
 Callback = Callable[[str], None]
+        workload_start=marks.get("workload_start"),
+        workload_end=marks.get("workload_end"),

@@ -403,9 +403,10 @@ class ReportView:
     def trial_window(self, trial: Mapping[str, Any]) -> float | None:
         """Measured steady-state window of one trial (phases, else its samples)."""
         ph = trial.get("phases") or {}
-        start, end = _num(ph.get("steady_start")), _num(ph.get("steady_end"))
-        if start is not None and end is not None:
-            return end - start
+        for first, last in (("workload_start", "workload_end"), ("steady_start", "steady_end")):
+            start, end = _num(ph.get(first)), _num(ph.get(last))
+            if start is not None and end is not None:
+                return end - start
         df = self.data.samples
         if df.empty or "window_start" not in df:
             return None
@@ -438,10 +439,14 @@ class ReportView:
             return "steady-state window not recorded"
         if nominal is None:
             return f"{fmt_duration(measured)} steady-state window (measured)"
-        text = f"{fmt_duration(nominal)} steady-state window"
+        notes = []
         if measured is not None and nominal > 0 and abs(measured - nominal) / nominal > 0.02:
-            text += f" (measured median {fmt_duration(measured)})"
-        return text
+            notes.append(f"measured median {fmt_duration(measured)}")
+        overhead = self.median_overhead
+        if overhead is not None:  # the window is the workload's own; say what it left out
+            notes.append(f"workload-timed; controller +{overhead:.1f} s")
+        text = f"{fmt_duration(nominal)} steady-state window"
+        return text + (f" ({'; '.join(notes)})" if notes else "")
 
     @property
     def trials_text(self) -> str:
@@ -465,6 +470,23 @@ class ReportView:
         out.extend(self._noise_warnings(titles))
         out.extend(self._window_warnings(titles))
         out.extend(f"Metric with two units, second ignored: {c}" for c in self.unit_conflicts)
+    def wall_overhead(self, trial: Mapping[str, Any]) -> float | None:
+        """The controller's steady window minus the workload's own (starting the tool,
+        seeing it exit): None when the driver recorded no window of its own."""
+        ph = trial.get("phases") or {}
+        values = [_num(ph.get(k)) for k in
+                  ("steady_start", "steady_end", "workload_start", "workload_end")]
+        if any(v is None for v in values):
+            return None
+        s, e, ws, we = values
+        return (e - s) - (we - ws)  # type: ignore[operator]
+
+    @property
+    def median_overhead(self) -> float | None:
+        found = [o for t in self.data.trials if t.get("status") == OK_STATUS
+                 and (o := self.wall_overhead(t)) is not None]
+        return float(statistics.median(found)) if found else None
+
         return out
 
     def _noise_warnings(self, titles: Mapping[int, str]) -> list[str]:

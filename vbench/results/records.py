@@ -44,7 +44,13 @@ class Window:
 
 @dataclass(frozen=True)
 class PhaseTimes:
-    """Phase boundaries of one trial (epoch seconds, controller clock)."""
+    """Phase boundaries of one trial (epoch seconds, controller clock).
+
+    ``steady_start``/``steady_end`` are the controller's marks (its wall window: it
+    includes starting the tool and seeing it exit); ``workload_start``/``workload_end``
+    the window the tool itself measured over (fio's runtime, redis-benchmark's elapsed
+    time), in controller time, when the driver knows it.
+    """
 
     prepare_start: float | None = None
     warmup_start: float | None = None
@@ -52,9 +58,19 @@ class PhaseTimes:
     steady_end: float | None = None
     cooldown_end: float | None = None
     teardown_end: float | None = None
+    workload_start: float | None = None
+    workload_end: float | None = None
 
     @property
     def steady(self) -> Window | None:
+        """The measured window: the workload's own when known, else the controller's."""
+        if self.workload_start is not None and self.workload_end is not None:
+            return Window(self.workload_start, self.workload_end)
+        return self.wall_steady
+
+    @property
+    def wall_steady(self) -> Window | None:
+        """The controller's steady window (steady_start → steady_end marks)."""
         if self.steady_start is None or self.steady_end is None:
             return None
         return Window(self.steady_start, self.steady_end)
@@ -67,6 +83,8 @@ class PhaseTimes:
             "steady_end": self.steady_end,
             "cooldown_end": self.cooldown_end,
             "teardown_end": self.teardown_end,
+            "workload_start": self.workload_start,
+            "workload_end": self.workload_end,
         }
 
 

@@ -61,6 +61,10 @@ class PlannedCommand:
     background: bool = False
 
 
+def _no_window(start: float, end: float) -> None:
+    """A context that records no workload window (tests, tools)."""
+
+
 @dataclass
 class TrialContext:
     """Everything a driver may use during one trial.
@@ -71,6 +75,11 @@ class TrialContext:
     journaled first and removed at the end of the run whatever happens (see
     :mod:`vbench.vsphere.resources`); ``None`` when the run reaches no vCenter. A driver
     that acts on vCenter without `vm:` groups sets ``needs_vcenter = True``.
+    ``workload_window(start, end)``: the steady window as the tool itself measured it
+    (controller epoch seconds, read from its output: fio's runtime, redis-benchmark's
+    elapsed time). Samples carry it and the report judges the window by it; the
+    controller's marks (which include starting the tool and seeing it exit) stay beside
+    it as overhead. A driver whose tool reports no time of its own does not call it.
     """
 
     run_id: str
@@ -88,6 +97,7 @@ class TrialContext:
     max_parallel: int = 16
     groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
     vsphere: VSphereResources | None = None
+    workload_window: Callable[[float, float], None] = _no_window
 
     def all_guests(self) -> list[Guest]:
         seen: dict[str, Guest] = {}

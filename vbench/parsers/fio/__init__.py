@@ -428,6 +428,17 @@ def aggregate_guests(per_guest: Mapping[str, FioResult]) -> list[Sample]:
     return _samples_from(out, None, ())
 
 
+def measured_window(result: FioResult) -> tuple[float, float] | None:
+    """The window fio measured over, in the clock of the machine it ran on: it ends at
+    fio's output time stamp (written once every job has ended) and lasts the longest
+    job's runtime (fio's ``runtime``: the time of I/O, after ``ramp_time``). None when fio
+    gave no time stamp or no runtime."""
+    runtimes = [r.value for r in result.records if r.metric == "runtime" and r.value]
+    if result.timestamp is None or not runtimes:
+        return None
+    return result.timestamp - max(runtimes), result.timestamp
+
+
 def records_to_rows(result: FioResult) -> list[dict[str, Any]]:
     """Flat rows for ``vbench parse fio --per-job``: every job, then (with several jobs)
     the total over them (:func:`total_rows`)."""

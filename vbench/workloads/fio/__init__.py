@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -27,6 +27,7 @@ from vbench.parsers.fio import (
     FioResult,
     aggregate_guests,
     guest_samples,
+    measured_window,
     parse_fio_json,
 )
 from vbench.results.collected import SERIES_DIR, safe_name
@@ -98,7 +99,8 @@ class FioWorkload(Workload):
     def __init__(self, params: FioParams) -> None:
         super().__init__(params)
         self._procs: dict[str, RemoteProcess] = {}
-        # Controller time of this trial's steady window (trims the per-second logs).
+        # Controller time of this trial's steady window: trims the per-second logs when
+        # fio's own window (its JSON's time stamp and runtime) is not known.
         self._window: tuple[float | None, float | None] = (None, None)
 
     @classmethod
@@ -235,19 +237,44 @@ class FioWorkload(Workload):
             samples += guest_samples(results[g.name], g.name)
         samples += aggregate_guests(results)
         if self.params.per_second_logs and self.params.job_file is None:
-            for more in self._fan_out(ctx, guests, lambda g: self._per_second(ctx, g)):
+            per_second = self._fan_out(ctx, guests, lambda g: self._per_second(
+                ctx, g, offsets[g.name], windows.get(g.name, self._window)))
+            for more in per_second:
+        offsets = dict(zip((g.name for g in guests),
+                           self._fan_out(ctx, guests, lambda g: g.clock_offset(rounds=3)[0]),
+                           strict=True))
+        windows = self._fio_windows(ctx, results, offsets)
                 samples += more
         return samples
 
-    def _per_second(self, ctx: TrialContext, guest: Guest) -> list[Sample]:
+    @staticmethod
+    def _fio_windows(
+        ctx: TrialContext, results: Mapping[str, FioResult], offsets: Mapping[str, float]
+    ) -> dict[str, tuple[float, float]]:
+        """Each guest's window as fio measured it (its runtime, ending at its output time
+        stamp), in controller time; the trial's window spans them all (the guests' sums
+        are over these windows). Without fio's own times the controller's marks stay."""
+        windows = {}
+        for name, result in results.items():
+            own = measured_window(result)
+            if own is not None:
+                windows[name] = (own[0] - offsets[name], own[1] - offsets[name])
+        if windows and len(windows) == len(results):
+            ctx.workload_window(min(s for s, _ in windows.values()),
+                                max(e for _, e in windows.values()))
+        return windows
+
+    def _per_second(
+        self, ctx: TrialContext, guest: Guest, offset: float,
+        window: tuple[float | None, float | None],
+    ) -> list[Sample]:
         """Fetch the guest's per-second logs, keep them whole as a series file, and
-        return the figures of the steady window."""
+        return the figures of the steady window (fio's own for this guest)."""
         d = self._dir(ctx, guest)
         listing = guest.run(["ls", "-1", "--", d], timeout=60).stdout.splitlines()
         files = fio_logs.log_files(listing)
         if not files:
             raise GuestError(guest.name, f"fio wrote no per-second logs in {d}")
-        offset, _ = guest.clock_offset(rounds=3)
         logs = {}
         for name, kind, job in files:
             rows = fio_logs.parse_log(guest.read_text(f"{d}/{name}"), kind, f"{guest.name}:{name}")
@@ -257,16 +284,16 @@ class FioWorkload(Workload):
         frame = fio_logs.series_frame(guest.name, logs)
         fio_logs.write_guest_series(
             ctx.raw_path(guest.name, fio_logs.SERIES_FILE), frame, guest=guest.name,
-            point=ctx.point, trial=ctx.trial, window=self._window, clock_offset=offset,
+            point=ctx.point, trial=ctx.trial, window=window, clock_offset=offset,
         )
         # raw/<p>-<t>/ -> series/<p>-<t>/fio/<guest>.parquet: the report's time series.
         charted = ctx.raw_dir.parents[1] / SERIES_DIR / ctx.raw_dir.name / "fio" / safe_name(
             f"{guest.name}.parquet")
         fio_logs.write_guest_series(
             charted, fio_logs.per_second_frame(frame, guest.name), guest=guest.name,
-            point=ctx.point, trial=ctx.trial, window=self._window, clock_offset=offset,
+            point=ctx.point, trial=ctx.trial, window=window, clock_offset=offset,
         )
-        return fio_logs.window_samples(fio_logs.trim(frame, *self._window), guest.name)
+        return fio_logs.window_samples(fio_logs.trim(frame, *window), guest.name)
 
     def _fetch(self, ctx: TrialContext, guest: Guest) -> FioResult:
         d = self._dir(ctx, guest)

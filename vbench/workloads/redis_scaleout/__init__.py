@@ -41,6 +41,20 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 T = TypeVar("T")
 
 
+def client_seconds(params: RedisParams, fig: ClientFigures) -> float | None:
+    """How long one redis-benchmark process measured for, by its own clock: it prints
+    requests ÷ its own elapsed time as rps, so the time is requests ÷ rps (in loop mode,
+    of the iterations it completed; the one cut short is not counted). None without an
+    rps figure."""
+    rps = fig.test.rps
+    if not rps:
+        return None
+    if params.duration_mode:
+        return fig.test.iterations * params.loop_requests / rps
+    requests = fig.client.requests if fig.client.requests is not None else params.loop_requests
+    return requests / rps
+
+
 @dataclass
 class _Started:
     guest: Guest
@@ -81,6 +95,7 @@ class RedisScaleout(Workload):
         self._layout: topo.Layout | None = None
         self._started: list[_Started] = []
         self._clients: dict[str, _Started] = {}
+        self._steady_started: float | None = None  # controller time the clients started
         self._pins: list[tuple[Guest, redis_pinning.PinState]] = []
         self._dirs: dict[str, tuple[Guest, str]] = {}
 
@@ -405,6 +420,7 @@ class RedisScaleout(Workload):
                 raise Interrupted("redis run interrupted during warm-up")
             self._check_alive(warm)
             self._stop(list(warm.values()))
+        self._steady_started = time.time()
         self._clients = self._start_clients(ctx, layout, guests, "steady",
                                             loop=self.params.duration_mode)
         ctx.mark("steady_start")
@@ -473,6 +489,11 @@ class RedisScaleout(Workload):
             return []  # a trial that failed before its clients ran measured nothing
         figures = [self._client_figures(ctx, c) for c in layout.clients
                    if c.id in self._clients]
+        seconds = [client_seconds(self.params, f) for f in figures]
+        if self._steady_started is not None and seconds and None not in seconds:
+            # The clients ran at once: the window is the longest one's own elapsed time.
+            longest = max(s for s in seconds if s is not None)
+            ctx.workload_window(self._steady_started, self._steady_started + longest)
         sizes = redis_guest.dbsize(ctx.guests[CLIENTS][0], [s.endpoint for s in layout.servers])
         for name, (guest, d) in self._dirs.items():
             for inst in layout.on(name):  # server and proxy logs, for a reviewer
