@@ -234,17 +234,17 @@ class Engine:
             if phase:
                 self.progress.phase(phase, point.warmup if phase == "warmup" else point.steady)
 
-        return TrialContext(
-            run_id=self.run_id,
-            point=point.index,
-            trial=trial,
-            labels=point.labels,
         def workload_window(start: float, end: float) -> None:
             marks["workload_start"], marks["workload_end"] = start, end
             wall = marks.get("steady_end", time.time()) - marks.get("steady_start", start)
             self.rundir.log("workload_window", point=point.index, trial=trial,
                             seconds=round(end - start, 6), wall_seconds=round(wall, 6))
 
+        return TrialContext(
+            run_id=self.run_id,
+            point=point.index,
+            trial=trial,
+            labels=point.labels,
             warmup=point.warmup,
             steady=point.steady,
             cooldown=point.cooldown,
@@ -256,12 +256,12 @@ class Engine:
             max_parallel=self.plan.scenario.settings.max_parallel,
             groups=groups,
             vsphere=self.resources(point) if self.resources is not None else None,
+            workload_window=workload_window,
         )
 
     def _watchdog(
         self, point: PlannedPoint, trial_cancel: threading.Event, timed_out: threading.Event
     ) -> _Watchdog:
-            workload_window=workload_window,
         limit = self.plan.scenario.settings.trial_timeout
         expected = point.trial_seconds
         budget = expected + (limit if limit is not None else max(120.0, expected))
@@ -412,9 +412,9 @@ def _phase_times(marks: dict[str, float]) -> PhaseTimes:
         steady_end=marks.get("steady_end"),
         cooldown_end=marks.get("cooldown_end"),
         teardown_end=marks.get("teardown_end"),
+        workload_start=marks.get("workload_start"),
+        workload_end=marks.get("workload_end"),
     )
 
 
 Callback = Callable[[str], None]
-        workload_start=marks.get("workload_start"),
-        workload_end=marks.get("workload_end"),

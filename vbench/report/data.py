@@ -401,7 +401,8 @@ class ReportView:
         return max((p.total for p in self.points), default=None) or None
 
     def trial_window(self, trial: Mapping[str, Any]) -> float | None:
-        """Measured steady-state window of one trial (phases, else its samples)."""
+        """Measured steady-state window of one trial: the workload's own (fio's runtime …)
+        when the driver recorded it, else the controller's marks, else its samples."""
         ph = trial.get("phases") or {}
         for first, last in (("workload_start", "workload_end"), ("steady_start", "steady_end")):
             start, end = _num(ph.get(first)), _num(ph.get(last))
@@ -431,9 +432,27 @@ class ReportView:
             windows = spans.dropna().tolist()
         return float(statistics.median(windows)) if windows else None
 
+    def wall_overhead(self, trial: Mapping[str, Any]) -> float | None:
+        """The controller's steady window minus the workload's own (starting the tool,
+        seeing it exit): None when the driver recorded no window of its own."""
+        ph = trial.get("phases") or {}
+        values = [_num(ph.get(k)) for k in
+                  ("steady_start", "steady_end", "workload_start", "workload_end")]
+        if any(v is None for v in values):
+            return None
+        s, e, ws, we = values
+        return (e - s) - (we - ws)  # type: ignore[operator]
+
+    @property
+    def median_overhead(self) -> float | None:
+        found = [o for t in self.data.trials if t.get("status") == OK_STATUS
+                 and (o := self.wall_overhead(t)) is not None]
+        return float(statistics.median(found)) if found else None
+
     @property
     def window_text(self) -> str:
-        """e.g. ``60 s steady-state window`` (with the measured median if it differs)."""
+        """e.g. ``60 s steady-state window`` (with the measured median if it differs, and
+        the controller's overhead around the workload's own window when known)."""
         nominal, measured = self.phases["steady"], self.measured_window
         if nominal is None and measured is None:
             return "steady-state window not recorded"
@@ -470,23 +489,6 @@ class ReportView:
         out.extend(self._noise_warnings(titles))
         out.extend(self._window_warnings(titles))
         out.extend(f"Metric with two units, second ignored: {c}" for c in self.unit_conflicts)
-    def wall_overhead(self, trial: Mapping[str, Any]) -> float | None:
-        """The controller's steady window minus the workload's own (starting the tool,
-        seeing it exit): None when the driver recorded no window of its own."""
-        ph = trial.get("phases") or {}
-        values = [_num(ph.get(k)) for k in
-                  ("steady_start", "steady_end", "workload_start", "workload_end")]
-        if any(v is None for v in values):
-            return None
-        s, e, ws, we = values
-        return (e - s) - (we - ws)  # type: ignore[operator]
-
-    @property
-    def median_overhead(self) -> float | None:
-        found = [o for t in self.data.trials if t.get("status") == OK_STATUS
-                 and (o := self.wall_overhead(t)) is not None]
-        return float(statistics.median(found)) if found else None
-
         return out
 
     def _noise_warnings(self, titles: Mapping[int, str]) -> list[str]:

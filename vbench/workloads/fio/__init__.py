@@ -236,14 +236,14 @@ class FioWorkload(Workload):
         for g in guests:
             samples += guest_samples(results[g.name], g.name)
         samples += aggregate_guests(results)
-        if self.params.per_second_logs and self.params.job_file is None:
-            per_second = self._fan_out(ctx, guests, lambda g: self._per_second(
-                ctx, g, offsets[g.name], windows.get(g.name, self._window)))
-            for more in per_second:
         offsets = dict(zip((g.name for g in guests),
                            self._fan_out(ctx, guests, lambda g: g.clock_offset(rounds=3)[0]),
                            strict=True))
         windows = self._fio_windows(ctx, results, offsets)
+        if self.params.per_second_logs and self.params.job_file is None:
+            per_second = self._fan_out(ctx, guests, lambda g: self._per_second(
+                ctx, g, offsets[g.name], windows.get(g.name, self._window)))
+            for more in per_second:
                 samples += more
         return samples
 
