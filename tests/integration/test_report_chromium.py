@@ -175,6 +175,10 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pipe, str
                             {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Network", "Runtime", "Log", "Page"):
             pipe.send(f"{domain}.enable", session=session)
+        # The reviewer's screen: 1400 px wide, 1000 px of it visible at first.
+        pipe.send("Emulation.setDeviceMetricsOverride", {
+            "width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False,
+        }, session=session)
         pipe.send("Page.navigate", {"url": report.as_uri()}, session=session)
         pipe.wait_for("Page.loadEventFired")
         yield pipe, session, report.read_text(encoding="utf-8")
@@ -208,10 +212,39 @@ def test_no_console_error_and_no_exception(opened: tuple[Pipe, str, str]) -> Non
     assert not bad, bad
 
 
+def test_the_first_screen_is_the_summary_and_details_are_folded(
+    opened: tuple[Pipe, str, str],
+) -> None:
+    pipe, session, _ = opened
+    first = _eval(pipe, session, """(() => {
+        const screen = window.innerHeight;
+        const charts = Array.from(document.querySelectorAll('#headline-charts svg.chart'));
+        const top = charts.map(c => c.getBoundingClientRect().top);
+        const tables = Array.from(document.querySelectorAll('#results table'));
+        return {screen, width: window.innerWidth, charts: charts.length,
+                visible: top.filter(t => t < screen).length,
+                badges: document.querySelector('ul.badges').getBoundingClientRect().top,
+                tables: tables.length,
+                shown_tables: tables.filter(t => t.checkVisibility()).length,
+                folded: Array.from(document.querySelectorAll('details:not([open])')).map(
+                    d => d.closest('section').id)};
+    })()""")
+    assert first["screen"] == 1000 and first["width"] == 1400
+    # Two headline metrics: both charts side by side on the first screen, under the
+    # verdict badges.
+    assert first["charts"] == 2 and first["visible"] == 2, first
+    assert first["badges"] < 300
+    # The per-metric tables are there, folded away: none takes room until opened.
+    assert first["tables"] >= 2 and first["shown_tables"] == 0
+    for folded in ("results", "guests", "trials", "environment", "timeseries"):
+        assert folded in first["folded"], first["folded"]
+
+
 def test_every_chart_is_present_and_laid_out(opened: tuple[Pipe, str, str]) -> None:
     pipe, session, html = opened
     in_source = html.count('<svg id="vbench-chart-')
     assert in_source >= 10  # headline, derived, QoS, time series and overlay charts
+    _eval(pipe, session, "document.querySelectorAll('details').forEach(d => d.open = true)")
     sizes = _eval(pipe, session, """
         Array.from(document.querySelectorAll('svg.chart')).map(s => {
             const r = s.getBoundingClientRect(); return [s.id, r.width, r.height];
@@ -219,7 +252,7 @@ def test_every_chart_is_present_and_laid_out(opened: tuple[Pipe, str, str]) -> N
     assert len(sizes) == in_source
     assert all(w > 100 and h > 100 for _, w, h in sizes), sizes
     sections = _eval(pipe, session, """
-        ['charts','derived','qos','timeseries','comparison'].map(
+        ['summary','derived','qos','timeseries','comparison'].map(
             id => document.querySelectorAll('#' + id + ' svg.chart').length)""")
     assert all(n >= 1 for n in sections), sections
 

@@ -112,7 +112,7 @@ def test_report_is_self_contained(html: str) -> None:
 
 
 def test_charts_are_inline_svg_one_per_headline_metric(html: str) -> None:
-    charts = _section(html, "charts")
+    charts = _section(html, "summary")  # the summary leads with them
     assert charts.count("<svg ") == 2
     assert charts.count("<figcaption>") == 2
     ids = re.findall(r'\sid="([^"]+)"', html)
@@ -145,11 +145,18 @@ def test_measurement_method_is_stated(html: str) -> None:
 
 def test_every_result_figure_carries_its_unit(html: str) -> None:
     results = _section(html, "results")
-    cells = re.findall(r'<td class="num">([^<]*\d[^<]*)</td>', results)
-    figures = [c for c in cells if "±" in c or "–" in c]
-    assert figures, "no mean/CI or range cells found"
-    assert all(c.rstrip().endswith(tuple(UNITS.values())) for c in figures), figures
+    # Each table in one unit, the one its values read best in: read_clat_p99 was
+    # stored in ms, at about 1,000–2,000 ms it reads in s; read_bw (MiB/s) in GiB/s.
+    units = {"read_iops": "IO/s", "read_bw": "GiB/s", "read_clat_p99": "s"}
+    tables = re.findall(r"<caption>(\w+) \(([^)]+)\)(.*?)</table>", results, re.DOTALL)
+    assert {m: u for m, u, _ in tables} == units
+    for _metric, unit, body in tables:
+        cells = re.findall(r'<td class="num">([^<]*\d[^<]*)</td>', body)
+        figures = [c for c in cells if "±" in c or "–" in c]
+        assert figures, "no mean/CI or range cells found"
+        assert all(c.rstrip().endswith(" " + unit) for c in figures), figures
     assert "1,010 ± " in results and " IO/s" in results
+    assert "1.012 ± 0.025 s" in results  # 1,012 ms
     # Every table names the window and the trial count is shown per row.
     assert results.count("60 s steady-state window") >= 3
     assert "2/3" in results and "3/3" in results

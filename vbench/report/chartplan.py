@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from vbench.config.labels import render_label
 from vbench.report.charts import Bar, bar_chart_svg, grouped_bar_chart_svg
 from vbench.report.charts_xy import Line, line_chart_svg
 from vbench.report.data import MISSING, ReportView
+from vbench.report.units import choose
 
 MIN_CURVE_LEVELS = 3
 MAX_QOS_SERIES = 6
@@ -115,9 +117,15 @@ def draw_series(
     reference_label: str = "",
     title: str = "",
     template: str | None = None,
+    ideal: str | None = None,
+    counts: Collection[str] = (),
 ) -> tuple[str, str]:
     """Pick the chart for ``series`` and draw it; returns (svg, what the chart shows).
-    ``template``: the scenario's point label template, naming the bars of a bar chart."""
+    ``template``: the scenario's point label template, naming the bars of a bar chart.
+    ``ideal``: ``linear`` draws linear scaling from the smallest level of ``x``, ``none``
+    draws no ideal (not even a derived figure's own); None: linear only when ``x`` is
+    one of ``counts`` (factors that set how many workers, VMs or clients run) and the
+    figure is higher-is-better, a derived figure's own ideal always."""
     labels = [lab for lab, _ in series.rows]
     vary = varying(labels, factors)
     if x is None and prefer != "bar":
@@ -125,10 +133,14 @@ def draw_series(
         if x is not None and len(vary) > 2:
             x = None  # three varying factors read better as tables and bars
     ylabel = _ylabel(series.name, series.unit)
-    if x is None and len(vary) < 2 and series.ideals is not None:
+    declared = series.ideals is not None and ideal != "none"
+    linear = series.ideals is None and (ideal == "linear" or (
+        ideal is None and x in counts and series.better == "higher"))
+    if x is None and len(vary) < 2 and declared:
         return _bars_with_ideal(series, vary, ids, mode, ylabel, title)
     if x is not None and (prefer in (None, "line")):
-        return _curve(series, vary, x, ids, mode, ylabel, reference, reference_label, title)
+        return _curve(series, vary, x, ids, mode, ylabel, reference, reference_label, title,
+                      linear=linear, declared=declared)
     if len(vary) == 2:
         return _grouped(series, vary, ids, mode, ylabel, reference, reference_label, title)
     bars = []
@@ -176,7 +188,8 @@ def _grouped(series: Series, vary: Sequence[str], ids: ChartIds, mode: str, ylab
 
 
 def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str, ylabel: str,
-           reference: float | None, reference_label: str, title: str) -> tuple[str, str]:
+           reference: float | None, reference_label: str, title: str, *, linear: bool,
+           declared: bool) -> tuple[str, str]:
     others = [f for f in vary if f != x]
     groups: dict[str, list[int]] = {}
     for i, (lab, _) in enumerate(series.rows):
@@ -191,7 +204,8 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
         ys = [s.mean if s and s.n else None for s in sums]
         ends = [whiskers(s, mode) for s in sums]
         lines.append(Line(name, xs, ys, [e[0] for e in ends], [e[1] for e in ends]))
-        ideal.extend(_ideal_line(series, idx, xs, ys, name, len(groups) > 1))
+        if declared or linear:
+            ideal.extend(_ideal_line(series, idx, xs, ys, name, len(groups) > 1))
     if ideal and all(list(i.ys) == list(ideal[0].ys) and list(i.xs) == list(ideal[0].xs)
                      for i in ideal):
         ideal = [Line("ideal", ideal[0].xs, ideal[0].ys)]  # the same for every line
@@ -201,8 +215,8 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
             "speedup" if series.ideals is not None else "linear scaling from the smallest level"
         )
     svg = line_chart_svg(lines, ylabel, chart_id=ids.next(), xlabel=x, ideal=ideal,
-                         threshold=reference, title=title,
-                         legend_title=", ".join(others))
+                         threshold=reference, title=title, legend_title=", ".join(others),
+                         threshold_label=reference_label or "reference")
     if reference is not None:
         note += f"; dashed red line = {reference_label or 'reference'}"
     return svg, note
@@ -214,10 +228,20 @@ def _ideal_line(series: Series, idx: list[int], xs: list[float], ys: list[float 
     if series.ideals is not None:
         ideal = [series.ideals[i] for i in idx]
         return [Line(label, xs, ideal)] if any(v is not None for v in ideal) else []
-    if series.better != "higher" or not xs or ys[0] is None or xs[0] <= 0:
+    if not xs or ys[0] is None or xs[0] <= 0:
         return []
     y0, x0 = ys[0], xs[0]
     return [Line(label, xs, [y0 * xv / x0 for xv in xs])]
+
+
+def scaled(series: Series) -> Series:
+    """``series`` in the unit its means read best in (µs rather than 0.004 ms)."""
+    sc = choose(series.unit, [s.mean for _, s in series.rows if s is not None])
+    if sc.factor == 1.0:
+        return dataclasses.replace(series, unit=sc.unit)
+    ideals = None if series.ideals is None else [sc.value(v) for v in series.ideals]
+    return dataclasses.replace(series, unit=sc.unit, ideals=ideals,
+                               rows=[(lab, sc.summary(s)) for lab, s in series.rows])
 
 
 def caption(series: Series, shows: str, mode: str, extra: str, window: str) -> str:
@@ -256,14 +280,15 @@ def chart(svg: str, cap: str, title: str, kind: str) -> dict[str, Any]:
 
 def derived_charts(
     derived: DerivedResult, factors: Sequence[str], ids: ChartIds, mode: str, window: str,
-    template: str | None = None,
+    template: str | None = None, names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
+    """A chart per derived figure (of ``names`` only, when given)."""
     out = []
-    for name in derived.names():
+    for name in derived.names() if names is None else names:
         figs = [f for f in derived.named(name) if f.point is not None]
         if not figs or all(f.summary.n == 0 for f in figs):
             continue
-        series = derived_series(figs)
+        series = scaled(derived_series(figs))
         kind = figs[0].kind
         ref, ref_label, prefer = None, "", None
         if kind == "normalize":
@@ -361,9 +386,11 @@ def _row_keys(series: Series, by_point: bool) -> list[object]:
 
 def xy_chart(x: Series, y: Series, factors: Sequence[str], ids: ChartIds,
              title: str, window: str) -> dict[str, Any]:
+    x, y = scaled(x), scaled(y)
     lines = metric_xy(x, y, factors)
     svg = line_chart_svg([Line(ln.name, ln.xs, ln.ys) for ln in lines], _ylabel(y.name, y.unit),
-                         chart_id=ids.next(), xlabel=_ylabel(x.name, x.unit), title=title)
+                         chart_id=ids.next(), xlabel=_ylabel(x.name, x.unit), title=title,
+                         level_ticks=False)
     dropped = len(y.rows) - sum(len(ln.xs) for ln in lines)
     cap = (f"{y.name} against {x.name}: one dot per point (means over successful trials, "
            f"{window}), joined in order of {x.name}"
@@ -378,7 +405,14 @@ def explicit_charts(
     ids: ChartIds,
     mode: str,
     window: str,
+    *,
+    counts: Collection[str] = (),
+    extra: Callable[[Series], str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The charts ``report.charts`` asks for, in its order: over a factor ``x``, or
+    against a metric (``x_metric``, or an ``x`` that names a metric rather than a
+    factor). Nothing asked for is dropped without a line in the returned problems.
+    ``extra``: more caption text for a series (its CI range)."""
     out, problems = [], []
     for spec in specs:
         metric = str(spec.get("metric"))
@@ -386,24 +420,36 @@ def explicit_charts(
         if series is None:
             problems.append(f"report.charts: no data for {metric!r}; chart left out")
             continue
-        x_metric = spec.get("x_metric")
+        x = spec.get("x")
+        x_metric = spec.get("x_metric") or (x if x and x not in factors else None)
         if x_metric:
             xs = lookup(str(x_metric))
             if xs is None:
-                problems.append(f"report.charts: no data for {x_metric!r}; chart left out")
+                problems.append(f"report.charts: no data for {x_metric!r}"
+                                + ("" if spec.get("x_metric") else " (not a factor either)")
+                                + "; chart left out")
             else:
                 out.append(xy_chart(xs, series, factors, ids, str(spec.get("title") or ""),
                                     window))
             continue
-        kind = str(spec.get("kind") or "bar")
-        x = spec.get("x")
-        if kind == "line" and x and not all(_num(lab.get(x)) is not None
-                                            for lab, _ in series.rows):
-            problems.append(f"report.charts: {metric} over {x}: levels are not numbers; "
-                            "drawn as bars")
-            x, kind = None, "bar"
-        title = str(spec.get("title") or "")
-        svg, shows = draw_series(series, factors, ids, mode=mode, prefer=kind,
-                                 x=x if kind == "line" else None, title=title)
-        out.append(chart(svg, caption(series, shows, mode, "", window), title or metric, kind))
+        out.append(_spec_chart(spec, scaled(series), factors, ids, mode, window, counts,
+                               extra(series) if extra else "", problems))
     return out, problems
+
+
+def _spec_chart(spec: Mapping[str, Any], series: Series, factors: Sequence[str],
+                ids: ChartIds, mode: str, window: str, counts: Collection[str], more: str,
+                problems: list[str]) -> dict[str, Any]:
+    metric = series.name
+    kind = str(spec.get("kind") or ("line" if spec.get("x") else "bar"))
+    x = spec.get("x")
+    if kind == "line" and x and not all(_num(lab.get(x)) is not None
+                                        for lab, _ in series.rows):
+        problems.append(f"report.charts: {metric} over {x}: levels are not numbers; "
+                        "drawn as bars")
+        x, kind = None, "bar"
+    title = str(spec.get("title") or "")
+    svg, shows = draw_series(series, factors, ids, mode=mode, prefer=kind,
+                             x=x if kind == "line" else None, title=title,
+                             ideal=spec.get("ideal"), counts=counts)
+    return chart(svg, caption(series, shows, mode, more, window), title or metric, kind)

@@ -1,41 +1,33 @@
-"""Charts as inline SVG (matplotlib, Agg-family backend, no pyplot global state).
-
-The SVG is cleaned for embedding in an HTML page: no XML prolog, no DOCTYPE, no RDF
-metadata and no namespace URLs, so a report holds no external reference at all.
-Text stays text (``svg.fonttype = none``): smaller files, selectable labels, and
-matplotlib escapes it like any XML text.
+"""Bar charts as inline SVG (see :mod:`.svg`): a bar per point, or bars grouped by one
+factor and coloured by another; whiskers from ``low`` to ``high``; reference lines and
+per-bar limits. The value axis always holds every mark drawn, limits included.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from matplotlib import rc_context
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from vbench.report.svg import (
+    FONT,
+    MUTED,
+    PALETTE,
+    SMALL,
+    Canvas,
+    Legend,
+    left_margin,
+    short,
+    text_width,
+    y_scale,
+)
 
-_PROLOG = re.compile(r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*", re.IGNORECASE)
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
-_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
-_ID = re.compile(r'(\sid=)"([^"]*)"')
-_REF = re.compile(r'((?:xlink:)?href="|url\()#')
 _BAR_COLOR = "#4c72b0"
 _PASS = "#2e7d32"
 _FAIL = "#b00020"
-# A colour-blind-safe qualitative palette (Okabe–Ito, then greys).
-_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
-            "#f0e442", "#000000", "#777777", "#bbbbbb")  # fmt: skip
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "vbench", "font.size": 9}
-_MANY_POINTS = 6  # rotate tick labels beyond this
-_LABEL_BARS_UP_TO = 12
-_MAX_TICK_LABEL = 28  # print the mean on each bar up to this many points
+_PALETTE = PALETTE
+_LABEL_BARS_UP_TO = 12  # print the mean inside each bar up to this many bars
+_ROTATE = 35.0
 
 
 @dataclass(frozen=True)
@@ -52,74 +44,65 @@ class Bar:
         return self.mean is not None and math.isfinite(self.mean)
 
 
-def clean_svg(svg: str, prefix: str) -> str:
-    """Make matplotlib's SVG document embeddable inline in HTML5.
-
-    Element ids get ``prefix`` (matplotlib numbers them the same way in every figure),
-    and its catch-all ``*{...}`` style is scoped to this chart.
-    """
-    svg = _PROLOG.sub("", svg)
-    svg = _METADATA.sub("", svg)
-    # HTML5 puts <svg> in the SVG namespace (and maps xlink:href) by itself.
-    svg = _XMLNS.sub("", svg).strip()
-    svg = _ID.sub(lambda m: f'{m.group(1)}"{prefix}-{m.group(2)}"', svg)
-    svg = _REF.sub(lambda m: f"{m.group(1)}#{prefix}-", svg)
-    svg = svg.replace("*{", f"#{prefix} *{{", 1)
-    return svg.replace("<svg ", f'<svg id="{prefix}" class="chart" ', 1)
+def _short(label: str) -> str:
+    return short(label)
 
 
-def _value_label(x: float) -> str:
+def value_label(x: float) -> str:
     a = abs(x)
     if a >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{max(0, 2 - math.floor(math.log10(a)))}f}" if a else "0"
 
 
-def _short(label: str) -> str:
-    """Tick labels stay readable; the tables carry the full point labels."""
-    return label if len(label) <= _MAX_TICK_LABEL else label[: _MAX_TICK_LABEL - 1] + "…"
+def _category_canvas(labels: Sequence[str], band: float, legend: Legend, top: float
+                     ) -> tuple[Canvas, bool]:
+    """A canvas wide enough for ``len(labels)`` bands; tick labels turn when they would
+    collide."""
+    widest = max((text_width(short(lab), SMALL) for lab in labels), default=0.0)
+    rotate = widest > band * 0.92
+    drop = widest * math.sin(math.radians(_ROTATE)) + 8 if rotate else 0.0
+    bottom = 38.0 + drop
+    plot_w = max(470.0, band * len(labels))
+    right = 16.0 + legend.width()
+    canvas = Canvas(width=0.0, height=300.0 + drop, left=60.0, right=right, top=top,
+                    bottom=bottom)
+    canvas.width = canvas.left + plot_w + right
+    return canvas, rotate
 
 
-def _whiskers(bars: Sequence[Bar]) -> tuple[list[float], list[float]]:
-    """Distances from each mean down to ``low`` and up to ``high`` (0 when unknown)."""
-    below = [b.mean - b.low if b.low is not None else 0.0 for b in bars]  # type: ignore[operator]
-    above = [b.high - b.mean if b.high is not None else 0.0 for b in bars]  # type: ignore[operator]
-    return below, above
+def _finish_axes(canvas: Canvas, marks: list[float], plot_w: float) -> None:
+    """Fix the left margin to the widest tick label, keeping the plot width."""
+    canvas.left = left_margin(marks)
+    canvas.width = canvas.left + plot_w + canvas.right
 
 
-def _draw(ax: Axes, bars: Sequence[Bar], colors: Sequence[str] | None = None) -> list[float]:
-    """Bars, whiskers and "no data" marks; returns the means drawn."""
-    xs = [i for i, b in enumerate(bars) if b.has_data]
-    means = [float(bars[i].mean) for i in xs]  # type: ignore[arg-type]
-    color: Any = [colors[i] for i in xs] if colors is not None else _BAR_COLOR
-    rects = ax.bar(xs, means, color=color, width=0.65)
-    if any(bars[i].low is not None or bars[i].high is not None for i in xs):
-        below, above = _whiskers([bars[i] for i in xs])
-        ax.errorbar(xs, means, yerr=[below, above], fmt="none", ecolor="#222222", capsize=4)
-        if len(bars) <= _LABEL_BARS_UP_TO:
-            # Inside the bar: above it the label would collide with the whisker.
-            top = max((abs(m) for m in means), default=0.0)
-            labels = [_value_label(m) if abs(m) >= 0.15 * top else "" for m in means]
-            ax.bar_label(rects, labels=labels, label_type="center", color="white", fontsize=7)
-    for i, b in enumerate(bars):
-        if not b.has_data:
-            ax.text(i, 0, "no data", rotation=90, ha="center", va="bottom", color="#b00020")
-    return means
+def _x_labels(canvas: Canvas, labels: Sequence[str], centres: Sequence[float],
+              rotate: bool) -> None:
+    for lab, x in zip(labels, centres, strict=True):
+        if rotate:
+            canvas.text(x + 3, canvas.y0 + 12, short(lab), anchor="end", size=SMALL,
+                        rotate=-_ROTATE)
+        else:
+            canvas.text(x, canvas.y0 + 14, short(lab), size=SMALL)
 
 
-def _style(ax: Axes, bars: Sequence[Bar], means: list[float], rotate: bool) -> None:
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels(
-        [_short(b.label) for b in bars],
-        rotation=40 if rotate else 0,
-        ha="right" if rotate else "center",
-    )
-    ax.set_xlim(-0.6, len(bars) - 0.4)
-    if all(m >= 0 for m in means):
-        ax.set_ylim(bottom=0)  # throughput-like figures: bars must start at zero
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-    ax.set_axisbelow(True)
+def _no_data(canvas: Canvas, x: float, base: float, size: float = SMALL) -> None:
+    canvas.text(x + 3, base - 4, "no data", anchor="start", size=size, color=_FAIL,
+                rotate=-90)
+
+
+def _bar(canvas: Canvas, x: float, w: float, b: Bar, ys: object, base: float, color: str,
+         label: bool) -> None:
+    y = ys(b.mean)  # type: ignore[operator]
+    canvas.rect(x - w / 2, min(y, base), w, abs(base - y), color)
+    if b.low is not None or b.high is not None:
+        lo = ys(b.low if b.low is not None else b.mean)  # type: ignore[operator]
+        hi = ys(b.high if b.high is not None else b.mean)  # type: ignore[operator]
+        canvas.whisker(x, lo, hi, cap=min(4.0, w / 3))
+    if label and abs(base - y) >= 16 and w >= 22:
+        canvas.text(x, (y + base) / 2 + 3.5, value_label(float(b.mean)),  # type: ignore[arg-type]
+                    size=min(SMALL, w / 3.2), color="#ffffff")
 
 
 def bar_chart_svg(
@@ -137,49 +120,51 @@ def bar_chart_svg(
 ) -> str:
     """A bar per point, whiskers from ``low`` to ``high``; returns inline SVG text.
 
-    ``chart_id`` (an HTML id: letters, digits, ``-``) becomes the root element's id and
-    prefixes every inner id, so that several charts can live in one page.
+    ``chart_id`` (an HTML id: letters, digits, ``-``) becomes the root element's id.
     ``reference`` draws a dashed line across the chart (1.0 for normalised figures);
-    ``thresholds`` a limit per bar (QoS), with bars coloured by ``passed``.
+    ``thresholds`` a limit per bar (QoS, or an ideal), with bars coloured by ``passed``.
     """
+    legend = Legend()
+    limit_color = _FAIL if "QoS" in limit_label else MUTED
+    if reference is not None:
+        legend.add(reference_label or "reference", "#444444", "dash")
+    known = [t for t in thresholds or () if t is not None]
+    if known:
+        legend.add(limit_label, limit_color, "dash")
     n = len(bars)
-    rotate = n > _MANY_POINTS or any(len(b.label) > 14 for b in bars)
-    size = (max(5.0, min(16.0, 1.2 + 0.55 * n)), 4.4 if rotate else 3.6)
-    with chart_figure(size) as (fig, ax):
-        colors = None
-        if passed is not None:
-            colors = [_PASS if ok else _FAIL if ok is False else _BAR_COLOR for ok in passed]
-        _style(ax, bars, _draw(ax, bars, colors), rotate)
-        if reference is not None:
-            ax.axhline(reference, color="#444444", linestyle="--", linewidth=1,
-                       label=reference_label or None)
-        if thresholds is not None:
-            _threshold_marks(ax, thresholds, limit_label)
-        if reference_label or thresholds is not None:
-            ax.legend(loc="best", fontsize=7, frameon=False)
-        ax.set_ylabel(ylabel)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        return finish(fig, chart_id)
-
-
-def _threshold_marks(ax: Axes, thresholds: Sequence[float | None], label: str) -> None:
-    """A dashed segment over each bar at its limit (one line when all are equal): red
-    for a QoS limit, grey for anything else (an ideal)."""
-    known = [t for t in thresholds if t is not None]
-    if not known:
-        return
-    color = _FAIL if "QoS" in label else "#555555"
-    if len(set(known)) == 1:
-        ax.axhline(known[0], color=color, linestyle="--", linewidth=1.2, label=label)
-        return
-    first = True
-    for i, t in enumerate(thresholds):
-        if t is None:
+    band = 58.0 if n <= 8 else 40.0 if n <= 20 else 26.0
+    canvas, rotate = _category_canvas([b.label for b in bars], band,
+                                      legend, 26.0 if title else 12.0)
+    plot_w = canvas.x1 - canvas.x0
+    values = [v for b in bars if b.has_data for v in (b.mean, b.low, b.high)]
+    ys, marks = y_scale(canvas, [*values, reference, *known])
+    _finish_axes(canvas, marks, plot_w)
+    canvas.title(title)
+    canvas.y_axis(ys, marks, ylabel)
+    base = ys(min(max(0.0, marks[0]), marks[-1]))
+    step = plot_w / max(1, n)
+    centres = [canvas.x0 + step * (i + 0.5) for i in range(n)]
+    for i, (b, x) in enumerate(zip(bars, centres, strict=True)):
+        if not b.has_data:
+            _no_data(canvas, x, base)
             continue
-        ax.hlines(t, i - 0.42, i + 0.42, colors=color, linestyles="--", linewidth=1.5,
-                  label=label if first else None)
-        first = False
+        ok = passed[i] if passed is not None else None
+        color = _PASS if ok else _FAIL if ok is False else _BAR_COLOR
+        _bar(canvas, x, step * 0.65, b, ys, base, color, n <= _LABEL_BARS_UP_TO)
+    canvas.line(canvas.x0, base, canvas.x1, base, MUTED, 0.8)
+    if reference is not None:
+        canvas.line(canvas.x0, ys(reference), canvas.x1, ys(reference), "#444444", 1.0, "5 3")
+    if known and len(set(known)) == 1:
+        canvas.line(canvas.x0, ys(known[0]), canvas.x1, ys(known[0]), limit_color, 1.3, "5 3")
+    elif known:
+        for t, x in zip(thresholds or (), centres, strict=True):
+            if t is not None:
+                canvas.line(x - step * 0.42, ys(t), x + step * 0.42, ys(t), limit_color, 1.6,
+                            "5 3")
+    _x_labels(canvas, [b.label for b in bars], centres, rotate)
+    canvas.x_label(xlabel)
+    canvas.legend(legend)
+    return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))
 
 
 def grouped_bar_chart_svg(
@@ -196,60 +181,46 @@ def grouped_bar_chart_svg(
 ) -> str:
     """Bars grouped by category, one colour per series (each series has one Bar per
     category, in order); whiskers as in :func:`bar_chart_svg`."""
-    n_cat, n_ser = len(categories), max(1, len(series))
-    width = 0.8 / n_ser
-    rotate = n_cat > _MANY_POINTS or any(len(c) > 14 for c in categories)
-    size = (max(5.0, min(16.0, 1.6 + 0.35 * n_cat * n_ser)), 4.4 if rotate else 3.8)
-    with chart_figure(size) as (fig, ax):
-        means: list[float] = []
-        for k, (name, bars) in enumerate(series):
-            offset = (k - (n_ser - 1) / 2) * width
-            xs = [i + offset for i, b in enumerate(bars) if b.has_data]
-            ms = [float(b.mean) for b in bars if b.has_data]  # type: ignore[arg-type]
-            ax.bar(xs, ms, width=width * 0.95, label=_short(name), color=_PALETTE[k % 10])
-            if xs:
-                below, above = _whiskers([b for b in bars if b.has_data])
-                ax.errorbar(xs, ms, yerr=[below, above], fmt="none", ecolor="#222222",
-                            capsize=2)
-            for i, b in enumerate(bars):
-                if not b.has_data:
-                    ax.text(i + offset, 0, "no data", rotation=90, ha="center", va="bottom",
-                            color=_FAIL, fontsize=6)
-            means += ms
-        ax.set_xticks(range(n_cat))
-        ax.set_xticklabels([_short(c) for c in categories], rotation=40 if rotate else 0,
-                           ha="right" if rotate else "center")
-        if all(m >= 0 for m in means):
-            ax.set_ylim(bottom=0)
-        if reference is not None:
-            ax.axhline(reference, color="#444444", linestyle="--", linewidth=1,
-                       label=reference_label or None)
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        ax.legend(title=legend_title or None, fontsize=7, title_fontsize=7, frameon=False,
-                  loc="best")
-        ax.set_ylabel(ylabel)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        return finish(fig, chart_id)
+    legend = Legend(legend_title)
+    for k, (name, _) in enumerate(series):
+        legend.add(name, PALETTE[k % len(PALETTE)], "box")
+    if reference is not None:
+        legend.add(reference_label or "reference", "#444444", "dash")
+    n_ser = max(1, len(series))
+    band = max(40.0, min(120.0, 16.0 * n_ser + 14.0))
+    canvas, rotate = _category_canvas(categories, band, legend, 26.0 if title else 12.0)
+    plot_w = canvas.x1 - canvas.x0
+    values = [v for _, bars in series for b in bars if b.has_data
+              for v in (b.mean, b.low, b.high)]
+    ys, marks = y_scale(canvas, [*values, reference])
+    _finish_axes(canvas, marks, plot_w)
+    canvas.title(title)
+    canvas.y_axis(ys, marks, ylabel)
+    base = ys(min(max(0.0, marks[0]), marks[-1]))
+    step = plot_w / max(1, len(categories))
+    width = step * 0.8 / n_ser
+    centres = [canvas.x0 + step * (i + 0.5) for i in range(len(categories))]
+    for k, (_, bars) in enumerate(series):
+        color = PALETTE[k % len(PALETTE)]
+        for b, c in zip(bars, centres, strict=False):
+            x = c + (k - (n_ser - 1) / 2) * width
+            if b.has_data:
+                _bar(canvas, x, width * 0.92, b, ys, base, color, False)
+            else:
+                _no_data(canvas, x, base, 8.0)
+    canvas.line(canvas.x0, base, canvas.x1, base, MUTED, 0.8)
+    if reference is not None:
+        canvas.line(canvas.x0, ys(reference), canvas.x1, ys(reference), "#444444", 1.0, "5 3")
+    _x_labels(canvas, categories, centres, rotate)
+    canvas.x_label(xlabel)
+    canvas.legend(legend)
+    return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))
 
 
-@contextmanager
-def chart_figure(size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
-    """A figure on its own Agg canvas with the report's style."""
-    with rc_context(_RC):
-        # An Agg canvas of our own, not pyplot: no GUI and no global backend switch
-        # for a caller that uses pyplot itself.
-        fig = Figure(figsize=size)
-        FigureCanvasAgg(fig)
-        yield fig, fig.add_subplot()
+def _domain_attr(marks: Sequence[float]) -> str:
+    """The value axis range on the root element: what a test (or a script) can read
+    without parsing the drawing."""
+    return f' data-y-min="{marks[0]:g}" data-y-max="{marks[-1]:g}"'
 
 
-def finish(fig: Figure, chart_id: str, *, tight: bool = True) -> str:
-    """The figure as inline SVG (call inside :func:`chart_figure`)."""
-    if tight:
-        fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    return clean_svg(buf.getvalue(), chart_id)
+__all__ = ["FONT", "Bar", "bar_chart_svg", "grouped_bar_chart_svg", "value_label"]

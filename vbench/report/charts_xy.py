@@ -1,5 +1,6 @@
-"""Charts over a numeric x axis, as inline SVG: scaling curves (with the ideal) and time
-series (with the steady-state window shaded). Same conventions as :mod:`.charts`."""
+"""Charts over a numeric x axis, as inline SVG (see :mod:`.svg`): scaling curves (with
+whiskers, an ideal and a limit when asked for), a metric against another metric, and time
+series with the steady-state window shaded."""
 
 from __future__ import annotations
 
@@ -8,14 +9,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from matplotlib.collections import LineCollection
-from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
 
-from vbench.report.charts import _FAIL, _PALETTE, _short, chart_figure, finish
+from vbench.report.charts import _FAIL, _domain_attr
+from vbench.report.svg import (
+    MUTED,
+    PALETTE,
+    SMALL,
+    Canvas,
+    Legend,
+    Scale,
+    domain,
+    left_margin,
+    tick_texts,
+    ticks,
+    y_scale,
+)
 
 MAX_TRACE_POINTS = 300  # a trace is averaged into this many buckets before drawing
+SMALL_TRACE_POINTS = 120  # … in a small multiple
 _MAX_LEGEND = 10
+_IDEAL = ("#555555", "#999999")
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,10 @@ def _log_x(xs: Sequence[float]) -> bool:
     return len(pos) == len(xs) and len(xs) >= 3 and max(pos) / min(pos) >= 16
 
 
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
 def line_chart_svg(
     lines: Sequence[Line],
     ylabel: str,
@@ -44,47 +61,78 @@ def line_chart_svg(
     ideal: Sequence[Line] = (),
     threshold: float | None = None,
     legend_title: str = "",
+    level_ticks: bool = True,
+    threshold_label: str = "QoS limit",
 ) -> str:
-    """Curves with whiskers, dashed grey ideal curves and an optional QoS limit line."""
-    all_x = sorted({float(x) for ln in [*lines, *ideal] for x in ln.xs})
-    with chart_figure((6.4, 3.9)) as (fig, ax):
-        for k, ln in enumerate(lines):
-            color = _PALETTE[k % len(_PALETTE)]
-            pts = [(x, y, i) for i, (x, y) in enumerate(zip(ln.xs, ln.ys, strict=True))
-                   if y is not None and math.isfinite(y)]
-            if not pts:
-                continue
-            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-            ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, color=color,
-                    label=_short(ln.name) if len(lines) > 1 else None)
-            if ln.lows is not None and ln.highs is not None:
-                lo = [y - (ln.lows[i] if ln.lows[i] is not None else y) for _, y, i in pts]
-                hi = [(ln.highs[i] if ln.highs[i] is not None else y) - y for _, y, i in pts]
-                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor=color, capsize=3,
-                            linewidth=0.9)
-        for k, ln in enumerate(ideal):
-            pts = [(x, y) for x, y in zip(ln.xs, ln.ys, strict=True) if y is not None]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="--",
-                        color="#666666" if k == 0 else "#999999", linewidth=1,
-                        label=ln.name if k == 0 or len(ideal) <= 3 else None)
-        if threshold is not None:
-            ax.axhline(threshold, color=_FAIL, linestyle="--", linewidth=1.2, label="QoS limit")
-        if _log_x(all_x):
-            ax.set_xscale("log", base=2)
-        ax.set_xticks(all_x)
-        ax.set_xticklabels([f"{x:g}" for x in all_x])
-        ax.minorticks_off()
-        ax.set_ylim(bottom=0)
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.grid(color="#e4e4e4", linewidth=0.6)
-        handles, _ = ax.get_legend_handles_labels()
-        if handles:
-            ax.legend(title=legend_title or None, fontsize=7, title_fontsize=7, frameon=False)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        return finish(fig, chart_id)
+    """Curves with whiskers, dashed grey ideal curves and an optional QoS limit line.
+
+    ``level_ticks``: a tick at every x of the data (factor levels); else round ticks (an x
+    that is a measured figure). The y axis holds the ideal and the limit too."""
+    legend = Legend(legend_title)
+    for k, ln in enumerate(lines):
+        if len(lines) > 1:
+            legend.add(ln.name, PALETTE[k % len(PALETTE)], "line")
+    for k, ln in enumerate(ideal):
+        if k == 0 or len(ideal) <= 3:
+            legend.add(ln.name, _IDEAL[min(k, 1)], "dash")
+    if threshold is not None:
+        legend.add(threshold_label, _FAIL, "dash")
+    canvas = Canvas(width=0.0, height=320.0, left=60.0, right=16.0 + legend.width(),
+                    top=26.0 if title else 12.0, bottom=42.0)
+    plot_w = 470.0
+    ys_all = [v for ln in lines for seq in (ln.ys, ln.lows or (), ln.highs or ())
+              for v in seq]
+    ys_all += [v for ln in ideal for v in ln.ys]
+    ys, marks = y_scale(canvas, [*ys_all, threshold])
+    canvas.left = left_margin(marks)
+    canvas.width = canvas.left + plot_w + canvas.right
+    all_x = sorted({float(x) for ln in [*lines, *ideal] for x in ln.xs if _finite(x)})
+    xs, x_marks = _x_scale(canvas, all_x, level_ticks)
+    canvas.title(title)
+    canvas.y_axis(ys, marks, ylabel)
+    canvas.line(canvas.x0, canvas.y0, canvas.x1, canvas.y0, MUTED, 0.8)
+    texts = [f"{x:g}" for x in x_marks] if level_ticks else tick_texts(x_marks)
+    for x, text in zip(x_marks, texts, strict=True):
+        canvas.line(xs(x), canvas.y0, xs(x), canvas.y0 + 4, MUTED, 0.8)
+        canvas.text(xs(x), canvas.y0 + 15, text, size=SMALL)
+    for k, ln in enumerate(ideal):
+        pts = [(xs(x), ys(y)) for x, y in zip(ln.xs, ln.ys, strict=True) if _finite(y)]
+        canvas.polyline(pts, _IDEAL[min(k, 1)], 1.1, "5 3")
+    if threshold is not None:
+        canvas.line(canvas.x0, ys(threshold), canvas.x1, ys(threshold), _FAIL, 1.3, "5 3")
+    for k, ln in enumerate(lines):
+        _curve(canvas, ln, xs, ys, PALETTE[k % len(PALETTE)])
+    canvas.x_label(xlabel)
+    canvas.legend(legend)
+    return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))
+
+
+def _x_scale(canvas: Canvas, all_x: list[float], level_ticks: bool
+             ) -> tuple[Scale, list[float]]:
+    if not all_x:
+        return Scale(0.0, 1.0, canvas.x0, canvas.x1), []
+    pad = 14.0  # the first and last dots stay off the axes
+    if level_ticks and _log_x(all_x):
+        return Scale(all_x[0], all_x[-1], canvas.x0 + pad, canvas.x1 - pad, log=True), all_x
+    if level_ticks:
+        lo, hi = (all_x[0], all_x[-1]) if len(all_x) > 1 else (all_x[0] - 1, all_x[0] + 1)
+        return Scale(lo, hi, canvas.x0 + pad, canvas.x1 - pad), all_x
+    lo, hi = domain(all_x, zero=False)  # a measured x: its range, not from zero
+    marks = ticks(lo - (hi - lo) * 0.04, hi + (hi - lo) * 0.04, 6)
+    return Scale(marks[0], marks[-1], canvas.x0, canvas.x1), marks
+
+
+def _curve(canvas: Canvas, ln: Line, xs: Scale, ys: Scale, color: str) -> None:
+    pts = [(i, float(x), float(y)) for i, (x, y) in enumerate(zip(ln.xs, ln.ys, strict=True))
+           if _finite(y) and _finite(x)]  # type: ignore[arg-type]
+    canvas.polyline([(xs(x), ys(y)) for _, x, y in pts], color, 1.5)
+    for i, x, y in pts:
+        if ln.lows is not None and ln.highs is not None:
+            lo = ln.lows[i] if _finite(ln.lows[i]) else y
+            hi = ln.highs[i] if _finite(ln.highs[i]) else y
+            if lo != hi:
+                canvas.whisker(xs(x), ys(lo), ys(hi), color, 3.0)  # type: ignore[arg-type]
+        canvas.dot(xs(x), ys(y), color)
 
 
 @dataclass(frozen=True)
@@ -120,30 +168,49 @@ def timeseries_svg(
     window: tuple[float, float] | None,
     group_names: Sequence[str] = (),
     title: str = "",
+    small: bool = False,
 ) -> str:
     """Traces overlaid on time since trial start, one colour per point, the steady-state
-    window shaded."""
-    with chart_figure((7.2, 3.2)) as (fig, ax):
-        if window is not None:
-            ax.axvspan(window[0], window[1], color="#4c72b0", alpha=0.10, linewidth=0)
-        # One collection for all traces: a report may hold dozens of these charts, and
-        # one artist draws far faster than one line per trace.
-        segs = [np.column_stack(downsample(tr.t, tr.v)) for tr in traces]
-        colors = [_PALETTE[tr.group % len(_PALETTE)] for tr in traces]
-        ax.add_collection(LineCollection(segs, colors=colors, linewidths=0.8, alpha=0.85))
-        ax.autoscale_view()
-        groups = sorted({tr.group for tr in traces})
-        if 1 < len(groups) <= _MAX_LEGEND and len(group_names) >= len(groups):
-            handles = [Line2D([], [], color=_PALETTE[g % len(_PALETTE)], linewidth=1.2)
-                       for g in groups]
-            ax.legend(handles, [_short(group_names[g]) for g in groups], fontsize=7,
-                      frameon=False, loc="best")
-        ax.xaxis.set_major_locator(MaxNLocator(8))
-        ax.yaxis.set_major_locator(MaxNLocator(5))
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.set_xlabel("seconds since the trial's warm-up started")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        # Fixed margins instead of tight_layout: measurably faster for many charts.
-        fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.16)
-        return finish(fig, chart_id, tight=False)
+    window shaded. ``small``: a small multiple (title inside, no legend, fewer ticks)."""
+    groups = sorted({tr.group for tr in traces})
+    legend = Legend()
+    if not small and 1 < len(groups) <= _MAX_LEGEND and len(group_names) >= len(groups):
+        for g in groups:
+            legend.add(group_names[g], PALETTE[g % len(PALETTE)], "line")
+    height, plot_w = (170.0, 280.0) if small else (280.0, 560.0)
+    canvas = Canvas(width=0.0, height=height, left=60.0, right=12.0 + legend.width(),
+                    top=22.0 if small or title else 10.0, bottom=36.0 if small else 40.0)
+    t_all = [float(x) for tr in traces for x in (tr.t.min(), tr.t.max()) if len(tr.t)]
+    v_all = [float(x) for tr in traces for x in (tr.v.min(), tr.v.max()) if len(tr.v)]
+    ys, marks = y_scale(canvas, v_all, zero=False)
+    if small:
+        marks = [marks[0], marks[-1]] if len(marks) > 2 else marks
+    canvas.left = left_margin(marks) - (14.0 if small else 0.0)
+    canvas.width = canvas.left + plot_w + canvas.right
+    lo, hi = (min(t_all), max(t_all)) if t_all else (0.0, 1.0)
+    if window is not None:
+        lo, hi = min(lo, window[0]), max(hi, window[1])
+    x_marks = ticks(lo, hi if hi > lo else lo + 1, 4 if small else 8)
+    xs = Scale(x_marks[0], x_marks[-1], canvas.x0, canvas.x1)
+    if window is not None:
+        canvas.rect(xs(window[0]), canvas.y1, xs(window[1]) - xs(window[0]),
+                    canvas.y0 - canvas.y1, "#4c72b0", 0.12)
+    canvas.title(title or (ylabel if small else ""))
+    canvas.y_axis(ys, marks, "" if small else ylabel)
+    canvas.line(canvas.x0, canvas.y0, canvas.x1, canvas.y0, MUTED, 0.8)
+    for x, text in zip(x_marks, tick_texts(x_marks), strict=True):
+        canvas.text(xs(x), canvas.y0 + 13, text, size=SMALL)
+    buckets = SMALL_TRACE_POINTS if small else MAX_TRACE_POINTS
+    for tr in traces:
+        t, v = downsample(tr.t, tr.v, buckets)
+        canvas.polyline_arrays(_px(xs, t), _px(ys, v), PALETTE[tr.group % len(PALETTE)],
+                               0.9, opacity=0.85)
+    canvas.x_label("seconds since the trial's warm-up started" if not small else "seconds")
+    canvas.legend(legend)
+    return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))
+
+
+def _px(scale: Scale, values: np.ndarray) -> np.ndarray:
+    """Pixels of many values at once (a time series has hundreds)."""
+    span = (scale.hi - scale.lo) or 1.0
+    return scale.p0 + (np.asarray(values, dtype=float) - scale.lo) / span * (scale.p1 - scale.p0)

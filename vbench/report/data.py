@@ -23,6 +23,7 @@ from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
 from vbench.config.labels import render_label
+from vbench.report.units import Scale
 from vbench.results.stored import StoredRun, StoredScenario
 
 NO_DATA = "no data"
@@ -196,6 +197,33 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
+# Keys whose number is a moment (epoch seconds), shown as a time: `recorded_at`, …
+_MOMENT_KEYS = ("_at", "started", "ended", "timestamp", "recorded", "boot_time")
+# Epoch seconds from 2001 to 2100: a number outside is not taken for a moment.
+_EPOCH_RANGE = (1e9, 4.2e9)
+
+
+def keyed_text(key: str, v: Any) -> str:
+    """:func:`scalar_text`, with a moment (``controller.recorded_at``) shown as a local
+    time instead of ``1,795,452,866``."""
+    x = _num(v)
+    name = key.rsplit(".", 1)[-1].lower()
+    if (x is not None and not isinstance(v, bool) and name.endswith(_MOMENT_KEYS)
+            and _EPOCH_RANGE[0] <= x <= _EPOCH_RANGE[1]):
+        return fmt_time(x, zone=True)
+    if isinstance(v, list | tuple) and v and all(isinstance(i, Mapping) for i in v):
+        return "; ".join(_record_text(i) for i in v)
+    return scalar_text(v)
+
+
+def _record_text(item: Mapping[str, Any]) -> str:
+    """A record inside a cell: "Past Day (period_s=300, level=1)"."""
+    name = item.get("name") or item.get("device") or item.get("label") or item.get("id")
+    rest = ", ".join(f"{k}={scalar_text(x)}" for k, x in item.items()
+                     if k not in ("name", "device", "label", "id") and not isinstance(x, dict))
+    return f"{name} ({rest})" if name and rest else str(name or rest)
+
+
 def _flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for k, v in obj.items():
@@ -203,7 +231,7 @@ def _flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
         if isinstance(v, Mapping) and v:
             out.extend(_flatten(v, key + "."))
         else:
-            out.append((key, scalar_text(v)))
+            out.append((key, keyed_text(key, v)))
     return out
 
 
@@ -247,7 +275,7 @@ def tabulate(obj: Mapping[str, Any] | None, title: str) -> list[Table]:
         elif isinstance(value, Mapping):
             general.extend(_flatten(value, f"{key}.") if value else [(str(key), MISSING)])
         else:
-            general.append((str(key), scalar_text(value)))
+            general.append((str(key), keyed_text(str(key), value)))
     head = [Table(title, ("item", "value"), tuple(general))] if general else []
     return head + tables
 
@@ -374,10 +402,16 @@ class ReportView:
 
     # ------------------------------------------------------------- queries
 
-    def cell(self, point: int, metric: str) -> Cell:
+    def cell(self, point: int, metric: str, scale: Scale | None = None) -> Cell:
+        """One figure, formatted; ``scale`` shows it in another unit of its family."""
         ms = self.summaries.get((point, metric))
         unit = ms.unit if ms else self.units.get(metric, "")
         s = ms.summary if ms else None
+        if scale is not None:
+            return self._cell(scale.summary(s), scale.unit)
+        return self._cell(s, unit)
+
+    def _cell(self, s: Summary | None, unit: str) -> Cell:
         return Cell(
             summary=s,
             unit=unit,

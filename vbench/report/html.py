@@ -8,7 +8,6 @@ are marked safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +21,11 @@ from jinja2 import (
 from markupsafe import Markup
 
 from vbench import __version__
-from vbench.analysis.aggregate import summarize_points
 from vbench.analysis.run_analysis import better_overrides, cv_threshold_of
 from vbench.errors import ConfigError
-from vbench.report.chartplan import (
-    ChartIds,
-    Series,
-    caption,
-    derived_charts,
-    derived_series,
-    draw_series,
-    error_text,
-    explicit_charts,
-    metric_series,
-    qos_charts,
-)
+from vbench.report.chartplan import ChartIds, derived_charts, error_text, qos_charts
 from vbench.report.data import (
     MISSING,
-    NO_DATA,
     PHASE_ORDER,
     ReportData,
     ReportView,
@@ -49,11 +35,11 @@ from vbench.report.data import (
     fmt_pct,
     fmt_seconds,
     fmt_time,
-    fmt_value,
     scalar_text,
     tabulate,
 )
 from vbench.report.findmax import findmax_reports, findmax_section
+from vbench.report.lead import lead_charts
 from vbench.report.ops_section import operation_figures, ops_section
 from vbench.report.overlay import overlay_section
 from vbench.report.sections import (
@@ -68,7 +54,9 @@ from vbench.report.sections import (
     scenario_section,
     testbed_tables,
 )
-from vbench.report.series import read_series, series_charts
+from vbench.report.series import flat_series, read_series, series_charts
+from vbench.report.shown import choose_metrics
+from vbench.report.tables import guest_table, result_tables
 from vbench.resources import data_dir
 
 DEFAULT_TEMPLATE = "default.html.j2"
@@ -134,80 +122,6 @@ def _method(view: ReportView) -> dict[str, str]:
     }
 
 
-def _result_tables(view: ReportView) -> list[dict[str, Any]]:
-    tables = []
-    for metric in view.metrics:
-        rows = []
-        for p in view.points:
-            cell = view.cell(p.point, metric)
-            s = cell.summary
-            noisy = ""
-            if s is not None and s.noisy:
-                noisy = "noisy" + (f": ~{s.trials_needed} trials needed" if s.trials_needed else "")
-            rows.append(
-                {"point": p, "cell": cell, "has_data": p.has_data and cell.n > 0, "noisy": noisy}
-            )
-        tables.append(
-            {
-                "metric": metric,
-                "unit": view.units.get(metric, ""),
-                "headline": metric in view.headline,
-                "rows": rows,
-            }
-        )
-    return tables
-
-
-def _headline_chart(
-    view: ReportView, metric: str, ids: ChartIds, mode: str, overrides: Mapping[str, str]
-) -> dict[str, Any]:
-    series = metric_series(view, metric, overrides)
-    rel = [
-        s.ci_half_rel for _, s in series.rows if s is not None and s.ci_half_rel is not None
-    ]
-    ci = (
-        f"95 % CI half-width {fmt_pct(min(rel))}–{fmt_pct(max(rel))} of the mean"
-        if rel
-        else "no 95 % CI (fewer than 2 trials)"
-    )
-    spec = next(
-        (c for c in view.data.stored.scenario.charts if c.get("metric") == metric and c.get("x")),
-        None,
-    )
-    svg, shows = draw_series(series, view.factors, ids, mode=mode,
-                             x=spec.get("x") if spec else None,
-                             template=view.scenario.get("label"))
-    cap = caption(series, shows, mode, f"{ci} (see the results table)", view.window_text)
-    return {"metric": metric, "svg": Markup(svg), "caption": cap, "title": metric}
-
-
-def _guest_table(view: ReportView) -> dict[str, Any] | None:
-    found = summarize_points(
-        view.data.samples,
-        per_guest=True,
-        include_trials=view.ok_trials,
-        cv_threshold=view.cv_threshold,
-    )
-    if not found:
-        return None
-    units = {ms.metric: ms.unit for ms in found}
-    metrics = [m for m in view.metrics if m in units] + sorted(set(units) - set(view.metrics))
-    by_key = {(ms.point, ms.guest, ms.metric): ms for ms in found}
-    titles = {p.point: p for p in view.points}
-    rows = []
-    for point, guest in dict.fromkeys((ms.point, ms.guest) for ms in found):
-        cells = []
-        for m in metrics:
-            ms = by_key.get((point, guest, m))
-            if ms is None or ms.summary.n == 0:
-                cells.append(NO_DATA)
-                continue
-            cells.append(f"{fmt_value(ms.summary.mean, ms.unit)} (n={ms.summary.n})")
-        p = titles.get(point)
-        rows.append({"point": p.title if p else str(point), "guest": guest, "cells": cells})
-    return {"metrics": [(m, units[m]) for m in metrics], "rows": rows}
-
-
 def _trial_rows(view: ReportView) -> tuple[list[str], list[dict[str, Any]]]:
     present = {k for t in view.data.trials for k, v in (t.get("phases") or {}).items() if v}
     phases = [k for k in PHASE_ORDER if k in present]
@@ -265,27 +179,17 @@ def build_context(view: ReportView) -> dict[str, Any]:
     mode = str((view.scenario.get("report") or {}).get("error_bars") or "range")
     ids = ChartIds()
     phase_names, trials = _trial_rows(view)
-    charts = [_headline_chart(view, m, ids, mode, overrides)
-              for m in view.headline if m in view.units]
-    derived_figs = derived_charts(analysis.derived, view.factors, ids, mode, view.window_text,
-                                  template=view.scenario.get("label"))
-
-    def lookup(name: str) -> Series | None:
-        figs = [f for f in analysis.derived.named(name) if f.point is not None]
-        if figs:
-            return derived_series(figs)
-        return metric_series(view, name, overrides) if name in view.units else None
-
-    extra, chart_problems = explicit_charts(
-        [c for c in (view.scenario.get("report") or {}).get("charts") or []
-         if not (c.get("metric") in view.headline and c.get("x"))],
-        lookup, view.factors, ids, mode, view.window_text,
-    )
-    series_charts_, series_problems = _series(view, ids)
+    choice = choose_metrics(view, view.data.headline_metrics)
+    lead = lead_charts(view, analysis, choice, ids, mode, overrides)
+    derived_figs = derived_charts(
+        analysis.derived, view.factors, ids, mode, view.window_text,
+        template=view.scenario.get("label"),
+        names=[n for n in analysis.derived.names() if n not in lead.derived_in_headline])
+    series = _series(view, ids)
     others = [o.analyzed().figures for o in view.data.others]
     compared = list(dict.fromkeys([*view.headline, *analysis.derived.names()]))
-    warnings = [*view.warnings(), *extra_warnings(view, analysis), *chart_problems,
-                *series_problems]
+    warnings = [*view.warnings(), *extra_warnings(view, analysis), *lead.problems,
+                *series["problems"]]
     return {
         "title": f"{run.get('scenario_name', 'vbench')} · run {run.get('run_id', '?')}",
         "heading": _scenario_title(view),
@@ -294,12 +198,13 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "summary": {"badges": badges(view, analysis, view.data.regression),
                     "headline": [*derived_headline_rows(
                         view, analysis.derived, view.data.headline_metrics),
-                        *headline_rows(view, overrides)]},
+                        *headline_rows(view, overrides, choice.hidden())]},
         "scenario_info": scenario_section(view),
         "method": _method(view),
         "factors": view.factors,
         "points": view.points,
-        "results": _result_tables(view),
+        "results": result_tables(view, choice),
+        "hidden_metrics": choice.note(),
         "derived": derived_tables(analysis.derived, view.factors),
         "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
                 "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids),
@@ -308,16 +213,17 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "regression": regression_section(view.data.regression),
         "findmax": findmax_section(findmax_reports(
             run, view.data.points, view.data.trials, analysis.figures)),
-        "charts": charts,
+        "charts": lead.headline,
         "derived_charts": derived_figs,
-        "extra_charts": extra,
-        "series_charts": series_charts_,
+        "extra_charts": lead.extra,
+        "series_charts": series["charts"],
+        "series_flat": series["flat"],
         "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
         "operations": ops_section(operation_figures(
             view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
             cv_threshold=view.cv_threshold), ids, mode),
         "sources": _sources(view),
-        "guests": _guest_table(view),
+        "guests": guest_table(view, choice),
         "trial_phases": phase_names,
         "trials": trials,
         "environment": tabulate(run.get("environment"), "controller"),
@@ -332,26 +238,35 @@ def build_context(view: ReportView) -> dict[str, Any]:
 MAX_SERIES_CHARTS = 48
 
 
-def _series(view: ReportView, ids: ChartIds) -> tuple[list[dict[str, Any]], list[str]]:
+def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
+    """The time-series small multiples, the flat series named instead of charted, and
+    problems reading them."""
+    out: dict[str, Any] = {"charts": [], "flat": "", "problems": []}
     frame = view.data.series
-    problems: list[str] = []
     if frame is None:
-        frame, problems = read_series(view.data.run.get("run_dir"))
+        frame, out["problems"] = read_series(view.data.run.get("run_dir"))
     if frame is None or frame.empty:
-        return [], problems
+        return out
+    zero, const = flat_series(frame)
+    flat = [*zero, *const]
+    parts = [f"zero throughout: {', '.join(zero)}" if zero else "",
+             f"constant: {', '.join(const)}" if const else ""]
+    out["flat"] = "; ".join(p for p in parts if p)
+    frame = frame[~frame["metric"].astype(str).isin(flat)]
     titles = {p.point: p.title for p in view.points}
     ok = [t for t in view.data.trials if t.get("status") == "ok"]
     metrics = sorted(frame["metric"].astype(str).unique())
     if len(metrics) > MAX_SERIES_CHARTS:
-        # An all-counters esxtop capture has hundreds of series; a chart each would
-        # take minutes to render and nobody reads them all. The data stays in series/.
+        # An all-counters esxtop capture has hundreds of series; nobody reads a chart
+        # of each. The data stays in series/.
         keep = metrics[:MAX_SERIES_CHARTS]
-        problems.append(
+        out["problems"].append(
             f"{len(metrics)} time series; the first {MAX_SERIES_CHARTS} by name are "
             f"charted, all are in the run's series/ Parquet files"
         )
         frame = frame[frame["metric"].astype(str).isin(keep)]
-    return series_charts(frame, ok, titles, ids.next), problems
+    out["charts"] = series_charts(frame, ok, titles, ids.next)
+    return out
 
 
 def render_html(data: ReportData, template: Path | None = None) -> str:

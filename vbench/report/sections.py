@@ -8,7 +8,7 @@ here produces markup, so autoescaping covers every string.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +28,11 @@ from vbench.report.data import (
     fmt_pct,
     fmt_range,
     fmt_value,
+    keyed_text,
     scalar_text,
     tabulate,
 )
+from vbench.report.units import Scale, choose
 
 # A guest clock this far from the controller's, relative to the window, skews windows.
 CLOCK_OFFSET_WARN_S = 0.5
@@ -77,10 +79,14 @@ def badges(
     return out
 
 
-def headline_rows(view: ReportView, overrides: Mapping[str, str]) -> list[dict[str, str]]:
-    """Per headline metric: the best and worst point (or the one value)."""
+def headline_rows(view: ReportView, overrides: Mapping[str, str],
+                  hidden: Collection[str] = ()) -> list[dict[str, str]]:
+    """Per headline metric (but those in ``hidden``: zero everywhere): the best and the
+    worst point (or the one value), in the unit the two read best in."""
     rows = []
     for m in view.headline:
+        if m in hidden:
+            continue
         unit = view.units.get(m, "")
         found = [
             (p, view.cell(p.point, m).summary) for p in view.points if p.has_data
@@ -92,14 +98,16 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str]) -> list[dict[s
         direction = better(m, unit, overrides)
         ordered = sorted(found, key=lambda ps: ps[1].mean or 0.0,
                          reverse=direction == "higher")
+        sc = choose(unit, [ordered[0][1].mean, ordered[-1][1].mean])
         best_p, best = ordered[0]
         worst_p, worst = ordered[-1]
         one = len(ordered) == 1
         rows.append({
             "metric": m,
-            "unit": unit,
-            "best": fmt_mean_ci(best, unit) + ("" if one else f" at {best_p.title}"),
-            "worst": "" if one else fmt_mean_ci(worst, unit) + f" at {worst_p.title}",
+            "unit": sc.unit,
+            "best": fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else f" at {best_p.title}"),
+            "worst": "" if one else fmt_mean_ci(sc.summary(worst), sc.unit)
+            + f" at {worst_p.title}",
             "note": f"{direction} is better",
         })
     return rows
@@ -119,13 +127,14 @@ def derived_headline_rows(view: ReportView, derived: DerivedResult,
         ordered = sorted(figs, key=lambda f: f.summary.mean or 0.0,
                          reverse=figs[0].better != "lower")
         best, worst = ordered[0], ordered[-1]
+        sc = choose(best.unit, [best.summary.mean, worst.summary.mean])
         one = len(ordered) == 1
         where = figs[0].reference or figs[0].kind
         rows.append({
-            "metric": name, "unit": best.unit,
-            "best": fmt_mean_ci(best.summary, best.unit)
+            "metric": name, "unit": sc.unit,
+            "best": fmt_mean_ci(sc.summary(best.summary), sc.unit)
             + ("" if one else f" at {titles.get(best.point or 0, best.point)}"),
-            "worst": "" if one else fmt_mean_ci(worst.summary, worst.unit)
+            "worst": "" if one else fmt_mean_ci(sc.summary(worst.summary), sc.unit)
             + f" at {titles.get(worst.point or 0, worst.point)}",
             "note": f"derived ({where})",
         })
@@ -167,27 +176,33 @@ _TESTBED_TITLES = {"vcenters": "vCenters", "clusters": "Clusters", "hosts": "Hos
                    "datastores": "Datastores", "vms": "Virtual machines"}
 
 
-def _compact(v: Any) -> str:
-    """A cell: nested lists of records read as "a (k=v, …); b (…)"."""
-    if isinstance(v, list | tuple) and v and all(isinstance(x, Mapping) for x in v):
-        parts = []
-        for item in v:
-            name = item.get("name") or item.get("device") or item.get("id")
-            rest = ", ".join(f"{k}={scalar_text(x)}" for k, x in item.items()
-                             if k not in ("name", "device", "id") and not isinstance(x, dict))
-            parts.append(f"{name} ({rest})" if name and rest else str(name or rest))
-        return "; ".join(parts)
-    return scalar_text(v)
+def _nested(v: Any) -> bool:
+    return isinstance(v, list | tuple) and bool(v) and all(isinstance(x, Mapping) for x in v)
 
 
-def _records(title: str, records: Sequence[Mapping[str, Any]]) -> Table:
+def _records(title: str, records: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """A row per record; a field holding records of its own (a host's NICs, adapters)
+    becomes a table of its own, so that every row stays one line high."""
     columns: dict[str, None] = {}
     for r in records:
         columns.update(dict.fromkeys(str(k) for k in r))
+    nested = [c for c in columns if any(_nested(r.get(c)) for r in records)]
     # The entity's name first: it is what a reader looks for.
-    order = sorted(columns, key=lambda c: (c not in ("name", "hostname"), list(columns).index(c)))
-    rows = tuple(tuple(_compact(r.get(c)) if c in r else MISSING for c in order) for r in records)
-    return Table(title, tuple(order), rows)
+    order = sorted((c for c in columns if c not in nested),
+                   key=lambda c: (c not in ("name", "hostname"), list(columns).index(c)))
+    rows = tuple(tuple(keyed_text(c, r.get(c)) if c in r else MISSING for c in order)
+                 for r in records)
+    tables = [Table(title, tuple(order), rows)]
+    owner = next((c for c in ("name", "hostname") if c in order), None)
+    for c in nested:
+        subs = [(r.get(owner) if owner else i + 1, item) for i, r in enumerate(records)
+                if _nested(r.get(c)) for item in r[c]]
+        sub = _records(f"{title}: {c.replace('_', ' ')}", [item for _, item in subs])[0]
+        head = owner or "#"
+        tables.append(Table(sub.title, (head, *sub.columns),
+                            tuple((scalar_text(o), *row) for (o, _), row
+                                  in zip(subs, sub.rows, strict=True))))
+    return tables
 
 
 def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
@@ -195,7 +210,7 @@ def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
     rest of the snapshot as the generic tables of :func:`tabulate`."""
     if not testbed:
         return []
-    tables = []
+    tables: list[list[Table]] = []
     rest: dict[str, Any] = {}
     for key, value in testbed.items():
         is_records = (isinstance(value, list) and value
@@ -204,7 +219,9 @@ def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
             tables.append(_records(_TESTBED_TITLES[key], value))
         else:
             rest[key] = value
-    ordered = sorted(tables, key=lambda t: list(_TESTBED_TITLES.values()).index(t.title))
+    titles = list(_TESTBED_TITLES.values())
+    ordered = [t for group in sorted(tables, key=lambda g: titles.index(g[0].title))
+               for t in group]
     return ordered + tabulate(rest, "vSphere") if rest else ordered
 
 
@@ -238,11 +255,12 @@ def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[
         first = figs[0]
         across = first.point is None
         cols = [f for f in factors if any(f in x.labels for x in figs)]
-        rows = [_derived_row(f, cols) for f in figs]
+        sc = choose(first.unit, [f.summary.mean for f in figs])
+        rows = [_derived_row(f, cols, sc) for f in figs]
         tables.append({
             "name": name,
             "kind": first.kind,
-            "unit": first.unit,
+            "unit": sc.unit,
             "reference": first.reference,
             "better": first.better,
             "factors": cols,
@@ -253,16 +271,18 @@ def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[
     return tables
 
 
-def _derived_row(f: DerivedFigure, cols: Sequence[str]) -> dict[str, Any]:
-    s = f.summary
+def _derived_row(f: DerivedFigure, cols: Sequence[str], sc: Scale) -> dict[str, Any]:
+    s = sc.summary(f.summary)
+    assert s is not None
     return {
         "labels": [f.labels.get(c, "all" if f.point is None else MISSING) for c in cols],
-        "mean_ci": fmt_mean_ci(s, f.unit),
-        "range": fmt_range(s, f.unit) if s.n > 1 else MISSING,
+        "mean_ci": fmt_mean_ci(s, sc.unit),
+        "range": fmt_range(s, sc.unit) if s.n > 1 else MISSING,
         "cv": fmt_pct(s.cv),
         "n": str(s.n),
-        "ideal": fmt_num(f.ideal) if f.ideal is not None else "",
-        "efficiency": fmt_pct(s.mean / f.ideal) if f.ideal and s.mean is not None else "",
+        "ideal": fmt_num(sc.value(f.ideal)) if f.ideal is not None else "",
+        "efficiency": fmt_pct(f.summary.mean / f.ideal)
+        if f.ideal and f.summary.mean is not None else "",
         "has_data": s.n > 0,
     }
 

@@ -12,6 +12,7 @@ Nothing is invented: a run without such files has no time-series charts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,32 +88,72 @@ def assign_trials(series: pd.DataFrame, trials: Sequence[Mapping[str, Any]]) -> 
         return series.iloc[0:0].assign(t=np.nan)
     spans.sort()
     starts = np.array([s[0] for s in spans])
+    ends = np.array([s[1] for s in spans])
     df = series.copy()
-    missing = df["point"].isna() | df["trial"].isna()
+    missing = (df["point"].isna() | df["trial"].isna()).to_numpy()
     if missing.any():
-        idx = np.searchsorted(starts, df.loc[missing, "ts"].to_numpy(), side="right") - 1
-        inside = [i >= 0 and ts <= spans[i][1]
-                  for i, ts in zip(idx, df.loc[missing, "ts"], strict=True)]
-        df.loc[missing, "point"] = [spans[i][2] if ok else np.nan
-                                    for i, ok in zip(idx, inside, strict=True)]
-        df.loc[missing, "trial"] = [spans[i][3] if ok else np.nan
-                                    for i, ok in zip(idx, inside, strict=True)]
+        ts = df.loc[missing, "ts"].to_numpy(dtype=float)
+        idx = np.searchsorted(starts, ts, side="right") - 1
+        at = np.clip(idx, 0, None)
+        inside = (idx >= 0) & (ts <= ends[at])
+        df.loc[missing, "point"] = np.where(inside, [spans[i][2] for i in at], np.nan)
+        df.loc[missing, "trial"] = np.where(inside, [spans[i][3] for i in at], np.nan)
     df = df.dropna(subset=["point", "trial"])
-    origin = {(s[2], s[3]): s[0] for s in spans}
-    keys = zip(df["point"].astype(int), df["trial"].astype(int), strict=True)
-    df["t"] = df["ts"].to_numpy() - np.array([origin.get(k, np.nan) for k in keys])
+    # The origin of each row's trial, looked up for all rows at once by a numeric key.
+    width = max([s[3] for s in spans] + [int(df["trial"].max()) if len(df) else 0]) + 1
+    span_keys = np.array([s[2] * width + s[3] for s in spans])
+    order = np.argsort(span_keys)
+    span_keys, origins = span_keys[order], starts[order]
+    keys = df["point"].to_numpy(dtype=np.int64) * width + df["trial"].to_numpy(dtype=np.int64)
+    at = np.clip(np.searchsorted(span_keys, keys), 0, len(span_keys) - 1)
+    found = span_keys[at] == keys
+    df["t"] = np.where(found, df["ts"].to_numpy(dtype=float) - origins[at], np.nan)
     return df.dropna(subset=["t"])
+
+
+def flat_series(series: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Metrics whose every sample is 0, and those with one constant other value: a chart
+    of a flat line says nothing the names do not (sysstat reports dozens of these)."""
+    stats = series.groupby("metric")["value"].agg(["min", "max"])
+    zero = stats[(stats["min"] == 0) & (stats["max"] == 0)].index
+    const = stats[(stats["min"] == stats["max"]) & (stats["max"] != 0)].index
+    return sorted(map(str, zero)), sorted(map(str, const))
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A series frame as arrays, taken once: per-metric pandas selections of text
+    columns cost more than the charts themselves."""
+
+    point: np.ndarray
+    trial: np.ndarray
+    entity: np.ndarray  # codes into entity_names
+    entity_names: np.ndarray
+    t: np.ndarray
+    value: np.ndarray
+    unit: np.ndarray
+    source: np.ndarray  # codes into source_names
+    source_names: np.ndarray
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> _Columns:
+        codes, names = pd.factorize(df["entity"].astype(object))
+        sources, source_names = pd.factorize(df["source"].astype(object))
+        return cls(df["point"].to_numpy(dtype=np.int64), df["trial"].to_numpy(dtype=np.int64),
+                   codes, np.asarray(names, dtype=object), df["t"].to_numpy(dtype=float),
+                   df["value"].to_numpy(dtype=float), df["unit"].to_numpy(dtype=object),
+                   sources, np.asarray(source_names, dtype=object))
 
 
 def series_charts(
     series: pd.DataFrame, trials: Sequence[Mapping[str, Any]], point_titles: Mapping[int, str],
     next_id: Any,
 ) -> list[dict[str, Any]]:
-    """One chart per metric: every trial's trace over time since its warm-up, coloured
-    by point, the (median) steady-state window shaded."""
+    """One small chart per metric: every trial's trace over time since its warm-up,
+    coloured by point, the (median) steady-state window shaded."""
     from markupsafe import Markup
 
-    from vbench.report.parallel import render_many
+    from vbench.report.charts_xy import timeseries_svg
 
     df = assign_trials(series, trials)
     if df.empty:
@@ -121,65 +162,61 @@ def series_charts(
     order = sorted(point_titles)
     names = [point_titles[p] for p in order]
     group = {p: i for i, p in enumerate(order)}
-    jobs, captions = [], []
-    for metric, rows in df.groupby("metric", sort=True):
-        unit = str(rows["unit"].iloc[0] or "")
-        traces, merged = _traces(rows, group)
-        entities = sorted(set(rows["entity"].unique().tolist()) - {""})
-        ylabel = f"{metric} ({unit})" if unit else str(metric)
-        jobs.append((traces, ylabel, next_id(), window, names))
-        sources = ", ".join(sorted(str(x) for x in rows["source"].unique()))
+    cols = _Columns.of(df)
+    codes, metrics = pd.factorize(df["metric"].astype(object), sort=True)
+    by_metric = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[by_metric])) + 1
+    out = []
+    for idx in np.split(by_metric, cuts):
+        metric = str(metrics[codes[idx[0]]])
+        unit = str(cols.unit[idx[0]] or "")
+        traces, merged = _traces(cols, idx, group)
+        entities = sorted({str(e) for e in cols.entity_names[np.unique(cols.entity[idx])]}
+                          - {""})
+        ylabel = f"{metric} ({unit})" if unit else metric
+        svg = timeseries_svg(traces, ylabel, chart_id=next_id(), window=window,
+                             group_names=names, small=True)
+        sources = ", ".join(sorted(
+            str(x) for x in cols.source_names[np.unique(cols.source[idx])]))
         what = (f"one line per point = mean over its {merged} traces (trials"
                 f"{' and entities' if entities else ''}) per time bucket" if merged
                 else f"{len(traces)} trace(s), one per trial"
                 + (" and entity" if entities else ""))
-        captions.append((str(metric), (
-            f"{metric} from {sources}"
-            + (f" over {', '.join(entities[:6])}{' …' if len(entities) > 6 else ''}"
-               if entities else "")
-            + f": {len(rows):,} samples; {what}; one colour per point; shaded = steady-state "
-            "window (median over trials), the only part that enters the statistics."
-        )))
-    svgs = render_many(_render, jobs)
-    return [
-        {"svg": Markup(svg), "caption": cap, "title": title, "kind": "series"}
-        for svg, (title, cap) in zip(svgs, captions, strict=True)
-    ]
+        cap = (f"{metric} from {sources}"
+               + (f" over {', '.join(entities[:6])}{' …' if len(entities) > 6 else ''}"
+                  if entities else "")
+               + f": {len(idx):,} samples; {what}; one colour per point; shaded = "
+               "steady-state window (median over trials), the only part that enters the "
+               "statistics.")
+        out.append({"svg": Markup(svg), "caption": cap, "title": metric, "kind": "series"})
+    return out
 
 
-def _render(job: tuple[Any, ...]) -> str:
-    from vbench.report.charts_xy import timeseries_svg
-
-    traces, ylabel, chart_id, window, names = job
-    return timeseries_svg(traces, ylabel, chart_id=chart_id, window=window, group_names=names)
-
-
-def _traces(rows: pd.DataFrame, group: Mapping[int, int]) -> tuple[list[Any], int]:
-    """Each trace as it is when there are few; else one mean trace per point (returns
-    the traces and how many were merged per point, 0 when none were)."""
+def _traces(cols: _Columns, rows: np.ndarray, group: Mapping[int, int]
+            ) -> tuple[list[Any], int]:
+    """Each trace (a trial's, per entity) of the ``rows`` of one metric as it is when
+    there are few; else one mean trace per point. Returns the traces and how many were
+    merged into the busiest point's line (0 when none were)."""
     from vbench.report.charts_xy import Trace, downsample
 
-    keys = ["point", "trial", "entity"]
-    parts = list(rows.groupby(keys, sort=True))
+    points, trials, entities = cols.point[rows], cols.trial[rows], cols.entity[rows]
+    t_all, v_all = cols.t[rows], cols.value[rows]
+    order = np.lexsort((t_all, entities, trials, points))
+    key = np.stack([points[order], trials[order], entities[order]])
+    cuts = np.flatnonzero((key[:, 1:] != key[:, :-1]).any(axis=0)) + 1
+    parts = np.split(order, cuts)
     if len(parts) <= MAX_SINGLE_TRACES:
-        return [
-            Trace(f"{p}-{t}-{e}", group.get(int(p), 0), *downsample(
-                g["t"].to_numpy(dtype=float), g["value"].to_numpy(dtype=float)))
-            for (p, t, e), g in ((k, g.sort_values("t")) for k, g in parts)
-        ], 0
-    traces, merged = [], 0
-    counts = rows.groupby("point")[["trial", "entity"]].nunique()
-    merged = int((counts["trial"] * counts["entity"]).max())
-    # One sort, then split at the point boundaries: cheaper than a groupby per metric.
-    ordered = rows.sort_values(["point", "t"], kind="stable")
-    pts = ordered["point"].to_numpy()
-    t_all = ordered["t"].to_numpy(dtype=float)
-    v_all = ordered["value"].to_numpy(dtype=float)
-    cuts = np.flatnonzero(pts[1:] != pts[:-1]) + 1
-    for idx in np.split(np.arange(len(pts)), cuts):
-        p = int(pts[idx[0]])
+        return [Trace(f"{points[i[0]]}-{trials[i[0]]}-{entities[i[0]]}",
+                      group.get(int(points[i[0]]), 0), *downsample(t_all[i], v_all[i]))
+                for i in parts], 0
+    per_point = np.unique(points[[i[0] for i in parts]], return_counts=True)[1]
+    by_point = np.lexsort((t_all, points))
+    cuts = np.flatnonzero(points[by_point][1:] != points[by_point][:-1]) + 1
+    traces = []
+    for idx in np.split(by_point, cuts):
+        p = int(points[idx[0]])
         traces.append(Trace(str(p), group.get(p, 0), *downsample(t_all[idx], v_all[idx])))
-    return traces, merged
+    return traces, int(per_point.max())
 
 
 def _median_window(trials: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:

@@ -1,0 +1,125 @@
+"""The charts a report leads with: one per headline figure, drawn as ``report.charts``
+asks for it (every entry naming that figure, in order) or else chosen from the factors;
+then the entries for other figures. Nothing a scenario asks for is dropped without a
+warning saying why.
+
+Ideal lines are drawn only where they mean something: a derived figure's own ideal
+(a speedup's), and linear scaling when the x axis is a factor that sets how many
+workers, VMs or clients run (``topology.<group>.count``) — or when a chart entry asks
+for it with ``ideal: linear``. ``ideal: none`` removes any.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.analysis.run_analysis import RunAnalysis
+from vbench.report.chartplan import (
+    ChartIds,
+    Series,
+    caption,
+    chart,
+    derived_charts,
+    derived_series,
+    draw_series,
+    explicit_charts,
+    metric_series,
+    scaled,
+)
+from vbench.report.data import ReportView, fmt_pct
+from vbench.report.shown import MetricChoice
+
+COUNT_PATH = re.compile(r"^topology\.[^.]+\.count$")
+
+
+def count_factors(scenario: Mapping[str, Any]) -> set[str]:
+    """Factors whose levels set a topology group's size: how many workers, VMs or
+    clients run. Against such a factor, linear scaling is a meaningful ideal."""
+    out = set()
+    for name, raw in (scenario.get("factors") or {}).items():
+        if not isinstance(raw, Mapping):
+            continue
+        paths = [str(raw.get("path") or "")]
+        for level in raw.get("levels") or ():
+            if isinstance(level, Mapping):
+                paths.extend(str(k) for k in (level.get("set") or {}))
+        if any(COUNT_PATH.match(p) for p in paths):
+            out.add(str(name))
+    return out
+
+
+@dataclass(frozen=True)
+class LeadCharts:
+    headline: list[dict[str, Any]]  # one or more per headline figure, in headline order
+    extra: list[dict[str, Any]]  # report.charts entries for other figures
+    derived_in_headline: set[str]  # derived figures charted with the headline
+    problems: list[str]
+
+
+def _ci_text(series: Series) -> str:
+    rel = [s.ci_half_rel for _, s in series.rows if s is not None and s.ci_half_rel is not None]
+    if not rel:
+        return "no 95 % CI (fewer than 2 trials)"
+    return f"95 % CI half-width {fmt_pct(min(rel))}–{fmt_pct(max(rel))} of the mean " \
+           "(see the results table)"
+
+
+def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
+                ids: ChartIds, mode: str, overrides: Mapping[str, str]) -> LeadCharts:
+    derived = analysis.derived
+    derived_names = set(derived.names())
+    specs = view.data.stored.scenario.charts
+    counts = count_factors(view.scenario)
+    template = view.scenario.get("label")
+
+    def lookup(name: str) -> Series | None:
+        figs = [f for f in derived.named(name) if f.point is not None]
+        if figs:
+            return derived_series(figs)
+        return metric_series(view, name, overrides) if name in view.units else None
+
+    asked = list(dict.fromkeys(view.data.headline_metrics)) or list(view.headline)
+    lead = [m for m in asked if (m in view.headline and m in choice.shown)
+            or m in derived_names]
+    charts: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for name in lead:
+        mine = [c for c in specs if c.get("metric") == name]
+        # An entry over a factor (or none) is this figure's chart; one against another
+        # metric (latency vs IOPS) is drawn beside it.
+        beside = [c for c in mine if c.get("x_metric")
+                  or (c.get("x") and c.get("x") not in view.factors)]
+        instead = [c for c in mine if c not in beside]
+        if not instead:
+            charts += _figure_chart(view, analysis, name, lookup, ids, mode, counts,
+                                    template)
+        drawn, why = explicit_charts([*instead, *beside], lookup, view.factors, ids, mode,
+                                     view.window_text, counts=counts,
+                                     extra=_ci_text if name in view.units else None)
+        charts += [{**c, "metric": name} for c in drawn]
+        problems += why
+    others = [c for c in specs if c.get("metric") not in lead]
+    extra, why = explicit_charts(others, lookup, view.factors, ids, mode, view.window_text,
+                                 counts=counts)
+    return LeadCharts(charts, extra, {n for n in lead if n in derived_names},
+                      problems + why)
+
+
+def _figure_chart(view: ReportView, analysis: RunAnalysis, name: str,
+                  lookup: Callable[[str], Series | None], ids: ChartIds, mode: str,
+                  counts: Collection[str], template: Any) -> list[dict[str, Any]]:
+    """The chart of one headline figure that no ``report.charts`` entry draws."""
+    if name not in view.units:  # a derived figure: its own chart (normalised bars, …)
+        return [{**c, "metric": name} for c in derived_charts(
+            analysis.derived, view.factors, ids, mode, view.window_text, template=template,
+            names=[name])]
+    series = lookup(name)
+    assert series is not None  # a headline metric with data always has a series
+    shown = scaled(series)
+    svg, shows = draw_series(shown, view.factors, ids, mode=mode, counts=counts,
+                             template=str(template) if template else None)
+    cap = caption(shown, shows, mode, _ci_text(series), view.window_text)
+    return [{**chart(svg, cap, series.name, "headline"), "metric": series.name}]
