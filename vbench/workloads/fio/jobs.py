@@ -466,7 +466,8 @@ def render_measure(
 
 
 def render_prepare(params: FioParams, filename: str, *, header: str = "") -> str:
-    """The fill job: 100 % sequential 4 KiB writes over the whole target (the storage studies' fill, see docs/storage.md)."""
+    """The fill job: 100 % sequential 4 KiB writes over the whole target (the storage
+    studies' fill, see docs/storage.md)."""
     check_value(filename, "filename")
     size = params.prepare_size or target_size(params, own_file=params.filename is None)
     return _render(
