@@ -142,6 +142,7 @@ DRIVER_DOCS = {
     "cloudstone": ("drivers/cloudstone/README.md", "docs/cloudstone.md"),
     "content_library": ("docs/content-library.md",),
     "dvdstore": ("drivers/dvdstore/README.md",),
+    "faban": ("drivers/faban/README.md",),
     "fio": ("drivers/fio/README.md",),
     "iperf3": ("drivers/iperf3/README.md",),
     "netperf": ("drivers/netperf/README.md",),
