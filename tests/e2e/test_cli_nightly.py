@@ -50,10 +50,28 @@ def test_nightly_exit_statuses_and_reports(local_guests: LocalGuests, tmp_path: 
     assert ("bs=4k", "total_iops") in worse
     run2 = json.loads(second.stdout)["run_id"]
 
+    # The second run recorded what makes it comparable: its --set, and the scenario
+    # file's hash without it (the first run's scenario hash).
+    listed = {r["run_id"]: r for r in json.loads(vbench("ls", "--json").stdout)}
+    assert listed[run2]["overrides"] == ["workload.params.rate_iops=300"]
+    assert listed[run2]["base_scenario_hash"] == listed[doc["run_id"]]["scenario_hash"]
+    assert listed[run2]["scenario_hash"] != listed[doc["run_id"]]["scenario_hash"]
+    assert "the baseline and this run differ:" in second.stderr
+    assert "    + workload.params.rate_iops: 300" in second.stderr
+
     cmp = vbench("compare", doc["run_id"], run2, "--metric", "total_iops")
     assert cmp.returncode == 0 and "worse" in cmp.stdout
-    hist = vbench("history", "e2e-fio", "--metric", "total_iops")
-    assert hist.returncode == 0 and hist.stdout.count("\n20") >= 2
+    assert "  + workload.params.rate_iops: 300" in cmp.stdout
+    assert "--set in B: workload.params.rate_iops=300" in cmp.stdout
+    assert "\nlab: same (" in cmp.stdout  # one lab, described the same way
+    hist = vbench("history", "e2e-fio", "--metric", "total_iops", "--metric", "bw_vs_4k")
+    assert hist.returncode == 0 and hist.stdout.count("\n20") >= 4
+    assert f"\n{run2} +" in hist.stdout and "bw_vs_4k: no data" not in hist.stdout
+    same = vbench("history", "e2e-fio", "--same-scenario", "--metric", "total_iops")
+    assert run2 in same.stdout and doc["run_id"] not in same.stdout
+    trend = tmp_path / "trend.html"
+    res = vbench("report", "--history", "e2e-fio", "-o", str(trend))
+    assert res.returncode == 0 and trend.read_text().count('class="chart"') >= 2
     assert vbench("baseline", "set", run2).returncode == 0
     assert run2 in vbench("baseline", "show", "e2e-fio").stdout
     junit = tmp_path / "r.xml"
