@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
-from vbench.config.yamlsrc import PathT, Source, dotted, load_yaml_file
+from vbench.config.yamlsrc import PathT, Source, dotted, load_yaml_file, load_yaml_text, shown
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,7 +36,10 @@ def validate_model(model: type[M], src: Source, base: PathT = (), data: Any = No
 def issues_from(exc: ValidationError, src: Source, base: PathT = ()) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     for err in exc.errors(include_url=False):
-        loc = _clean_loc(err["loc"])
+        raw = tuple(err["loc"])
+        # A mapping key that failed (e.g. a lab node name): point at the key itself.
+        is_key = len(raw) >= 2 and raw[-1] == "[key]"
+        loc = (*_clean_loc(raw[:-2]), raw[-2]) if is_key else _clean_loc(raw)
         path = (*base, *loc)
         etype = err["type"]
         ctx = err.get("ctx") or {}
@@ -46,10 +48,14 @@ def issues_from(exc: ValidationError, src: Source, base: PathT = ()) -> list[Con
             for key in ctx.get("keys", [ctx.get("key")]):
                 issues.append(src.issue((*path, key), _unknown(key, allowed), key=True))
             continue
+        if etype == "located":  # a model validator naming the fields it is about
+            for sub, message in ctx.get("issues", []):
+                issues.append(src.issue((*path, *sub), message))
+            continue
         if etype == "extra_forbidden":
             issues.append(src.issue(path, "unknown key (not allowed here)", key=True))
             continue
-        issues.append(src.issue(path, _message(err)))
+        issues.append(src.issue(path, _message(err), key=is_key))
     # Pydantic reports each failing member of a union; keep one line per place.
     unique: dict[str, ConfigIssue] = {}
     for i in issues:
@@ -60,7 +66,7 @@ def issues_from(exc: ValidationError, src: Source, base: PathT = ()) -> list[Con
 def _unknown(key: Any, allowed: list[str]) -> str:
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"unknown key {key!r} ({hint}expected one of: {', '.join(allowed)})"
+    return f"unknown key {shown(key)} ({hint}expected one of: {', '.join(allowed)})"
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> PathT:
@@ -99,33 +105,39 @@ def _message(err: Any) -> str:
     if expected:
         got = err.get("input")
         if etype != "missing" and not isinstance(got, dict | list):
-            return f"{expected}, got {got!r}"
+            return f"{expected}, got {shown(got)}"
         return expected
     if etype == "literal_error":
-        return f"{msg}, got {err.get('input')!r}"
+        return f"{msg}, got {shown(err.get('input'))}"
     if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         bound = msg.removeprefix("Input should be ")
-        return f"out of range: got {err.get('input')!r} (expected a value {bound})"
+        return f"out of range: got {shown(err.get('input'))} (expected a value {bound})"
     return msg
 
 
 def apply_overrides(src: Source, sets: list[str]) -> None:
-    """Apply ``--set a.b.c=value`` to the loaded data (value parsed as YAML)."""
+    """Apply ``--set a.b.c=value`` to the loaded data (value parsed as YAML, with the
+    same limits as a file). A mistake is located at the ``--set``, not in the file."""
     for item in sets:
+        what = set_label(item)
         if "=" not in item:
-            raise ConfigError(f"--set {item}: expected PATH=VALUE (e.g. repeat=5)")
+            raise ConfigError(f"{what}: expected PATH=VALUE (e.g. repeat=5)")
         path_s, raw = item.split("=", 1)
         path = tuple(_index(p) for p in path_s.strip().split(".") if p)
         if not path:
-            raise ConfigError(f"--set {item}: empty path")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item}: value is not valid YAML: {exc}") from None
+            raise ConfigError(f"{what}: empty path")
+        value = load_yaml_text(raw, what).data if raw.strip() else ""
         if not isinstance(src.data, dict):
-            raise ConfigError(f"--set {item}: the file is not a mapping")
-        set_path(src.data, path, value, what=f"--set {item}")
-        src.overridden[path] = f"--set {item}"
+            raise ConfigError(f"{what}: the file is not a mapping")
+        set_path(src.data, path, value, what=what)
+        src.override(path, what)
+
+
+def set_label(item: str, limit: int = 60) -> str:
+    """How messages name a ``--set`` (shortened: a value may be long)."""
+    text = f"--set {item}"
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _index(part: str) -> str | int:

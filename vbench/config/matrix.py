@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import difflib
 import itertools
+import math
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
         if problems:
             raise ConfigValidationError([src.issue(("label",), p) for p in problems])
     axes = _axes(scenario)
+    _check_size(scenario, src, axes)
     points: list[PointSpec] = []
     for combo in itertools.product(*axes):
         chosen: dict[str, tuple[int, Level]] = {}
@@ -78,6 +80,21 @@ def _axes(scenario: Scenario) -> list[list[dict[str, tuple[int, Level]]]]:
         axes.append([{g: (i, scenario.factors[g].levels[i]) for g in group} for i in range(n)])
         done.update(group)
     return axes
+
+
+def _check_size(
+    scenario: Scenario, src: Source, axes: list[list[dict[str, tuple[int, Level]]]]
+) -> None:
+    """Refuse a matrix over ``settings.max_points`` before building any of it (seven
+    factors of ten levels are ten million points: hours of memory and CPU, not a plan)."""
+    count = math.prod(len(axis) for axis in axes)
+    limit = scenario.settings.max_points
+    if count > limit:
+        sizes = " × ".join(str(len(axis)) for axis in axes)
+        raise ConfigValidationError([src.issue(("factors",), (
+            f"the factors make {count:,} points ({sizes}), more than settings.max_points "
+            f"({limit:,}); use fewer levels, zip or a find-max search, or raise "
+            "settings.max_points if you mean it"), key=True)])
 
 
 def _check_zip_and_exclude(scenario: Scenario, src: Source) -> None:
@@ -187,20 +204,52 @@ def _overrides(
 def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpec:
     if not spec.overrides:
         return PointSpec(spec.index, spec.labels, spec.overrides, spec.profiles, scenario, src)
-    data = copy.deepcopy(src.data)
+    # The point's data shares everything with the scenario's but the mappings and lists
+    # on the way to an overridden value (copied once each): no deep copy per point.
+    data = dict(src.data)
+    copied: set[int] = {id(data)}
+    positions: dict[tuple[str | int, ...], tuple[int, int]] = {}
     for path, value, origin in spec.overrides:
         parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
         if parts[0] in ("factors", "zip", "exclude", "version", "name"):
             raise ConfigValidationError(
                 [src.issue(origin, f"a factor level cannot change {parts[0]}")]
             )
+        _copy_path(data, parts, copied)
         set_path(data, parts, value, what=f"factor level at {'.'.join(map(str, origin))}")
-    point_src = Source(src.file, data, dict(src.values), dict(src.keys), dict(src.overridden))
-    for path, _value, origin in spec.overrides:
-        parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
         _file, line, col = src.locate(origin)
-        point_src.values[parts] = (line or 1, col or 1)
-    point_scenario = validate_model(Scenario, point_src)
+        positions[parts] = (line or 1, col or 1)
+    point_src = Source(
+        src.file, data, ChainMap(positions, src.values), ChainMap({}, src.keys),
+        dict(src.overridden),
+    )
+    # Sections no override touches are handed over validated (pydantic takes a model
+    # instance as it is), so a point re-checks what its levels change, and the
+    # scenario's own cross-checks, not every factor level again.
+    touched = {path.split(".")[0] for path, _value, _origin in spec.overrides}
+    given = dict(data)
+    for key in data:
+        if key not in touched and key in Scenario.model_fields:
+            given[key] = getattr(scenario, key)
+    point_scenario = validate_model(Scenario, point_src, data=given)
     return PointSpec(
         spec.index, spec.labels, spec.overrides, spec.profiles, point_scenario, point_src
     )
+
+
+def _copy_path(data: dict[str, Any], parts: tuple[str | int, ...], copied: set[int]) -> None:
+    """Replace each container on ``parts`` (but the last) by a shallow copy of itself, so
+    that setting the value leaves the scenario's data (shared by every point) alone."""
+    node: Any = data
+    for part in parts[:-1]:
+        if isinstance(node, dict):
+            child = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            child = node[part]
+        else:
+            return  # set_path names the problem
+        if isinstance(child, dict | list) and id(child) not in copied:
+            child = dict(child) if isinstance(child, dict) else list(child)
+            copied.add(id(child))
+            node[part] = child
+        node = child

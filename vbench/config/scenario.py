@@ -405,6 +405,10 @@ class Settings(Strict):
     seed: int | None = Field(
         None, ge=0, description="seed of the random order (default: drawn and recorded)"
     )
+    max_points: int = Field(
+        10_000, ge=1, le=1_000_000,
+        description="most points the factors may make (checked before expanding them)",
+    )
 
 
 class SearchStop(Strict):

@@ -99,6 +99,9 @@ SecretRef = Annotated[
 ]
 
 
+_KNOWN_KEYS: dict[type, frozenset[str]] = {}
+
+
 class Strict(BaseModel):
     """A config model that refuses unknown keys, suggesting the closest known one."""
 
@@ -109,11 +112,12 @@ class Strict(BaseModel):
     def _unknown_keys(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        known: set[str] = set()
-        for name, f in cls.model_fields.items():
-            known.add(name)
-            if f.alias:
-                known.add(f.alias)
+        known = _KNOWN_KEYS.get(cls)
+        if known is None:  # cached: a factor matrix validates the scenario per point
+            known = frozenset(
+                key for name, f in cls.model_fields.items() for key in (name, f.alias) if key
+            )
+            _KNOWN_KEYS[cls] = known
         unknown = [k for k in data if k not in known]
         if unknown:
             allowed = sorted(f.alias or n for n, f in cls.model_fields.items())
