@@ -253,11 +253,14 @@ def test_vcsim_command_line() -> None:
         "127.0.0.1",
         8989,
         VcsimOptions(hosts=5, method_delay_ms=(("CloneVM_Task", 500),), username="u", password="p"),
+        credential_files=("/private/u", "/private/p"),
     )
     assert argv[:3] == ["vcsim", "-l", "127.0.0.1:8989"]
     assert argv[argv.index("-host") + 1] == "5"
     assert argv[argv.index("-method-delay") + 1] == "CloneVM_Task:500"
-    assert "-tlscert" not in argv and argv[argv.index("-username") + 1] == "u"
+    # The credentials are files vcsim reads, never values on its command line.
+    assert "-tlscert" not in argv and argv[argv.index("-username") + 1] == "/private/u"
+    assert argv[argv.index("-password") + 1] == "/private/p" and "p" not in argv
 
 
 def test_the_simulated_lab_provisions_the_quickstart_group() -> None:

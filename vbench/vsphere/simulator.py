@@ -6,10 +6,18 @@ The project's setup builds ``vcsim`` and ``govc`` at a pinned govmomi version in
 as a daemon with a pid file under ``<vbench home>/vcsim/<name>/`` (:func:`sim_up`), with
 a certificate vbench generated so that TLS verification stays on (the lab trusts it
 through ``ca_file:``).
+
+Credentials never reach vcsim's command line (any local user can read that in ``ps``):
+vcsim reads ``-username``/``-password`` values that name a readable file from that file,
+so both are written to mode-600 files in a private temporary directory that is removed
+once vcsim serves. vcsim prints ``GOVC_URL`` with the user and password in it; that line
+goes to a private FIFO (``-E``) that vbench reads to know the server is up, so the log
+(mode 600) never holds them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -17,6 +25,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,7 +81,17 @@ class VcsimOptions:
     tls_key: str | None = None
 
 
-def vcsim_argv(binary: str, address: str, port: int, o: VcsimOptions) -> list[str]:
+def vcsim_argv(
+    binary: str,
+    address: str,
+    port: int,
+    o: VcsimOptions,
+    *,
+    credential_files: tuple[str, str] | None = None,
+    env_out: str | None = None,
+) -> list[str]:
+    """vcsim's command line. A user and password are passed as the paths of the files
+    holding them (``credential_files``: user file, password file), never as values."""
     argv = [
         binary, "-l", f"{address}:{port}",
         "-dc", str(o.datacenters), "-cluster", str(o.clusters), "-host", str(o.hosts),
@@ -81,10 +100,11 @@ def vcsim_argv(binary: str, address: str, port: int, o: VcsimOptions) -> list[st
         "-pg", str(o.portgroups),
     ]  # fmt: skip
     if o.username:
-        argv += ["-username", o.username]
-    if o.password:
-        # vcsim takes it on the command line only; it guards a loopback simulator.
-        argv += ["-password", o.password]
+        if credential_files is None:
+            raise ValueError("vcsim credentials are passed in files, never on its command line")
+        argv += ["-username", credential_files[0], "-password", credential_files[1]]
+    if env_out:
+        argv += ["-E", env_out]
     if o.method_delay_ms:
         argv += ["-method-delay", ",".join(f"{m}:{ms}" for m, ms in o.method_delay_ms)]
     if o.delay_jitter:
@@ -92,6 +112,27 @@ def vcsim_argv(binary: str, address: str, port: int, o: VcsimOptions) -> list[st
     if o.tls_cert and o.tls_key:
         argv += ["-tlscert", o.tls_cert, "-tlskey", o.tls_key]
     return argv
+
+
+def _private_file(path: Path, text: str) -> str:
+    """``text`` in a new mode-600 file; returns its path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    return str(path)
+
+
+def _credential_files(folder: Path, o: VcsimOptions) -> tuple[str, str] | None:
+    if not o.username:
+        return None
+    if (o.password or "") != (o.password or "").strip() or o.username != o.username.strip():
+        raise LabError("vcsim", "a simulator's user and password cannot begin or end with "
+                       "white space (vcsim trims what it reads from its credential files)")
+    # vcsim trims the file's content; an empty password file means "no password".
+    return (
+        _private_file(folder / "username", o.username),
+        _private_file(folder / "password", o.password or ""),
+    )
 
 
 @dataclass
@@ -140,30 +181,51 @@ def start_vcsim(
     log.parent.mkdir(parents=True, exist_ok=True)
     attempts = 1 if port is not None else 5
     last = ""
-    for _ in range(attempts):
-        p = port if port is not None else free_port(address)
-        with open(log, "wb") as out:
-            popen = subprocess.Popen(
-                vcsim_argv(binary, address, p, options),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=detach,
-            )
-        proc = VcsimProcess(popen.pid, address, p, log, popen)
-        if _wait_ready(proc, timeout):
-            return proc
-        last = _tail(log)
-        proc.stop()
-        if "address already in use" not in last:
-            break
+    # Mode 700, removed on return: vcsim reads its credentials at start, before it serves.
+    with tempfile.TemporaryDirectory(prefix="vbench-vcsim-") as private:
+        creds = _credential_files(Path(private), options)
+        fifo = Path(private) / "env"
+        os.mkfifo(fifo, 0o600)
+        for _ in range(attempts):
+            p = port if port is not None else free_port(address)
+            argv = vcsim_argv(binary, address, p, options, credential_files=creds,
+                              env_out=str(fifo))
+            # Our reader is open first, so vcsim's open of the FIFO does not block.
+            reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.fchmod(out, 0o600)  # a log left by an older vbench may be 644
+                    popen = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=detach,
+                    )
+                finally:
+                    os.close(out)
+                proc = VcsimProcess(popen.pid, address, p, log, popen)
+                ready = _wait_ready(proc, reader, timeout)
+            finally:
+                os.close(reader)
+            if ready:
+                return proc
+            last = _tail(log)
+            proc.stop()
+            if "address already in use" not in last:
+                break
     raise LabError(f"vcsim ({address})", f"did not start: {last or 'no output'}")
 
 
-def _wait_ready(proc: VcsimProcess, timeout: float) -> bool:
+def _wait_ready(proc: VcsimProcess, reader: int, timeout: float) -> bool:
+    """Whether vcsim printed its ``GOVC_URL`` line to the FIFO before ``timeout``."""
     deadline = time.monotonic() + timeout
+    seen = b""
     while time.monotonic() < deadline:
-        if READY_MARK in _tail(proc.log, 4096):
+        with contextlib.suppress(BlockingIOError):  # vcsim opened it, wrote nothing yet
+            seen += os.read(reader, 4096)
+        if READY_MARK.encode() in seen:
             return True
         if not proc.alive():
             return False
