@@ -69,8 +69,8 @@ def test_profile_swaps_nodes_and_renames_guests_it_places_elsewhere() -> None:
 @pytest.mark.parametrize(
     ("profile", "message"),
     [
-        ({"vcenter": "vc9"}, "profile p: vcenter 'vc9' is not in vcenters"),
-        ({"nodes": {"n1": "n9"}}, "profile p: node 'n9' (for n1) is not in nodes"),
+        ({"vcenter": "vc9"}, "profiles.p.vcenter: vcenter 'vc9' is not in vcenters"),
+        ({"nodes": {"n1": "n9"}}, "profiles.p.nodes.n1: node 'n9' (for n1) is not in nodes"),
         ({"datastre": "x"}, "datastre"),
     ],
 )

@@ -11,6 +11,11 @@ import click
 F = Callable[..., Any]
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 point``, ``2 points``: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def store_options(f: F) -> F:
     f = click.option(
         "--store",

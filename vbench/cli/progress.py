@@ -12,6 +12,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from vbench.cli.options import counted
 from vbench.config.types import format_duration
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.engine.runner import ProgressSink
@@ -36,9 +37,11 @@ class RichProgress(ProgressSink):
         if not self.live:
             search = plan.scenario.search
             self.console.print(
-                f"running a find-max search over {search.factor} ({len(plan.points)} "
-                "searches; levels chosen as it runs)" if search is not None else
-                f"running {len(plan.points)} points × {plan.repeat} trials "
+                f"running a find-max search over {search.factor} ("
+                f"{counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs)"
+                if search is not None else
+                f"running {counted(len(plan.points), 'point')} × "
+                f"{counted(plan.repeat, 'trial')} "
                 f"(estimated {format_duration(plan.estimated_seconds)})",
                 highlight=False,
             )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from vbench.cli.options import json_option, open_store, set_option, store_options
+from vbench.cli.options import counted, json_option, open_store, set_option, store_options
 from vbench.config.types import format_duration
 
 if TYPE_CHECKING:
@@ -41,11 +41,16 @@ def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
     for f in plan.findings:
         click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}", err=True)
     size = (
-        f"{len(plan.points)} points × {plan.repeat} trials = {plan.n_trials} trials, "
-        f"estimated {format_duration(plan.estimated_seconds)}"
+        f"{_size_text(plan)}, estimated {format_duration(plan.estimated_seconds)}"
     )
     on_lab = f"; lab {lab}: ok" if lab else ""
     click.echo(f"{scenario}: ok — {_search_text(plan) or size}{on_lab}")
+
+
+def _size_text(p: Plan) -> str:
+    """``2 points × 3 trials = 6 trials`` (``1 point × 1 trial = 1 trial``)."""
+    return (f"{counted(len(p.points), 'point')} × {counted(p.repeat, 'trial')} = "
+            f"{counted(p.n_trials, 'trial')}")
 
 
 def _search_text(p: Plan) -> str:
@@ -55,8 +60,8 @@ def _search_text(p: Plan) -> str:
         return ""
     n = len(p.points)
     return (
-        f"find-max over {s.factor} in {s.min:g}..{s.max:g}, {n} search{'es' if n != 1 else ''}"
-        f" (levels chosen from the results as it runs), {s.trials or p.repeat} trials "
+        f"find-max over {s.factor} in {s.min:g}..{s.max:g}, {counted(n, 'search', 'searches')}"
+        f" (levels chosen from the results as it runs), {counted(s.trials or p.repeat, 'trial')} "
         f"per level"
     )
 
@@ -81,8 +86,8 @@ def _plan_text(p: Plan) -> str:
     from vbench.engine.hooks import planned_hooks
 
     lines = [
-        f"scenario {p.scenario.name}: driver {p.driver}, {len(p.points)} points × {p.repeat} "
-        f"trials = {p.n_trials} trials, estimated {format_duration(p.estimated_seconds)}",
+        f"scenario {p.scenario.name}: driver {p.driver}, {_size_text(p)}, estimated "
+        f"{format_duration(p.estimated_seconds)}",
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
     ]
     if not p.bound_to_lab:

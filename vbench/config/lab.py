@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
-from vbench.config.types import Duration, SecretRef, Strict
+from vbench.config import netaddr
+from vbench.config.secrets import SecretError, resolve_secret
+from vbench.config.types import Duration, SecretRef, Strict, located
+from vbench.errors import ConfigValidationError
 
 HostKeyPolicy = Literal["strict", "accept-new"]
+
+
+Address = Annotated[str, AfterValidator(netaddr.check_address)]
+PoolItem = Annotated[str, AfterValidator(netaddr.check_pool_item)]
+IPv4 = Annotated[str, AfterValidator(netaddr.check_ipv4)]
 
 
 class SshEndpoint(Strict):
     """How to reach a machine over SSH."""
 
-    address: str = Field(description="host name or IP address")
+    address: Address = Field(description="host name or IP address")
     port: int | None = Field(None, ge=1, le=65535, description="SSH port (default 22)")
     user: str | None = Field(None, description="login (default: from lab defaults or yours)")
     key_file: str | None = Field(None, description="private key file (~ and ${vbench:...} ok)")
@@ -52,12 +60,15 @@ class NodeDefaults(Strict):
 class IpPool(Strict):
     """Fixed addresses handed to cloned VMs by guest customization (networks without DHCP)."""
 
-    addresses: list[str] = Field(
-        min_length=1, description="IPv4 addresses, or ranges such as 10.0.0.11-10.0.0.40"
+    addresses: Annotated[list[PoolItem], AfterValidator(netaddr.check_pool)] = Field(
+        min_length=1, description="IPv4 addresses, or ranges such as 10.0.0.11-10.0.0.40 "
+        f"(at most {netaddr.MAX_POOL:,} addresses in all)"
     )
-    netmask: str = Field("255.255.255.0", description="subnet mask")
-    gateway: str | None = Field(None, description="default gateway")
-    dns: list[str] = Field(default_factory=list, description="DNS servers")
+    netmask: Annotated[str, AfterValidator(netaddr.check_netmask)] = Field(
+        "255.255.255.0", description="subnet mask"
+    )
+    gateway: IPv4 | None = Field(None, description="default gateway")
+    dns: list[IPv4] = Field(default_factory=list, description="DNS servers")
     domain: str = Field("local", description="DNS domain of the guests")
 
 
@@ -81,7 +92,9 @@ class Simulator(Strict):
 class VCenter(Strict):
     """A vCenter Server (used by the vSphere layer)."""
 
-    url: str = Field(description="https://vcenter.example.com")
+    url: Annotated[str, AfterValidator(netaddr.check_vcenter_url)] = Field(
+        description="https://vcenter.example.com"
+    )
     user: str = Field(description="login, e.g. administrator@vsphere.local")
     password: SecretRef = Field(description="password reference (never literal)")
     thumbprint: str | None = Field(
@@ -144,9 +157,10 @@ class LocalLab(Strict):
 
     @model_validator(mode="after")
     def _loopback(self) -> LocalLab:
-        for a in self.addresses:
-            if not a.startswith("127."):
-                raise ValueError(f"{a} is not a loopback address (127.0.0.0/8)")
+        for i, a in enumerate(self.addresses):
+            if not _LOOPBACK.fullmatch(a):
+                raise located([(("addresses", i), f"{a!r} is not a loopback address "
+                                "(127.0.0.0/8)")])
         return self
 
 
@@ -171,33 +185,92 @@ class Lab(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Lab:
-        for name, node in self.nodes.items():
-            jump = node.jump or self.defaults.jump
-            if jump and jump not in self.jump_hosts:
-                raise ValueError(f"node {name}: jump host {jump!r} is not in jump_hosts")
+        # Each mistake at the field that makes it (file:line:column), not at the lab's 1:1.
+        issues = [*self._jump_issues(), *self._name_issues()]
+        if issues:
+            raise located(issues)
+        return self
+
+    def _jump_issues(self) -> list[tuple[tuple[str | int, ...], str]]:
+        issues: list[tuple[tuple[str | int, ...], str]] = []
+        known = ", ".join(self.jump_hosts) or "none"
+        for kind, items in (("nodes", self.nodes), ("hosts", self.hosts)):
+            for name, ep in items.items():
+                jump, path = (ep.jump, (kind, name, "jump")) if ep.jump else (
+                    self.defaults.jump, ("defaults", "jump"))
+                if jump and jump not in self.jump_hosts:
+                    issues.append((path, f"jump host {jump!r} is not in jump_hosts ({known})"))
+        # vbench connects through one jump host: a jump host's own `jump` would be ignored.
+        for name, ep in self.jump_hosts.items():
+            if ep.jump is None:
+                continue
+            chain = [name, ep.jump]
+            while chain[-1] in self.jump_hosts and chain[-1] not in chain[:-1]:
+                nxt = self.jump_hosts[chain[-1]].jump
+                if nxt is None:
+                    break
+                chain.append(nxt)
+            cycle = "a cycle; " if chain[-1] in chain[:-1] else ""
+            issues.append((("jump_hosts", name, "jump"), f"{' -> '.join(chain)}: {cycle}vbench "
+                           "goes through one jump host only, so a jump host cannot have a "
+                           "jump of its own (give the guests the last hop as their jump, or "
+                           "use an SSH ProxyJump outside vbench)"))
+        return issues
+
+    def _name_issues(self) -> list[tuple[tuple[str | int, ...], str]]:
+        issues: list[tuple[tuple[str | int, ...], str]] = []
         for name, host in self.hosts.items():
-            jump = host.jump or self.defaults.jump
-            if jump and jump not in self.jump_hosts:
-                raise ValueError(f"host {name}: jump host {jump!r} is not in jump_hosts")
             if host.vcenter and host.vcenter not in self.vcenters:
-                raise ValueError(f"host {name}: vcenter {host.vcenter!r} is not in vcenters")
+                issues.append((("hosts", name, "vcenter"),
+                               f"vcenter {host.vcenter!r} is not in vcenters"))
         for name, vc in self.vcenters.items():
             if vc.simulator is not None and not _loopback_url(vc.url):
-                raise ValueError(f"vcenter {name}: a simulator needs a loopback url (127.x)")
+                issues.append((("vcenters", name, "url"),
+                               "a simulator needs a loopback url (127.x)"))
         for name, prof in self.profiles.items():
             if prof.vcenter and prof.vcenter not in self.vcenters:
-                raise ValueError(f"profile {name}: vcenter {prof.vcenter!r} is not in vcenters")
+                issues.append((("profiles", name, "vcenter"),
+                               f"vcenter {prof.vcenter!r} is not in vcenters"))
             for old, new in prof.nodes.items():
                 if new not in self.nodes:
-                    raise ValueError(f"profile {name}: node {new!r} (for {old}) is not in nodes")
+                    issues.append((("profiles", name, "nodes", old),
+                                   f"node {new!r} (for {old}) is not in nodes"))
         for key, target in self.address_map.items():
-            if not re.match(r"^[^\s:]+(:\d{1,5})?$", target):
-                raise ValueError(f"address_map {key}: {target!r} is not host or host:port")
-        return self
+            problem = _map_target_problem(target)
+            if problem:
+                issues.append((("address_map", key), problem))
+        return issues
+
+    # Where the lab was loaded from (vbench.config.load): a secret that cannot be resolved
+    # when a connection needs it is reported at its line.
+    _source: Any = PrivateAttr(default=None)
+
+    def secret(self, path: tuple[str | int, ...], ref: str) -> str:
+        """The value of the secret reference ``ref`` found at ``path`` in the lab."""
+        try:
+            return resolve_secret(ref, ".".join(map(str, path)))
+        except SecretError as exc:
+            if self._source is None:
+                raise
+            raise ConfigValidationError([self._source.issue(path, exc.reason)]) from None
 
     def redacted(self) -> dict[str, Any]:
         # Secrets are references only, so the dump itself holds none; still mark them.
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def _map_target_problem(target: str) -> str | None:
+    host, sep, port = target.rpartition(":") if ":" in target else (target, "", "")
+    try:
+        netaddr.check_address(host)
+    except ValueError:
+        return f"{target!r} is not host or host:port"
+    if sep and not (port.isdigit() and 1 <= int(port) <= 65535):
+        return f"{target!r}: the port must be a number from 1 to 65535"
+    return None
+
+
+_LOOPBACK = re.compile(r"127(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}")
 
 
 def _loopback_url(url: str) -> bool:

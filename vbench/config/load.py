@@ -94,6 +94,7 @@ def _message(err: Any) -> str:
         "int_type": "expected a whole number",
         "float_parsing": "expected a number",
         "float_type": "expected a number",
+        "finite_number": "expected a finite number (not nan or inf)",
         "bool_parsing": "expected true or false",
         "bool_type": "expected true or false",
         "string_type": "expected a string",
@@ -176,7 +177,9 @@ def load_scenario(path: str | Path, sets: list[str] | None = None) -> Loaded[Sce
 def load_lab(path: str | Path) -> Loaded[Lab]:
     src = load_yaml_file(path)
     _require_mapping(src, "lab")
-    return Loaded(validate_model(Lab, src), src)
+    lab = validate_model(Lab, src)
+    lab._source = src  # secrets resolved later are located at their line
+    return Loaded(lab, src)
 
 
 def _require_mapping(src: Source, what: str) -> None:

@@ -16,22 +16,31 @@ _REF = re.compile(r"^\$\{(env|file):((?:[^${}]|\$\{vbench:[^}]*\})+)\}$")
 _VBENCH = re.compile(r"\$\{vbench:([^}]*)\}")
 
 
+class SecretError(ConfigError):
+    """A secret reference that cannot be resolved: ``where`` (the field) and ``reason``."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where, self.reason = where, reason
+        super().__init__(f"{where}: {reason}")
+
+
 def resolve_secret(ref: str, where: str) -> str:
     """The value a reference points to; ``where`` names the field for messages."""
     m = _REF.match(ref.strip())
     if not m:
-        raise ConfigError(f"{where}: {ref!r} is not a secret reference (${{env:NAME}})")
+        raise SecretError(where, f"{ref!r} is not a secret reference (${{env:NAME}})")
     kind, name = m.group(1), m.group(2).strip()
     if kind == "env":
         value = os.environ.get(name)
         if value is None:
-            raise ConfigError(f"{where}: environment variable {name} is not set")
+            raise SecretError(where, f"environment variable {name} is not set")
         return value
     path = Path(expand_path(name))
     try:
         return path.read_text(encoding="utf-8").rstrip("\r\n")
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read secret file {path}: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise SecretError(where, f"cannot read secret file {path}: {reason}") from None
 
 
 def vbench_home() -> Path:

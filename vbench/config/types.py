@@ -3,24 +3,44 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
+from vbench.config.yamlsrc import shown
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+MAX_DURATION = 30 * 86400.0  # 30 days: longer is a typo (or an attack), not a benchmark
+
+
 def parse_duration(value: Any) -> float:
-    """``90``, ``"90s"``, ``"5m"``, ``"1h30m"``, ``"250ms"`` → seconds."""
+    """``90``, ``"90s"``, ``"5m"``, ``"1h30m"``, ``"250ms"`` → seconds (at most 30 days)."""
+    seconds = _seconds(value)
+    if not math.isfinite(seconds) or seconds > MAX_DURATION:
+        raise PydanticCustomError(
+            "duration",
+            "{value} is longer than 30 days, the longest duration vbench accepts",
+            {"value": shown(value)},
+        )
+    return seconds
+
+
+def _seconds(value: Any) -> float:
     if isinstance(value, bool):
         raise PydanticCustomError("duration", "expected a duration such as 30s, 5m or 1h30m")
     if isinstance(value, int | float):
+        if isinstance(value, float) and math.isnan(value):
+            raise _not_a_duration(value)
         if value < 0:
             raise PydanticCustomError("duration", "a duration cannot be negative")
-        return float(value)
+        # a huge whole number would overflow float(); nan and inf are refused by the caller
+        return math.inf if value > MAX_DURATION else float(value)
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         if not text:
@@ -34,13 +54,20 @@ def parse_duration(value: Any) -> float:
         if pos == len(text):
             return total
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             pass
-    raise PydanticCustomError(
+        else:
+            if not math.isnan(number):
+                return _seconds(number)
+    raise _not_a_duration(value)
+
+
+def _not_a_duration(value: Any) -> PydanticCustomError:
+    return PydanticCustomError(
         "duration",
         "{value} is not a duration (expected seconds or e.g. 30s, 5m, 1h30m)",
-        {"value": repr(value)},
+        {"value": shown(value)},
     )
 
 
@@ -99,13 +126,21 @@ SecretRef = Annotated[
 ]
 
 
+def located(issues: list[tuple[tuple[str | int, ...], str]]) -> PydanticCustomError:
+    """The error a model validator raises about fields below it: each (path relative to
+    the model, message) is reported at that path's line (vbench.config.load)."""
+    summary = "; ".join(".".join(map(str, path)) + f": {msg}" for path, msg in issues)
+    return PydanticCustomError("located", "{summary}", {"summary": summary, "issues": issues})
+
+
 _KNOWN_KEYS: dict[type, frozenset[str]] = {}
 
 
 class Strict(BaseModel):
     """A config model that refuses unknown keys, suggesting the closest known one."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # nan and inf are no share, threshold or size: refused at the field, not at a sum
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

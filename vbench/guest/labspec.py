@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from vbench.config.lab import Lab, Node, SshEndpoint
-from vbench.config.secrets import expand_path, resolve_secret
+from vbench.config.secrets import expand_path
 from vbench.guest.spec import GuestSpec
 
 
@@ -40,13 +40,21 @@ def _endpoint_spec(
         port=port,
         user=ep.user or d.user,
         key_file=expand_path(key_file) if key_file else None,
-        password=resolve_secret(password_ref, f"{where}.password") if password_ref else None,
+        password=lab.secret(_password_path(where, ep), password_ref) if password_ref else None,
         host_key_policy=ep.host_key_policy or d.host_key_policy,
         known_hosts=expand_path(known) if known else None,
         jump=jump,
         workdir=workdir,
         connect_timeout=d.connect_timeout,
     )
+
+
+def _password_path(where: str, ep: SshEndpoint) -> tuple[str, ...]:
+    """Where the endpoint's password reference is written: its own, else the defaults'."""
+    if ep.password is None:
+        return ("defaults", "password")
+    kind, _, name = where.partition(".")  # "nodes.db1": names may hold dots, kinds do not
+    return (kind, name, "password")
 
 
 def map_address(

@@ -28,7 +28,7 @@ from pyVim.connect import SmartStubAdapter
 from pyVmomi import vim, vmodl
 
 from vbench.config.lab import Lab
-from vbench.config.secrets import expand_path, resolve_secret
+from vbench.config.secrets import expand_path
 from vbench.errors import ConfigError, LabError
 from vbench.vsphere.faults import fault_text
 
@@ -74,7 +74,7 @@ def target_from_lab(lab: Lab, name: str) -> VCenterTarget:
         port=port,
         path=path,
         user=vc.user,
-        password=resolve_secret(vc.password, f"vcenters.{name}.password"),
+        password=lab.secret(("vcenters", name, "password"), vc.password),
         thumbprint=normalize_thumbprint(vc.thumbprint) if vc.thumbprint else None,
         insecure=vc.insecure,
         ca_file=expand_path(vc.ca_file) if vc.ca_file else None,

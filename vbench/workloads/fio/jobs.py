@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from vbench.errors import ConfigError
 from vbench.templates import Templates, has_control
 from vbench.workloads.base import Finding, Params
+from vbench.workloads.fio.engines import engine_problem
 
 KIB4 = 4096
 PREPARE_IODEPTH = 32
@@ -157,6 +158,14 @@ class FioParams(Params):
     @classmethod
     def _sizes(cls, v: Any) -> Any:
         return _size_field(v, allow_percent=True)
+
+    @field_validator("ioengine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        problem = engine_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @field_validator("ioengine", "random_distribution")
     @classmethod
