@@ -34,6 +34,28 @@ def _simulated(lab_file: Path | None) -> Any:
     return lab if any(vc.simulator for vc in lab.vcenters.values()) else None
 
 
+def _port_settings(lab_file: Path, port: int) -> str:
+    """Which settings of the lab file to change: ``local.port`` and every other one that
+    holds the same port (the nodes' port, address_map entries), each with its line."""
+    from vbench.config.load import load_lab
+
+    src = load_lab(lab_file).source
+    found = []
+    for path, (line, _col) in src.values.items():
+        value: Any = src.data
+        for part in path:
+            value = value[part] if isinstance(value, dict | list) else None
+        same = value == port if isinstance(value, int) else (
+            isinstance(value, str) and value.endswith(f":{port}"))
+        if same and not isinstance(value, bool):
+            found.append((path != ("local", "port"), ".".join(map(str, path)), line))
+    names = [f"{name} (line {line})" for _, name, line in sorted(found)]
+    if not names:
+        return f"set `local: {{port: N}}` in {lab_file} to a free port"
+    rest = f", and with it {', '.join(names[1:])}" if len(names) > 1 else ""
+    return f"change {names[0]} in {lab_file} to a free port{rest}"
+
+
 LAB_ARG = click.argument(
     "lab_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
@@ -48,12 +70,17 @@ def lab() -> None:
 @LAB_ARG
 def up(lab_file: Path | None) -> None:
     """Start the local lab's sshd (idempotent). LAB_FILE's `local:` section says where."""
-    from vbench.guest.locallab import lab_up
+    from vbench.guest.locallab import PortInUse, lab_up
 
     sim_lab = _simulated(lab_file)
     if sim_lab is None or sim_lab.local is not None:
         addresses, port = _local_settings(lab_file)
-        status = lab_up(addresses, port)
+        try:
+            status = lab_up(addresses, port)
+        except PortInUse as exc:
+            if lab_file is None:
+                raise
+            raise PortInUse(exc.address, exc.port, _port_settings(lab_file, port)) from None
         click.echo(
             f"local lab up: sshd pid {status.pid} on {', '.join(status.addresses)} port "
             f"{status.port} (keys in {status.home})"

@@ -38,6 +38,10 @@ def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
 def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
     """Check a scenario (and lab) without touching anything. Exit 2 on a mistake."""
     plan = _load_plan(scenario, lab, sets)
+    if lab:
+        from vbench.engine.lab_files import check_key_files
+
+        check_key_files(plan, lab)
     for f in plan.findings:
         click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}", err=True)
     size = (

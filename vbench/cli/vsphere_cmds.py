@@ -76,7 +76,7 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
             vs, _ = vsphere_checks(lab, sessions)
         checks.extend(vs)
         checks.extend(check_profiles(lab, sessions))
-    checks.extend(_ssh_checks(lab, plan))
+    checks.extend(_ssh_checks(lab, plan, lab_loaded.source))
     return checks + _warning_checks(warnings)
 
 
@@ -88,9 +88,9 @@ def _warning_checks(warnings: list[str]) -> list[Any]:
     ]
 
 
-def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
+def _ssh_checks(lab: Any, plan: Any, src: Any = None) -> list[Any]:
     """SSH to every static node and ESXi host (and, with a scenario, the tools its roles
-    need on the nodes it uses)."""
+    need on the nodes it uses); a failure names where SSH went and the lab file line."""
     from vbench.config.resolve import vm_groups
     from vbench.errors import VbenchError
     from vbench.guest.ssh import GuestPool
@@ -114,7 +114,7 @@ def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
             try:
                 guest.connect()
             except VbenchError as exc:
-                return [Check(target, "ssh", False, getattr(exc, "cause", str(exc)))]
+                return [Check(target, "ssh", False, ssh_failure(guest.spec, exc, src))]
             rows = [Check(target, "ssh", True, f"{guest.spec.address}:{guest.spec.port}")]
             for tool in needs.get(guest.name, ()):
                 path = guest.which(tool)
@@ -127,6 +127,20 @@ def _ssh_checks(lab: Any, plan: Any) -> list[Any]:
     for rows in results.values():
         out.extend(rows)
     return out
+
+
+def ssh_failure(spec: Any, exc: Exception, src: Any) -> str:
+    """``127.0.0.2:2299 (nodes.guest1, lab.yaml:12): connection refused``: where SSH
+    went (after the address map), which lab file entry sent it there, and why it failed."""
+    kind, name = ("hosts", spec.name[5:]) if spec.name.startswith("esxi:") else ("nodes",
+                                                                                 spec.name)
+    where = f"{kind}.{name}"
+    if src is not None:
+        file, line, _col = src.locate((kind, name), key=True)
+        if line:
+            where += f", {file}:{line}"
+    via = f" via jump host {spec.jump.name}" if spec.jump is not None else ""
+    return f"{spec.address}:{spec.port}{via} ({where}): {getattr(exc, 'cause', str(exc))}"
 
 
 def ssh_check_specs(lab: Any) -> list[Any]:

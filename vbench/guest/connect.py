@@ -200,7 +200,8 @@ def _append_known_host(path: Path, entry: str, key: paramiko.PKey) -> None:
 def authenticate(spec: GuestSpec, transport: paramiko.Transport) -> None:
     target = target_of(spec)
     user = login_user(spec)
-    for key in _candidate_keys(spec):
+    keys = _candidate_keys(spec)
+    for key in keys:
         try:
             transport.auth_publickey(user, key)
         except paramiko.AuthenticationException:
@@ -217,7 +218,22 @@ def authenticate(spec: GuestSpec, transport: paramiko.Transport) -> None:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise GuestError(target, f"authentication aborted: {exc}") from exc
     if not transport.is_authenticated():
-        raise GuestError(target, f"authentication failed for user {user}")
+        raise GuestError(target, f"authentication failed for user {user} "
+                                 f"{_what_was_tried(spec, len(keys))}")
+
+
+def _what_was_tried(spec: GuestSpec, n_keys: int) -> str:
+    """The credentials offered, so that a wrong key names its file."""
+    if spec.key_file:
+        also = " and the password" if spec.password is not None else ""
+        return (f"with key file {Path(spec.key_file).expanduser()}{also} (is its public key "
+                f"in the guest's authorized_keys?)")
+    if spec.password is not None:
+        return "with the password"
+    if not n_keys:
+        return "(no key_file or password set, and no SSH agent or ~/.ssh key found)"
+    return (f"with {n_keys} key{'s' if n_keys != 1 else ''} from the SSH agent and "
+            f"~/.ssh ({', '.join(DEFAULT_KEY_NAMES)}); set key_file in the lab file")
 
 
 def _candidate_keys(spec: GuestSpec) -> list[paramiko.PKey]:

@@ -31,6 +31,17 @@ START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
 
 
+class PortInUse(LabError):
+    """The lab's port is taken on one of its addresses by a program that is not the lab."""
+
+    def __init__(self, address: str, port: int, setting: str = "") -> None:
+        self.address, self.port = address, port
+        where = setting or ("start the lab on a free port: give `vbench lab up` a lab file "
+                            "with `local: {port: N}` (and the nodes' port to match)")
+        super().__init__(f"{address}:{port}", f"port {port} already in use by another "
+                                              f"program: {where}")
+
+
 @dataclass(frozen=True)
 class LocalLabStatus:
     running: bool
@@ -294,7 +305,7 @@ def lab_up(
         lab_down(home=home)
     for addr in addresses:
         if _port_busy(addr, port):
-            raise LabError(f"{addr}:{port}", "port already in use by another program")
+            raise PortInUse(addr, port)
     conf.write_text(text)
     sshd = _tool("sshd", SSHD_CANDIDATES)
     if os.geteuid() == 0:
