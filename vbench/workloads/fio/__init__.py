@@ -35,6 +35,7 @@ from vbench.workloads import guest_trial
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import logs as fio_logs
+from vbench.workloads.fio import target as fio_target
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
@@ -158,6 +159,9 @@ class FioWorkload(Workload):
         ctx.log("fio_version", guest=guest.name, version=version.stdout.strip())
         d = self._dir(ctx, guest)
         guest.mkdir(d)
+        if self.params.filename is not None:  # a named target: make sure it is the right one
+            fio_target.check(guest, fio_target.fio_paths(self.params.filename),
+                             fio_target.job_writes(self.params.rw, self.params.needs_prepare()))
         header = f"run {ctx.run_id}, point {ctx.point}, trial {ctx.trial}, guest {guest.name}"
         target = self.params.filename or f"{d}/{DATA_FILE}"
         if user_job is not None:
