@@ -333,18 +333,25 @@ class Derived(Strict):
 
 class Chart(Strict):
     metric: str = Field(description="metric (or derived figure) to plot")
-    kind: Literal["bar", "line"] = Field("bar", description="bar per point or line over x")
-    x: str | None = Field(None, description="factor on the x axis (line charts)")
+    kind: Literal["bar", "line"] | None = Field(
+        None, description="bar per point, or line over x (default: line when x is given)")
+    x: str | None = Field(
+        None, description="factor on the x axis; a metric's name draws it against that "
+        "metric instead, as x_metric does")
     x_metric: str | None = Field(
         None, description="a metric on the x axis instead of a factor: one dot per point, "
         "joined in order of x (IOPS vs latency: the storage 'hockey stick')"
     )
+    ideal: Literal["linear", "none"] | None = Field(
+        None, description="reference line: linear scaling from the smallest level of x, or "
+        "none (also hides a derived speedup's ideal); default: linear only when x is a "
+        "factor setting a topology group's count (workers, VMs, clients)")
     title: str | None = Field(None, description="chart title (default: the metric)")
 
     @model_validator(mode="after")
     def _one_x(self) -> Chart:
         if self.x and self.x_metric:
-            raise ValueError("give x (a factor) or x_metric (a metric), not both")
+            raise ValueError("give x (a factor or metric) or x_metric, not both")
         return self
 
 
