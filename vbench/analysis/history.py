@@ -229,11 +229,12 @@ def _by_labels(
     plain: Mapping[tuple[str, int, str], Summary],
     points: Mapping[str, Mapping[int, Mapping[str, str]]],
 ) -> Summaries:
+    keys = {(rid, p): _key(labels) for rid, pts in points.items() for p, labels in pts.items()}
     out: Summaries = {}
     for (rid, p, m), s in plain.items():
-        labels = points.get(rid, {}).get(p)
-        if labels is not None:
-            out[(rid, _key(labels), m)] = s
+        key = keys.get((rid, p))
+        if key is not None:
+            out[(rid, key, m)] = s
     return out
 
 
