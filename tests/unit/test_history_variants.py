@@ -136,6 +136,8 @@ def test_history_cli_filters_and_json(store: Store, tmp_path: Path) -> None:
     assert "variants" not in text and "runs with --set" not in text
     assert [ln.split()[0] for ln in text.splitlines() if ln.startswith("2027")] == [
         _id(1), _id(4)]
+    assert _cli(tmp_path, "--lab", "nowhere").startswith(
+        "no stored run of scenario trend matches (the newest 20 runs at most; lab nowhere;")
     doc = json.loads(_cli(tmp_path, "--json"))
     assert [v["name"] for v in doc["variants"]] == ["A", "B", "C"]
     assert doc["variants"][2]["against_a"]["scenario_changes"] == [

@@ -194,6 +194,10 @@ def history(
     finally:
         store.close()
     if not as_json:
+        if not hist.runs:  # say which selection found nothing
+            click.echo(f"no stored run of scenario {scenario} matches "
+                       f"({'; '.join(selection_text(filters))})")
+            return
         click.echo(format_history(hist), nl=False)
         return
     click.echo(json.dumps({
