@@ -24,6 +24,7 @@ from vbench.results.identity import (
     SIMULATED,
     SSH,
     VCENTER,
+    identity_of,
     lab_fingerprint,
     lab_kind,
     scenario_hash,
@@ -73,6 +74,13 @@ def test_fingerprint_and_scenario_hash_follow_content_not_key_order() -> None:
     assert len(lab_fingerprint(SIM_LAB)) == 16
     assert scenario_hash(_rate(1000)) == scenario_hash(copy.deepcopy(_rate(1000)))
     assert scenario_hash(_rate(1000)) != scenario_hash(_rate(2000))
+
+
+def test_identity_recomputes_an_older_runs_fingerprint_from_its_lab() -> None:
+    older = identity_of({"lab": LOCAL_LAB, "lab_fingerprint": "0123456789abcdef"})
+    assert older.lab_fingerprint == lab_fingerprint(LOCAL_LAB)
+    assert identity_of({"lab": {}, "lab_fingerprint": "0123"}).lab_fingerprint == "0123"
+    assert older.scenario_hash == scenario_hash({})  # none stored: computed
 
 
 def test_changes_are_leaves_and_named_list_items() -> None:

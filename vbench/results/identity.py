@@ -106,14 +106,18 @@ class RunIdentity:
 
 def identity_of(run: Mapping[str, Any]) -> RunIdentity:
     """From a stored run (a store row as a mapping); values missing from runs stored
-    before schema 4 are computed from the stored documents (overrides: none known)."""
+    before schema 4 are computed from the stored documents (overrides: none known). The
+    lab fingerprint is computed from the stored lab whenever there is one: runs stored by
+    an older vbench recorded a fingerprint without the lab's kind, and the same lab must
+    not look like two."""
     lab = _map(run.get("lab"))
     scenario = _map(run.get("scenario"))
     overrides = run.get("overrides") or ()
+    stored_print = run.get("lab_fingerprint")
     return RunIdentity(
         lab_name=str(lab.get("name") or ""),
         lab_kind=lab_kind(lab),
-        lab_fingerprint=str(run.get("lab_fingerprint") or lab_fingerprint(lab)),
+        lab_fingerprint=lab_fingerprint(lab) if lab or not stored_print else str(stored_print),
         scenario_hash=str(run.get("scenario_hash") or scenario_hash(scenario)),
         base_scenario_hash=run.get("base_scenario_hash"),
         overrides=tuple(str(o) for o in overrides),
