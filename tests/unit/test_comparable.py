@@ -212,3 +212,28 @@ def test_multi_run_report_lists_scenario_set_and_lab_differences(store: Store) -
     assert ("scenario: workload.params.rate_iops", "2000", "1000") in rows
     assert ("--set", "workload.params.rate_iops=2000", "none") in rows
     assert ("lab: kind", "simulated vCenter (vcsim)", "local loopback") in rows
+
+
+def test_exports_say_what_differs_between_the_experiments(store: Store) -> None:
+    """JSON (regression and comparisons), JUnit and Markdown carry the scenario/--set/lab
+    differences that compare and the terminal print."""
+    from vbench.report.build import render_report
+
+    base = add_run(store, "20270101-020000-aaaaaaaa", [({"bs": "4k"}, OPS)],
+                   scenario=_rate(1000), started=T0, lab=LOCAL_LAB)
+    cur = add_run(store, "20270102-020000-bbbbbbbb", [({"bs": "4k"}, HALF)],
+                  scenario=_rate(2000), started=T0 + DAY, lab=LOCAL_LAB,
+                  overrides=["workload.params.rate_iops=2000"])
+    change = {"path": "workload.params.rate_iops", "a": "1000", "b": "2000"}
+    doc = json.loads(render_report(store, [cur], "json", baseline=base))
+    comp = doc["runs"][0]["regression"]["comparable"]
+    assert comp["scenario_changes"] == [change] and comp["same_lab"] is True
+    assert comp["b"]["overrides"] == ["workload.params.rate_iops=2000"]
+    two = json.loads(render_report(store, [base, cur], "json"))
+    assert two["comparisons"][0]["comparable"]["scenario_changes"] == [change]
+    junit = render_report(store, [cur], "junit", baseline=base)
+    assert "+ workload.params.rate_iops: 2000" in junit
+    md = render_report(store, [cur], "markdown", baseline=base)
+    assert "the baseline differs: scenario differs: workload.params.rate_iops: 1000 → 2000" in md
+    md_two = render_report(store, [base, cur], "markdown")
+    assert "The experiments differ: scenario differs: workload.params.rate_iops" in md_two

@@ -12,6 +12,7 @@ differences print as plain ``-``/``+`` lines that fit 100 columns::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -218,3 +219,20 @@ def compare_runs(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> Comparab
         run_a.get("scenario"), run_b.get("scenario"))
     lab = _lab_changes(ia, ib, run_a.get("lab") or {}, run_b.get("lab") or {})
     return Comparability(ia, ib, tuple(scenario), tuple(lab))
+
+
+def comparable_json(comp: Comparability | None) -> dict[str, Any] | None:
+    """Scenario, --set and lab of both runs and what differs (None: not compared); the
+    form ``compare --json``, ``report --format json`` and ``run --json`` share."""
+    if comp is None:
+        return None
+
+    def side(i: RunIdentity) -> dict[str, Any]:
+        return {"scenario_hash": i.scenario_hash, "base_scenario_hash": i.base_scenario_hash,
+                "overrides": list(i.overrides), "lab": i.lab_name, "lab_kind": i.lab_kind.kind,
+                "lab_throttled": i.lab_kind.throttled, "lab_fingerprint": i.lab_fingerprint}
+
+    return {"same_scenario": comp.same_scenario, "same_lab": comp.same_lab,
+            "a": side(comp.a), "b": side(comp.b),
+            "scenario_changes": [dataclasses.asdict(c) for c in comp.scenario],
+            "lab_changes": [dataclasses.asdict(c) for c in comp.lab]}

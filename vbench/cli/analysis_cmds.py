@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from vbench.analysis.comparable import comparable_json
 from vbench.cli.options import json_option, open_store, store_options
 
 metric_option = click.option(
@@ -22,22 +23,6 @@ metric_option = click.option(
 
 def _stats(s: Any) -> dict[str, Any]:
     return {k: getattr(s, k) for k in ("n", "mean", "stdev", "min", "max", "ci_low", "ci_high")}
-
-
-def _comparable_json(comp: Any) -> dict[str, Any] | None:
-    """Scenario, --set and lab of both runs and what differs (None: not compared)."""
-    if comp is None:
-        return None
-
-    def side(i: Any) -> dict[str, Any]:
-        return {"scenario_hash": i.scenario_hash, "base_scenario_hash": i.base_scenario_hash,
-                "overrides": list(i.overrides), "lab": i.lab_name, "lab_kind": i.lab_kind.kind,
-                "lab_throttled": i.lab_kind.throttled, "lab_fingerprint": i.lab_fingerprint}
-
-    return {"same_scenario": comp.same_scenario, "same_lab": comp.same_lab,
-            "a": side(comp.a), "b": side(comp.b),
-            "scenario_changes": [dataclasses.asdict(c) for c in comp.scenario],
-            "lab_changes": [dataclasses.asdict(c) for c in comp.lab]}
 
 
 @click.command()
@@ -80,7 +65,7 @@ def compare(
         "a": result.run_a.get("run_id"),
         "b": result.run_b.get("run_id"),
         "alpha": alpha,
-        "comparable": _comparable_json(result.comparability),
+        "comparable": comparable_json(result.comparability),
         "differences": [dataclasses.asdict(d) | {"hardware": d.hardware}
                         for d in result.differences],
         "only_a": list(result.only_a),
@@ -207,7 +192,7 @@ def history(
         "variants": [
             {"name": v.name, "lab": v.lab, "lab_kind": v.lab_kind,
              "lab_fingerprint": v.lab_fingerprint, "scenario_hash": v.scenario_hash,
-             "runs": v.runs, "against_a": _comparable_json(v.against_a)}
+             "runs": v.runs, "against_a": comparable_json(v.against_a)}
             for v in hist.variants
         ],
         "series": [

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
+from vbench.analysis.comparable import comparable_json
 from vbench.analysis.compare import compare_figures
 from vbench.analysis.figures import better, present
 from vbench.analysis.qos import QosResult
@@ -107,6 +108,9 @@ def regression_json(reg: RegressionResult | None) -> dict[str, Any] | None:
         "baseline_description": reg.baseline.description if reg.baseline else None,
         "min_effect": reg.min_effect,
         "alpha": reg.alpha,
+        # What differs between the baseline's experiment and this one (scenario after
+        # --set, the --set arguments, the lab): None when there was no baseline.
+        "comparable": comparable_json(reg.comparability),
         "checks": [
             {"point": c.title, "labels": dict(c.labels), "metric": c.metric, "unit": c.unit,
              "better": c.better, "baseline": _stats(c.baseline), "current": _stats(c.current),
@@ -147,6 +151,7 @@ def to_json(datas: Sequence[ReportData]) -> str:
             doc["comparisons"].append({
                 "a": first.figures.run_id, "b": res.run_b.get("run_id"),
                 "differences": [{"key": d.key, "a": d.a, "b": d.b} for d in res.differences],
+                "comparable": comparable_json(res.comparability),
                 "rows": [{"point": r.title, "metric": r.metric, "unit": r.unit,
                           "a": _stats(r.a), "b": _stats(r.b), "ratio": _clean(r.ratio),
                           "p_value": r.sig.p_value, "test": r.sig.method,
@@ -222,6 +227,11 @@ def _suite(data: ReportData) -> ET.Element:
                   f"regression: {c.message}" if c.status == "regression" else None,
                   f"{c.status}: baseline {fmt_mean_ci(c.baseline, c.unit)}, "
                   f"this run {fmt_mean_ci(c.current, c.unit)}; {c.message}")
+    if reg is not None and reg.comparability is not None:
+        # What the baseline measured differently (scenario after --set, lab), for the
+        # reader of a failed nightly: JUnit's place for text that is not a test case.
+        out = ET.SubElement(suite, "system-out")
+        out.text = "\n".join([reg.verdict(), *reg.comparability.lines()])
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
@@ -264,6 +274,9 @@ def _md_run(d: ReportData) -> list[str]:
     ]
     if d.regression is not None:
         lines.append(f"- {d.regression.verdict()}")
+        comp = d.regression.comparability
+        if comp is not None and not comp.alike:
+            lines.append(f"- the baseline differs: {_md(comp.summary())}")
     metrics = [m for m in (d.headline_metrics or tuple(f.metrics()[:3])) if m in f.units]
     overrides = d.stored.scenario.better
     if metrics and f.points:
@@ -312,4 +325,7 @@ def to_markdown(datas: Sequence[ReportData]) -> str:
                        "without a significant difference"
                        + (f"; testbeds differ in {len(res.differences)} facts"
                           if res.differences else "") + ".")
+            comp = res.comparability
+            if comp is not None and not comp.alike:
+                out.append(f"The experiments differ: {_md(comp.summary())}.")
     return "\n".join(out) + "\n" if out else f"{MISSING}\n"
