@@ -34,6 +34,9 @@ class PlannedPoint:
     trial_seconds: float
     workload: Workload = field(compare=False, repr=False)
     title: str = ""  # the scenario's label template rendered, else factor=level pairs
+    # Every topology group's guests at this point (a group no role uses included): the
+    # `vm:` guests it needs, so a run creates and destroys only what changes between points.
+    nodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -271,6 +274,7 @@ def _plan_point(
         trial_seconds=workload.estimated_seconds(ph.warmup, ph.steady, ph.cooldown),
         workload=workload,
         title=spec.name(),
+        nodes=dict(groups),
     )
 
 

@@ -100,7 +100,12 @@ class Engine:
                 if point.index not in stored:  # a point a search schedule just created
                     self.store.add_points(self.run_id, [(point.index, point.labels)])
                     stored.add(point.index)
-                hooks.move_to(point)
+                try:
+                    hooks.move_to(point)
+                except Interrupted:
+                    if not self.cancel.is_set():
+                        raise
+                    break  # Ctrl-C while a point's VMs were made: an interrupted run
                 result = self._trial(point, trial)
                 outcome.results.append(result)
                 self.store.record_trial(self.run_id, result)
@@ -315,7 +320,8 @@ class Engine:
             guest.kill_all()
             guest.remove(f"{guest.spec.workdir.rstrip('/')}/{self.run_id}")
 
-        for name in self.plan.node_names():
+        # Guests of VMs destroyed between points (or never needed) are no longer there.
+        for name in [n for n in self.plan.node_names() if n in self.pool.names]:
             try:
                 clean(self.pool.get(name))
             except (GuestError, VbenchError) as exc:

@@ -23,6 +23,7 @@ from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
+from vbench.engine.vm_scaling import vm_hooks
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
@@ -160,7 +161,9 @@ def execute(
         rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe(),
                                         "hooks": hooks_plan(plan.scenario, plan.points)})
         env = {"controller": controller_facts(list(req.argv) or None)}
-        tools = _tools_by_guest(plan)
+        # The guests there before the first trial (a VM cloned for a later point is a
+        # clone of the same source as its group's first ones).
+        tools = {n: t for n, t in _tools_by_guest(plan).items() if n in pool.names}
         env["guests"] = all_guest_facts(pool, tools)
         rundir.write_json("environment.json", env)
         info = RunInfo(
@@ -200,7 +203,12 @@ def execute(
             collectors=collectors,
             schedule=schedule,
             resources=lambda point: vsphere.resources(point.profiles),
-            point_hooks=hooks_for(plan.scenario, lab, rundir.path, rundir.log),
+            # The point's VMs first (clones it adds, VMs it drops), then its lab hooks.
+            point_hooks=[*vm_hooks(
+                vsphere, pool, check_guests=lambda names: preflight(plan, pool, names),
+                testbed=lambda tb: _write_testbed(store, run_id, rundir, tb),
+                log=rundir.log, notice=progress.notice if progress else None,
+            ), *hooks_for(plan.scenario, lab, rundir.path, rundir.log)],
         )
         outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
@@ -244,7 +252,14 @@ def _vsphere_run(
         notice=notice,
         workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
         point_profiles=[p.profiles for p in plan.points],
+        point_guests=[[n for names in p.nodes.values() for n in names] for p in plan.points],
     )
+
+
+def _write_testbed(store: Store, run_id: str, rundir: RunDir, testbed: dict[str, Any]) -> None:
+    """The testbed again, after a point changed the run's VMs (or recorded its own)."""
+    rundir.write_json("testbed.json", testbed)
+    store.set_testbed(run_id, testbed)
 
 
 def _vsphere_cleanup(

@@ -3,7 +3,10 @@
 The engine calls, in order: :meth:`VSphereRun.preflight` (before anything is touched),
 :meth:`provision` (after the run directory exists; opens the journal and returns the
 guests), :meth:`testbed`, :meth:`resources` for each point's trials, and — always, in a
-``finally`` — :meth:`cleanup` and :meth:`close`.
+``finally`` — :meth:`cleanup` and :meth:`close`. Between points, :meth:`change_for` and
+:meth:`apply` clone the VMs a point adds and destroy the ones it drops
+(:mod:`vbench.engine.vm_scaling`); :meth:`provision` creates only the VMs every planned
+point uses.
 
 The run is *active* when a `vm:` group is provisioned or when a driver acting on vCenter
 (``Workload.needs_vcenter``) runs: then the vCenters its points' profiles select are
@@ -15,7 +18,7 @@ through its resources — is journaled and removed at the end.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,21 +26,22 @@ from typing import Any
 from vbench.config.lab import Lab
 from vbench.config.profiles import VmPlacement, vm_placements
 from vbench.config.scenario import Scenario
-from vbench.errors import ConfigError
+from vbench.engine.vm_scaling import VmChange, point_vm_guests, scaled_units, up_front, vm_change
+from vbench.errors import ConfigError, LabError
 from vbench.guest.labspec import vm_guest_spec
 from vbench.guest.spec import GuestSpec
 from vbench.vsphere.checks import Check, first_failure, vsphere_checks
 from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool
 from vbench.vsphere.inventory import Inventory
-from vbench.vsphere.journal import IndexedJournal, Journal, pending
+from vbench.vsphere.journal import VM_KIND, IndexedJournal, pending
 from vbench.vsphere.provision import ProvisionedVm, Provisioner
 from vbench.vsphere.resources import (
     RunResources,
     VSphereResources,
     point_placement,
 )
-from vbench.vsphere.specs import plan_requests
+from vbench.vsphere.specs import VmRequest, plan_requests
 from vbench.vsphere.tasks import Watcher
 from vbench.vsphere.testbed import capture_testbed, merge_testbeds
 
@@ -81,6 +85,7 @@ class VSphereRun:
         notice: Notice | None = None,
         workload_profiles: Sequence[Sequence[str]] = (),
         point_profiles: Sequence[Sequence[str]] = (),
+        point_guests: Sequence[Collection[str]] = (),
     ) -> None:
         self.scenario, self.lab = scenario, lab
         self.group_vcenters = dict(group_vcenters)
@@ -94,6 +99,13 @@ class VSphereRun:
         self.placements = vm_placements(
             scenario.topology, lab, self.group_vcenters, self.group_guests, point_profiles
         )
+        # The guests each planned point uses: without them every VM is made up front.
+        self.point_guests = [tuple(g) for g in point_guests]
+        self.units = scaled_units(self.placements) if self.point_guests else {}
+        self._requests: dict[str, VmRequest] = {}
+        self._vm_rows: dict[str, dict[str, Any]] = {}  # testbed rows of every VM, by name
+        self._testbed: dict[str, Any] | None = None
+        self.point_vms: dict[str, list[dict[str, str]]] = {}
         self.cancel = cancel or threading.Event()
         self.notice = notice or (lambda _m: None)
         self.parallel = scenario.settings.provision_parallel
@@ -101,7 +113,7 @@ class VSphereRun:
         self.inventories: dict[str, Inventory] = {}
         self.checks: list[Check] = []
         self.provisioner: Provisioner | None = None
-        self.journal: Journal | None = None
+        self.journal: IndexedJournal | None = None
         self.run_id: str | None = None
         self.vms: list[ProvisionedVm] = []
         self.run_resources: RunResources | None = None
@@ -176,13 +188,76 @@ class VSphereRun:
             notice=self.notice,
             watcher_for=self.watcher,
         )
-        self.vms = self.provisioner.provision(requests)
-        return {vm.guest: vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip) for vm in self.vms}
+        # Every guest's placement and pool address is fixed now (the n-th guest always
+        # gets the n-th address), also for clones made later between points.
+        self.provisioner.prepare(requests)
+        self._requests = {r.guest: r for r in requests}
+        first = set(up_front(self.point_guests, self.units))
+        self.vms = self.provisioner.provision(
+            [r for r in requests if r.guest not in self.units or r.guest in first]
+        )
+        return {vm.guest: self._guest_spec(vm) for vm in self.vms}
 
-    def testbed(self) -> dict[str, Any] | None:
-        """The testbed of the run's VMs and the lab's hosts, per vCenter, merged."""
+    def _guest_spec(self, vm: ProvisionedVm) -> GuestSpec:
+        return vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip)
+
+    # --- VMs that follow the points -------------------------------------------------------
+    def change_for(self, nodes: Mapping[str, Sequence[str]]) -> VmChange:
+        """What moving to a point with these groups' guests does to the run's VMs."""
+        live = [v.guest for v in self.vms]
+        return vm_change(live, point_vm_guests(nodes, self.units), self.units)
+
+    def apply(self, change: VmChange) -> list[GuestSpec]:
+        """Destroy the surplus, then clone what is missing (the journal holds both, so a
+        run cut short leaves nothing `vbench cleanup` cannot find); the new guests."""
+        if change.destroy:
+            self._destroy(change.destroy)
+        if not change.create:
+            return []
+        assert self.provisioner is not None
+        created = self.provisioner.provision([self._requests[g] for g in change.create])
+        self.vms = [*self.vms, *created]
+        return [self._guest_spec(vm) for vm in created]
+
+    def _destroy(self, guests: Sequence[str]) -> None:
+        assert self.journal is not None and self.run_id is not None
+        gone = [v for v in self.vms if v.guest in set(guests)]
+        items = [i for v in gone
+                 if (i := self.journal.item(v.vcenter, VM_KIND, v.vm_name)) is not None]
+        report = cleanup_journal(self.sessions.get, self.watcher, self.journal, self.run_id,
+                                 items, parallel=self.parallel)
+        # Off the list first: whatever failed is still in the journal for the final cleanup.
+        self.vms = [v for v in self.vms if v not in gone]
+        if report.errors or report.skipped:
+            raise LabError("vSphere", "removing VMs a point no longer uses: "
+                           + "; ".join(report.errors + report.skipped))
+
+    def record_point(self, point: int, guests: Sequence[str]) -> list[dict[str, str]]:
+        """Remember which VMs a point ran on (each incarnation by its moid: a VM destroyed
+        and cloned again under its name is another VM); recorded in the testbed."""
+        wanted = set(guests)
+        used = [{"guest": v.guest, "name": v.vm_name, "moid": v.moid}
+                for v in self.vms if v.guest in wanted]
+        seen = self.point_vms.setdefault(str(point), [])
+        seen.extend(u for u in used if u not in seen)
+        return used
+
+    def testbed(self, refresh: bool = True) -> dict[str, Any] | None:
+        """The testbed of the run's VMs and the lab's hosts, per vCenter, merged; every VM
+        the run has used so far is listed (once per name), and ``point_vms`` tells which
+        VMs each point ran on. ``refresh=False``: no vCenter call, the last capture."""
         if not self.active:
             return None
+        if refresh or self._testbed is None:
+            self._testbed = self._capture()
+        if self._testbed is None:
+            return None
+        out = dict(self._testbed)
+        if self.point_vms:
+            out["point_vms"] = {k: list(v) for k, v in self.point_vms.items()}
+        return out
+
+    def _capture(self) -> dict[str, Any] | None:
         parts = []
         for vc in self.vcenters:
             session = self.sessions.get(vc)
@@ -197,7 +272,13 @@ class VSphereRun:
             policies = [d.storage_policy for p in self.placements if p.vcenter == vc
                         for d in p.spec.disks if d.storage_policy]  # fmt: skip
             parts.append(capture_testbed(session, refs, hosts, policies=policies))
-        return merge_testbeds(parts)
+        merged = merge_testbeds(parts)
+        if merged is not None and "vms" in merged:
+            # VMs destroyed since an earlier capture stay listed: a point ran on them.
+            for row in merged["vms"]:
+                self._vm_rows[str(row.get("name"))] = row
+            merged["vms"] = list(self._vm_rows.values())
+        return merged
 
     def resources(self, profiles: Sequence[str] = ()) -> VSphereResources | None:
         """What a point's trials may use of vCenter (None when the run reaches none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -45,6 +46,24 @@ class GuestPool(KillsOnExit):
                 jump = self.get(spec.jump.name)
             guest = self._guests[name] = Guest(spec, jump=jump)
             return guest
+
+    def add(self, spec: GuestSpec) -> None:
+        """A guest that joins while the run goes on (a VM cloned for a later point); one
+        of the same name is replaced, its connection closed."""
+        self.discard(spec.name)
+        with self._lock:
+            self._specs[spec.name] = spec
+
+    def discard(self, name: str) -> None:
+        """Forget a guest (its VM is about to be destroyed): what it still runs is killed
+        (best effort) and its connection closed."""
+        with self._lock:
+            self._specs.pop(name, None)
+            guest = self._guests.pop(name, None)
+        if guest is not None:
+            with contextlib.suppress(GuestError):
+                guest.kill_all()
+            guest.close()
 
     def guests(self) -> list[Guest]:
         """Every guest of the pool (connections still open lazily)."""

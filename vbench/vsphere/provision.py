@@ -6,6 +6,11 @@ Each VM goes through its steps in a worker; at most ``parallel`` VMs are in flig
 failure stops new VMs from starting, lets the others finish their current step, and is
 raised naming the VM, the operation and vCenter's fault. Existing VMs named by a
 scenario are only read. Cleanup is :mod:`vbench.vsphere.cleanup`'s job.
+
+:meth:`Provisioner.prepare` may be given every VM the run can need before
+:meth:`~Provisioner.provision` makes some of them: placements and pool addresses are
+then fixed for the run (a VM destroyed between points and cloned again gets its
+address back).
 """
 
 from __future__ import annotations
@@ -143,10 +148,15 @@ class Provisioner:
                 st.watcher.close()
 
     # --- the run's VMs -----------------------------------------------------------------
-    def provision(self, requests: Sequence[VmRequest]) -> list[ProvisionedVm]:
-        """All VMs of ``requests``, in request order; raises the first failure."""
+    def prepare(self, requests: Sequence[VmRequest]) -> None:
+        """Resolve placements, policies and pool addresses (once per VM, in request order)."""
         for vc in dict.fromkeys(r.vcenter for r in requests):
             self._prepare(vc, [r for r in requests if r.vcenter == vc])
+
+    def provision(self, requests: Sequence[VmRequest]) -> list[ProvisionedVm]:
+        """All VMs of ``requests``, in request order; raises the first failure."""
+        self.prepare(requests)
+        self._failed.clear()  # a failure stops its own batch, not a later one
         created = [r for r in requests if not r.existing]
         if created:
             self.notice(f"provisioning {len(created)} VMs ({self.parallel} at a time)")
@@ -177,12 +187,14 @@ class Provisioner:
     def _prepare(self, vcenter: str, requests: Sequence[VmRequest]) -> None:
         st = self.state(vcenter)
         lab_dc = self.lab.vcenters[vcenter].datacenter
-        if any(not r.existing for r in requests):
+        if st.mark_field is None and any(not r.existing for r in requests):
             st.mark_field = custom_field_key(st.session, MARK_KEY)
         policies = [d.storage_policy for r in requests if not r.existing
-                    for d in r.spec.disks if d.storage_policy]  # fmt: skip
-        resolved = resolve_policies(st.session, policies)
-        st.policy_ids.update({n: p.profile_id for n, p in resolved.items()})
+                    for d in r.spec.disks if d.storage_policy
+                    and d.storage_policy not in st.policy_ids]  # fmt: skip
+        if policies:
+            resolved = resolve_policies(st.session, policies)
+            st.policy_ids.update({n: p.profile_id for n, p in resolved.items()})
         pool = self.lab.vcenters[vcenter].ip_pool
         for r in requests:
             if r.existing:
@@ -190,7 +202,7 @@ class Provisioner:
             if r.group not in st.placements:
                 dc = r.datacenter or lab_dc
                 st.placements[r.group] = resolve_placement(st.inventory, r.spec, dc)
-            if pool is not None:
+            if pool is not None and r.vm_name not in st.ip_for:
                 # Assigned in request order, so the n-th guest always gets the n-th address.
                 if not st.addresses:
                     raise LabError(f"vcenter {vcenter}", "ip_pool has no free address left")
@@ -246,18 +258,21 @@ class Provisioner:
         placement = st.placements[req.group]
         snapshot = self._snapshot(st, placement, req) if req.spec.linked else None
         spec = clone_spec(req, placement, self.run_id, snapshot)
-        self.journal.write(
-            "intent",
-            vcenter=req.vcenter,
-            name=req.vm_name,
-            action="clone",
-            source=placement.template.name,
-            group=req.group,
-            keep=req.spec.keep,
-        )
         with self._slot(self._clone_slots):
             if self.cancel.is_set():
                 raise Interrupted("interrupted")
+            # Journaled right before the call (not before waiting for a slot): an intent
+            # always means a clone that may exist, so an interrupted wait leaves none that
+            # cleanup would have to treat as a clone still on its way.
+            self.journal.write(
+                "intent",
+                vcenter=req.vcenter,
+                name=req.vm_name,
+                action="clone",
+                source=placement.template.name,
+                group=req.group,
+                keep=req.spec.keep,
+            )
             task = st.session.call(
                 lambda: placement.template.ref.CloneVM_Task(
                     folder=placement.folder, name=req.vm_name, spec=spec
