@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,14 +25,11 @@ FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 
 def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
     from vbench.config.load import load_lab, load_scenario
-    from vbench.engine.estimate import history_estimate
     from vbench.engine.plan import build_plan
 
     loaded = load_scenario(scenario, list(sets))
     lab_loaded = load_lab(lab) if lab else None
-    # The estimate learns prepare, teardown and clean-up from stored runs, if any.
-    return history_estimate(build_plan(loaded, lab_loaded),
-                            lab_loaded.model.name if lab_loaded else None)
+    return build_plan(loaded, lab_loaded)
 
 
 @click.command()
@@ -115,8 +112,6 @@ def _plan_text(p: Plan, vms: PlannedVms | None = None) -> str:
         f"{format_duration(p.estimated_seconds)}",
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
     ]
-    if p.estimate_basis:
-        lines.insert(1, f"estimate: {p.estimate_basis}")
     if not p.bound_to_lab:
         lines.append("(no --lab: guests shown as group[i])")
     if p.scenario.search is not None:
@@ -209,6 +204,7 @@ def run(
 
     from vbench.cli.progress import RichProgress
     from vbench.engine.session import RunRequest, RunSession, execute
+    from vbench.report.build import summary_for_terminal
 
     store, rdir = open_store(store_url, results_dir)
     try:
@@ -218,13 +214,9 @@ def run(
             tuple(sys.argv), resume=resume,
         )
         session = RunSession.load(request)
-        from vbench.engine.estimate import learn, with_estimate
-
-        session.plan = with_estimate(session.plan,
-                                     learn(store, session.plan, session.lab.model.name))
         progress = RichProgress()
         outcome, rundir = execute(session, store, rdir, progress=progress)
-        _summary(store, outcome.run_id, outcome.status, rundir.path, lab, progress.console)
+        summary_for_terminal(store, outcome.run_id, progress.console)
         verdict = _verdicts(store, outcome.run_id, regression_spec, fail_on_qos,
                             outcome.exit_code)
         report = None
@@ -242,8 +234,7 @@ def run(
             say(searched.rstrip("\n"))
         if report is not None:
             say(f"report: {report}")
-        # The last line says how the run ended: never "ok" when it exits 1.
-        say(f"run {outcome.run_id}: {verdict.reason or outcome.status} ({rundir.path})")
+        say(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
         if as_json:
             from vbench.report.build import run_summary_json
 
@@ -289,28 +280,6 @@ class _Verdict:
     text: str
     exit_code: int
     regression: RegressionResult | None
-    reason: str = ""  # why it exits 1 (the run's last line says it), else empty
-
-
-def _summary(store: Store, run_id: str, status: str, run_dir: Path, lab: Path,
-             console: Any) -> None:
-    """The summary table; an interrupted run says what it kept, and prints no table of
-    "no data" when no trial finished."""
-    from vbench.report.build import summary_for_terminal
-
-    if status == "interrupted":
-        trials = store.trials(run_id)
-        ok = sum(t.status == "ok" for t in trials)
-        finished = sum(t.status in ("ok", "failed") for t in trials)
-        console.print(
-            f"interrupted: kept {finished} finished trial{'s' if finished != 1 else ''} "
-            f"({ok} ok) in the store, and every trial's raw outputs and partial figures in "
-            f"{run_dir}; `vbench run --resume {run_id} --lab {lab}` runs the rest",
-            highlight=False, markup=False, soft_wrap=True,  # paths are copied: no wrap
-        )
-        if not ok:
-            return
-    summary_for_terminal(store, run_id, console)
 
 
 def _verdicts(
@@ -325,24 +294,16 @@ def _verdicts(
     from vbench.report.textfmt import format_qos, format_regression
 
     qos = load_analysis(store, run_id).qos
-    from vbench.cli.options import output_width
-
-    width = output_width()
-    text = format_qos(qos, width) if qos.declared else ""
+    text = format_qos(qos) if qos.declared else ""
     failed = fail_on_qos and not qos.passed
     regression = None
     if spec is not None:
         regression = check_regression(store, run_id, spec)
-        text += format_regression(regression, width)
+        text += format_regression(regression)
         failed = failed or regression.regressed
-    reason = ""
     if exit_code == EXIT_OK and failed:
         exit_code = EXIT_QOS
-        why = [*(["QoS failed"] if fail_on_qos and not qos.passed else []),
-               *(["significant regression"] if regression is not None and regression.regressed
-                 else [])]
-        reason = f"{' and '.join(why)} (exit {exit_code})"
-    return _Verdict(text, exit_code, regression, reason)
+    return _Verdict(text, exit_code, regression)
 
 
 @click.command()
