@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from tests.conftest import LocalGuests
@@ -104,6 +105,19 @@ def test_sysstat_and_replayed_esxtop_series_stored_aligned_and_summarised(
     assert by[("host_cpu_util", None)].source == "derived"
     assert by[("cpu_efficiency", None)].unit == "IO/s/core"
     assert by[("cpu_cost_per_1k_iops", None)].value > 0
+    # CPU cost per 1K IOPS, recomputed here from what was stored: the replayed host's
+    # PCPUs over the steady window fio itself measured (a sample at t covers t-2 s..t),
+    # against fio's own IOPS of the same trial.
+    start = ph.get("workload_start") or ph["steady_start"]
+    end = ph.get("workload_end") or ph["steady_end"]
+    pcpu = table[table["metric"].str.match(r"Physical Cpu\(\d+\)\\% Util Time$")]
+    inside = pcpu[(t.loc[pcpu.index] - 2.0 >= start - 0.5) & (t.loc[pcpu.index] <= end + 0.5)]
+    assert not inside.empty, "no esxtop sample inside fio's window: series not aligned"
+    cores = inside.groupby("time")["value"].sum().mean() / 100
+    assert by[("host_cores_used", "esx1")].value == pytest.approx(cores, rel=1e-9)
+    iops = by[("total_iops", None)].value
+    assert iops and by[("cpu_cost_per_1k_iops", None)].value == pytest.approx(
+        cores * 100 / (iops / 1000), rel=1e-9)
     shown = vbench("show", run_id)
     assert "esxtop on esx1: 1/1 trials" in shown.stdout, shown.stdout
     assert "guest_sysstat on guest1: 1/1 trials" in shown.stdout
