@@ -33,16 +33,22 @@ def test_template_refuses_an_undefined_value(tmp_path: Path) -> None:
         t.render("t.j2")
 
 
-@pytest.mark.parametrize("bad", ["a\x00b", "a\x08b", "a\x1bb", "a\x7fb"])
+@pytest.mark.parametrize("bad", ["a\x00b", "a\x08b", "a\x1bb", "a\x7fb", "a\nb", "a\rb"])
 def test_template_refuses_a_value_that_adds_a_control_character(tmp_path: Path, bad: str) -> None:
     t = _folder(tmp_path, "first\nvalue={{ v }}\n")
-    with pytest.raises(ConfigError, match=r"t\.j2: line 2 has a control character"):
+    with pytest.raises(ConfigError, match=r"t\.j2: value .* refused: a control character"):
         t.render("t.j2", v=bad)
+
+
+def test_template_text_with_a_control_character_names_its_line(tmp_path: Path) -> None:
+    t = _folder(tmp_path, "first\nvalue=\x01{{ v }}\n")
+    with pytest.raises(ConfigError, match=r"t\.j2: line 2 has a control character"):
+        t.render("t.j2", v="ok")
 
 
 def test_tab_is_refused_unless_the_driver_allows_it(tmp_path: Path) -> None:
     (tmp_path / "t.j2").write_text("k {{ v }}\n")
-    with pytest.raises(ConfigError, match="line 1"):
+    with pytest.raises(ConfigError, match="refused: a control character"):
         Templates(tmp_path).render("t.j2", v="a\tb")
     assert Templates(tmp_path, tabs=True).render("t.j2", v="a\tb") == "k a\tb\n"
     # Other control characters stay refused where tabs are allowed.

@@ -15,6 +15,43 @@ from vbench.errors import ConfigValidationError
 
 HostKeyPolicy = Literal["strict", "accept-new"]
 
+# A name that reaches the guests: it is written in the header of every job file and
+# config pushed to them and in the names of their run directories. One word, so that it
+# can add no line, option or path of its own (a newline would add a fio section, a '/'
+# a directory).
+GUEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_GUEST_NAME_RULE = ("letters, digits and _ . - only, starting with a letter or digit, "
+                    "at most 128 characters")
+# A guest's scratch directory: an absolute path of plain characters (it is written into
+# job files and configs: fio reads ':' as a separator, nginx ';' and quotes).
+_WORKDIR = re.compile(r"/[A-Za-z0-9_.+@/-]*")
+
+
+def check_guest_name(name: str, what: str = "name") -> str:
+    """``name`` if it may reach the guests (see GUEST_NAME), else ValueError saying why."""
+    if not GUEST_NAME.fullmatch(name):
+        raise ValueError(f"{what} {name!r} is refused: {_GUEST_NAME_RULE} (it names files "
+                         "and directories on the guests and is written into their job files)")
+    return name
+
+
+def _name(value: str) -> str:
+    return check_guest_name(value)
+
+
+def _workdir(value: str | None) -> str | None:
+    if value is None:
+        return value
+    if not _WORKDIR.fullmatch(value) or "/../" in f"{value}/":
+        raise ValueError(f"workdir {value!r} is refused: an absolute path of letters, digits "
+                         "and _ . + @ / - without '..' (it is written into the guests' job "
+                         "files and configs)")
+    return value
+
+
+GuestName = Annotated[str, AfterValidator(_name)]
+Workdir = Annotated[str, AfterValidator(_workdir)]
+
 
 Address = Annotated[str, AfterValidator(netaddr.check_address)]
 PoolItem = Annotated[str, AfterValidator(netaddr.check_pool_item)]
@@ -40,7 +77,9 @@ class Node(SshEndpoint):
     """A static SSH guest (a VM or machine that already exists)."""
 
     roles: list[str] = Field(default_factory=list, description="roles topology groups pick by")
-    workdir: str | None = Field(None, description="remote scratch directory (default /tmp/vbench)")
+    workdir: Workdir | None = Field(
+        None, description="remote scratch directory (default /tmp/vbench)"
+    )
 
 
 class NodeDefaults(Strict):
@@ -53,7 +92,7 @@ class NodeDefaults(Strict):
     host_key_policy: HostKeyPolicy = "strict"
     known_hosts: str | None = None
     jump: str | None = None
-    workdir: str = "/tmp/vbench"
+    workdir: Workdir = "/tmp/vbench"
     connect_timeout: Duration = Field(10.0, gt=0)
 
 
@@ -171,11 +210,12 @@ class Lab(Strict):
     name: str
     description: str = ""
     defaults: NodeDefaults = Field(default_factory=NodeDefaults)
-    nodes: dict[str, Node] = Field(default_factory=dict, description="static SSH guests")
-    jump_hosts: dict[str, SshEndpoint] = Field(default_factory=dict)
-    vcenters: dict[str, VCenter] = Field(default_factory=dict)
-    hosts: dict[str, EsxiHost] = Field(default_factory=dict, description="ESXi hosts")
-    profiles: dict[str, Profile] = Field(default_factory=dict)
+    # Names reach guests (headers, directories) and the controller's paths: checked here.
+    nodes: dict[GuestName, Node] = Field(default_factory=dict, description="static SSH guests")
+    jump_hosts: dict[GuestName, SshEndpoint] = Field(default_factory=dict)
+    vcenters: dict[GuestName, VCenter] = Field(default_factory=dict)
+    hosts: dict[GuestName, EsxiHost] = Field(default_factory=dict, description="ESXi hosts")
+    profiles: dict[GuestName, Profile] = Field(default_factory=dict)
     local: LocalLab | None = Field(None, description="local loopback lab settings")
     address_map: dict[str, str] = Field(
         default_factory=dict,

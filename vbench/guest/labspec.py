@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from vbench.config.lab import Lab, Node, SshEndpoint
+from vbench.config.lab import Lab, Node, SshEndpoint, check_guest_name
 from vbench.config.secrets import expand_path
+from vbench.errors import ConfigError
 from vbench.guest.spec import GuestSpec
 
 
@@ -28,6 +29,12 @@ def _jump(lab: Lab, own: str | None) -> GuestSpec | None:
 def _endpoint_spec(
     lab: Lab, where: str, name: str, ep: SshEndpoint, jump: GuestSpec | None = None
 ) -> GuestSpec:
+    # The lab model checks its names; a VM's guest name (an `existing:` VM's own name)
+    # arrives here too, and reaches the guests' files: checked again where it enters.
+    try:
+        check_guest_name(name, "guest name")
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     d = lab.defaults
     password_ref = ep.password or d.password
     key_file = ep.key_file or d.key_file

@@ -11,7 +11,6 @@ scratch directory (removed with it). A Locust already in the guest can be used i
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import shlex
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 from vbench.config.secrets import expand_path
 from vbench.errors import GuestError, LabError
 from vbench.resources import driver_file
+from vbench.templates import render_json
 from vbench.workloads.cloudstone.params import integer_weights
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def start(gen: LoadGen, commands: list[str], cfg: dict[str, object], port: int,
           lifetime: float) -> None:  # fmt: skip
     """Standalone Locust with one client guest, else a master on the first and a worker
     on each; every process gets the same locustfile and configuration."""
-    text = json.dumps(cfg)
+    text = render_json(cfg)
     for g in dict.fromkeys(gen.guests):
         g.put(driver_file("cloudstone", "locustfile.py"), f"{gen.dir}/locustfile.py")
         g.put_text(text, f"{gen.dir}/locust.json")

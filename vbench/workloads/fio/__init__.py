@@ -167,7 +167,8 @@ class FioWorkload(Workload):
         header = f"run {ctx.run_id}, point {ctx.point}, trial {ctx.trial}, guest {guest.name}"
         target = self.params.filename or f"{d}/{DATA_FILE}"
         if user_job is not None:
-            measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header)
+            measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header,
+                                              allow_exec=self.params.allow_exec)
         else:
             measure = fio_jobs.render_measure(
                 self.params, ctx.warmup, ctx.steady, target, header=header,

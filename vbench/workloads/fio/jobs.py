@@ -10,14 +10,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from vbench.errors import ConfigError
-from vbench.templates import Templates, has_control
+from vbench.templates import Templates, has_control, render_value
 from vbench.workloads.base import Finding, Params
 from vbench.workloads.fio.engines import engine_problem
+from vbench.workloads.fio.guard import ALLOW_EXEC, EXEC_OPTIONS, exec_engine, exec_option
 
 KIB4 = 4096
 PREPARE_IODEPTH = 32
@@ -77,6 +78,15 @@ def check_value(value: str, what: str) -> str:
     return value
 
 
+def job_value(value: str, what: str) -> str:
+    """A value for a job file line: :func:`check_value`, and no ';' or '#' (fio cuts a
+    value at an inline comment, so the rest would be lost without a word)."""
+    check_value(value, what)
+    if ";" in value or "#" in value:
+        raise ValueError(f"{what}: ';' and '#' start a comment in a fio job file")
+    return value
+
+
 def _size_field(value: Any, allow_percent: bool) -> Any:
     if value is None:
         return None
@@ -96,6 +106,20 @@ def _flag(value: bool) -> str:
     return "1" if value else "0"
 
 
+def _extra_key(key: str, info: ValidationInfo) -> str:
+    """One ``extra`` option name, checked where it stands (file:line:column of the key)."""
+    if not _KEY_RE.match(key):
+        raise ValueError(f"{key!r} is not a fio option name (lower case, digits, _)")
+    if key in FioParams.model_fields or key in _MANAGED:
+        raise ValueError(
+            f"{key!r} is set by vbench or is a parameter of its own; "
+            "use the parameter (or the scenario's phases for times)"
+        )
+    if key in EXEC_OPTIONS and not info.data.get("allow_exec"):
+        raise ValueError(f"{key} {EXEC_OPTIONS[key]}; {ALLOW_EXEC}")
+    return key
+
+
 # ----------------------------------------------------------------------------- params
 
 
@@ -112,6 +136,12 @@ class FioParams(Params):
         "own data file, the whole device for a named filename); also 10%"
     )
     direct: bool = Field(True, description="O_DIRECT I/O, bypassing the guest page cache")
+    # Before ioengine and extra: their validators read it.
+    allow_exec: bool = Field(
+        False, description="allow fio options that run commands in the guests or read or "
+        "write other files (exec_prerun, exec_postrun, ioengine=exec or external, "
+        "write_iolog …) in extra, ioengine and job_file; shown in the plan and the report"
+    )
     ioengine: str = Field("libaio", description="fio I/O engine")
     filename: str | None = Field(
         None, description="absolute target path in the guest, e.g. /dev/sdb "
@@ -130,8 +160,9 @@ class FioParams(Params):
     random_distribution: str | None = Field(None, description="e.g. zipf:1.2, pareto:0.9")
     percentage_random: int | None = Field(None, ge=0, le=100, description="% random I/O")
     rate_iops: int | None = Field(None, ge=1, description="cap IOPS per job")
-    extra: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="further fio options (key: value)"
+    extra: dict[Annotated[str, AfterValidator(_extra_key)], str | int | float | bool] = Field(
+        default_factory=dict, description="further fio options (key: value); options that "
+        "run commands or touch other files need allow_exec"
     )
     job_file: str | None = Field(
         None, description="your own fio job file (path on the controller); replaces the "
@@ -169,9 +200,13 @@ class FioParams(Params):
 
     @field_validator("ioengine", "random_distribution")
     @classmethod
-    def _tokens(cls, v: str | None) -> str | None:
+    def _tokens(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and not _TOKEN_RE.match(v):
             raise ValueError("only letters, digits and _ . : , / % + - are allowed")
+        if info.field_name == "ioengine" and v is not None and not info.data.get("allow_exec"):
+            why = exec_engine(v)
+            if why:
+                raise ValueError(f"ioengine={v} {why}; {ALLOW_EXEC}")
         return v
 
     @field_validator("filename")
@@ -179,7 +214,7 @@ class FioParams(Params):
     def _filename(cls, v: str | None) -> str | None:
         if v is None:
             return v
-        check_value(v, "filename")
+        job_value(v, "filename")
         if not v.startswith("/"):
             raise ValueError("filename must be an absolute path in the guest, e.g. /dev/sdb")
         return v
@@ -191,17 +226,13 @@ class FioParams(Params):
 
     @field_validator("extra")
     @classmethod
-    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _extra(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         for key, value in v.items():
-            if not _KEY_RE.match(key):
-                raise ValueError(f"{key!r} is not a fio option name (lower case, digits, _)")
-            if key in cls.model_fields or key in _MANAGED:
-                raise ValueError(
-                    f"{key!r} is set by vbench or is a parameter of its own; "
-                    "use the parameter (or the scenario's phases for times)"
-                )
             if isinstance(value, str):
-                check_value(value, f"extra.{key}")
+                job_value(value, f"extra.{key}")
+                why = exec_option(key, value)
+                if why and not info.data.get("allow_exec"):
+                    raise ValueError(f"extra.{key}: {why}; {ALLOW_EXEC}")
         return v
 
     @model_validator(mode="after")
@@ -288,7 +319,21 @@ def findings(params: FioParams) -> list[Finding]:
         out.append(Finding("warning", "rwmixread", f"rwmixread is ignored with rw: {params.rw}"))
     if params.job_file is not None:
         out += _job_file_findings(params)
+    if params.allow_exec:
+        out.append(Finding("warning", "allow_exec", _allow_exec_note(params)))
     return out
+
+
+def _allow_exec_note(params: FioParams) -> str:
+    """What allow_exec lets through at this point: said in the plan and at the run's start."""
+    used = [f"extra.{k}" for k, v in params.extra.items() if exec_option(k, v)]
+    if exec_engine(params.ioengine):
+        used.append(f"ioengine={params.ioengine}")
+    if params.job_file is not None:
+        used.append(f"whatever job file {params.job_file} holds")
+    what = ", ".join(used) if used else "no such option is set at this point"
+    return ("allow_exec is on: fio options that run commands in every target guest or "
+            f"read or write other files are passed as written ({what})")
 
 
 def _data_findings(params: FioParams) -> list[Finding]:
@@ -375,7 +420,18 @@ def _job_file_findings(params: FioParams) -> list[Finding]:
                            "know which file or device your jobs use: set filename to it"))
     if file_data or params.has_data_target():
         out += [Finding(lvl, "job_file", f"{where}: {msg}") for lvl, msg in _scan_data(options)]
+    if not params.allow_exec:
+        out += [Finding("error", "job_file", f"{where} line {o.line}: {why}; {ALLOW_EXEC}")
+                for o, why in exec_lines(options)]
     return out
+
+
+def exec_lines(options: Iterable[JobOption]) -> Iterable[tuple[JobOption, str]]:
+    """The options of a job file that run commands or touch other files, with why."""
+    for o in options:
+        why = exec_option(o.key, o.value)
+        if why:
+            yield o, why
 
 
 _MEASURE_ONLY = frozenset(
@@ -503,23 +559,29 @@ def render_layout(params: FioParams, filename: str, *, header: str = "") -> str:
 
 
 def adapt_user_job(
-    text: str, warmup: float, steady: float, directory: str, *, header: str = ""
+    text: str, warmup: float, steady: float, directory: str, *, header: str = "",
+    allow_exec: bool = False,
 ) -> str:
     """A user's job file with vbench's timing appended to every section.
 
     fio applies the last value of a key in a section, so appending ``runtime`` etc.
     at the end of each section (global and jobs) makes the scenario's phases win.
     A default ``directory`` is added only when the file names no file or directory
-    itself: fio would otherwise prefix even an absolute filename with it.
+    itself: fio would otherwise prefix even an absolute filename with it. The file is
+    read again when the trial starts, so its options are checked again here.
     """
     if steady <= 0:
         raise ConfigError("the fio workload needs a steady phase longer than 0 s")
-    check_value(directory, "directory")
+    directory = render_value(directory, "fio", "fio job file directory")
     timing = ["time_based=1", f"runtime={fio_time(steady)}"]
     if warmup > 0:
         timing.append(f"ramp_time={fio_time(warmup)}")
-    keys = {o.key for o in scan_job_file(text)}
-    out = [f"; {header}"] if header else []
+    options = scan_job_file(text)
+    if not allow_exec:
+        for o, why in exec_lines(options):
+            raise ConfigError(f"fio job file line {o.line}: {why}; {ALLOW_EXEC}")
+    keys = {o.key for o in options}
+    out = [f"; {render_value(header, 'line', 'fio job file header')}"] if header else []
     if not keys & {"filename", "directory", "filename_format"}:
         out += ["[global]", f"directory={directory}", ""]
     in_section = False

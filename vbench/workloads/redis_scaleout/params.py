@@ -27,6 +27,13 @@ MANAGED_CONF = frozenset(
         "appendonly", "appendfsync", "save", "include", "supervised",
     }
 )  # fmt: skip
+# Directives that load code into redis-server or read or create files at any path in the
+# guest: never from a scenario (docs/labs.md, "What reaches a guest").
+REFUSED_CONF = {
+    "loadmodule": "loads a shared object into redis-server",
+    "unixsocket": "creates a socket file at any path",
+    "aclfile": "reads users and passwords from another file",
+}
 _CONF_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
@@ -222,6 +229,8 @@ class RedisParams(Params):
         for key, value in v.items():
             if not _CONF_KEY.match(key):
                 raise ValueError(f"{key!r} is not a redis.conf directive name")
+            if key in REFUSED_CONF:
+                raise ValueError(f"{key} {REFUSED_CONF[key]}: not allowed in redis_conf")
             if key in MANAGED_CONF:
                 raise ValueError(
                     f"{key} is written by vbench (use persistence / appendfsync / "

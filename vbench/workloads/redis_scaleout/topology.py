@@ -299,7 +299,9 @@ def preload_streams(params: RedisParams, layout: Layout) -> list[tuple[Endpoint,
 # ----------------------------------------------------------------------------- configs
 
 
-# HAProxy and redis read a tab as white space; any other control character is refused.
+# A tab in a redis.conf value is written quoted (\t); any other control character is
+# refused. Each template declares its format: redis.conf values are quoted when they are
+# not plain words, HAProxy and twemproxy values must be plain words (vbench.templates).
 _TEMPLATES = Templates.for_driver("redis", tabs=True)
 
 
@@ -307,14 +309,11 @@ def _render(template: str, **values: Any) -> str:
     return _TEMPLATES.render(template, **values)
 
 
-def conf_value(value: str | int | float | bool) -> str:
-    """A redis.conf value: booleans as yes/no, strings with spaces quoted."""
+def conf_value(value: str | int | float | bool) -> str | int | float:
+    """A redis.conf value: booleans as yes/no; the renderer quotes what needs it."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = str(value)
-    if text == "" or any(c in text for c in ' "\\'):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return text
+    return value
 
 
 def redis_conf(params: RedisParams, inst: Instance, directory: str, header: str) -> str:
