@@ -156,3 +156,12 @@ def test_the_default_fio_headline_pairs_completion_latencies() -> None:
     assert latencies and all("_clat_" in m for m in latencies), head
     for d in ("read", "write"):
         assert f"{d}_clat_mean" in head and f"{d}_clat_p99_max" in head
+
+
+def test_a_family_of_hidden_metrics_is_written_once() -> None:
+    from vbench.report.shown import families
+
+    names = [f"trim_clat_p{p}" for p in (50, 95, 99)] + ["write_iops", "write_clat_mean"]
+    assert families(names) == "trim_clat_{p50, p95, p99}, write_iops, write_clat_mean"
+    many = [f"net-dev(eth0)\\counter{i:02d}" for i in range(8)]
+    assert families(many) == "net-dev(eth0)\\* (8)"

@@ -183,8 +183,9 @@ def timeseries_svg(
     t_all = [float(x) for tr in traces for x in (tr.t.min(), tr.t.max()) if len(tr.t)]
     v_all = [float(x) for tr in traces for x in (tr.v.min(), tr.v.max()) if len(tr.v)]
     ys, marks = y_scale(canvas, v_all, zero=False)
-    if small:
-        marks = [marks[0], marks[-1]] if len(marks) > 2 else marks
+    texts = tick_texts(marks)
+    if small and len(marks) > 2:  # a small multiple: only its range, in the full step
+        marks, texts = [marks[0], marks[-1]], [texts[0], texts[-1]]
     canvas.left = left_margin(marks) - (14.0 if small else 0.0)
     canvas.width = canvas.left + plot_w + canvas.right
     lo, hi = (min(t_all), max(t_all)) if t_all else (0.0, 1.0)
@@ -196,7 +197,7 @@ def timeseries_svg(
         canvas.rect(xs(window[0]), canvas.y1, xs(window[1]) - xs(window[0]),
                     canvas.y0 - canvas.y1, "#4c72b0", 0.12)
     canvas.title(title or (ylabel if small else ""))
-    canvas.y_axis(ys, marks, "" if small else ylabel)
+    canvas.y_axis(ys, marks, "" if small else ylabel, texts)
     canvas.line(canvas.x0, canvas.y0, canvas.x1, canvas.y0, MUTED, 0.8)
     for x, text in zip(x_marks, tick_texts(x_marks), strict=True):
         canvas.text(xs(x), canvas.y0 + 13, text, size=SMALL)

@@ -55,7 +55,8 @@ from vbench.report.sections import (
     testbed_tables,
 )
 from vbench.report.series import flat_series, read_series, series_charts
-from vbench.report.shown import choose_metrics
+from vbench.report.shown import choose_metrics, families
+from vbench.report.svg import PALETTE
 from vbench.report.tables import guest_table, result_tables
 from vbench.resources import data_dir
 
@@ -218,6 +219,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "extra_charts": lead.extra,
         "series_charts": series["charts"],
         "series_flat": series["flat"],
+        "series_legend": series["legend"],
         "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
         "operations": ops_section(operation_figures(
             view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
@@ -236,12 +238,13 @@ def build_context(view: ReportView) -> dict[str, Any]:
 
 
 MAX_SERIES_CHARTS = 48
+MAX_LEGEND = 10  # colours told apart in the key of the time series
 
 
 def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
     """The time-series small multiples, the flat series named instead of charted, and
     problems reading them."""
-    out: dict[str, Any] = {"charts": [], "flat": "", "problems": []}
+    out: dict[str, Any] = {"charts": [], "flat": "", "problems": [], "legend": []}
     frame = view.data.series
     if frame is None:
         frame, out["problems"] = read_series(view.data.run.get("run_dir"))
@@ -249,8 +252,8 @@ def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
         return out
     zero, const = flat_series(frame)
     flat = [*zero, *const]
-    parts = [f"zero throughout: {', '.join(zero)}" if zero else "",
-             f"constant: {', '.join(const)}" if const else ""]
+    parts = [f"zero throughout: {families(zero)}" if zero else "",
+             f"constant: {families(const)}" if const else ""]
     out["flat"] = "; ".join(p for p in parts if p)
     frame = frame[~frame["metric"].astype(str).isin(flat)]
     titles = {p.point: p.title for p in view.points}
@@ -266,6 +269,9 @@ def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
         )
         frame = frame[frame["metric"].astype(str).isin(keep)]
     out["charts"] = series_charts(frame, ok, titles, ids.next)
+    # The key to the colours of every small multiple, once above them.
+    out["legend"] = [(titles[p], PALETTE[i % len(PALETTE)])
+                     for i, p in enumerate(sorted(titles))][:MAX_LEGEND]
     return out
 
 

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vbench.report.units import choose
+
 SERIES_DIR = "series"
 _TIME_COLUMNS = ("ts", "time", "timestamp")
 _ENTITY_COLUMNS = ("guest", "host", "entity")
@@ -169,8 +171,12 @@ def series_charts(
     out = []
     for idx in np.split(by_metric, cuts):
         metric = str(metrics[codes[idx[0]]])
-        unit = str(cols.unit[idx[0]] or "")
-        traces, merged = _traces(cols, idx, group)
+        values = np.abs(cols.value[idx])
+        nonzero = values[values != 0]
+        sc = choose(str(cols.unit[idx[0]] or ""),
+                    [float(np.median(nonzero))] if len(nonzero) else [])
+        unit = sc.unit
+        traces, merged = _traces(cols, idx, group, sc.factor)
         entities = sorted({str(e) for e in cols.entity_names[np.unique(cols.entity[idx])]}
                           - {""})
         ylabel = f"{metric} ({unit})" if unit else metric
@@ -192,7 +198,7 @@ def series_charts(
     return out
 
 
-def _traces(cols: _Columns, rows: np.ndarray, group: Mapping[int, int]
+def _traces(cols: _Columns, rows: np.ndarray, group: Mapping[int, int], factor: float = 1.0
             ) -> tuple[list[Any], int]:
     """Each trace (a trial's, per entity) of the ``rows`` of one metric as it is when
     there are few; else one mean trace per point. Returns the traces and how many were
@@ -200,7 +206,7 @@ def _traces(cols: _Columns, rows: np.ndarray, group: Mapping[int, int]
     from vbench.report.charts_xy import Trace, downsample
 
     points, trials, entities = cols.point[rows], cols.trial[rows], cols.entity[rows]
-    t_all, v_all = cols.t[rows], cols.value[rows]
+    t_all, v_all = cols.t[rows], cols.value[rows] * factor
     order = np.lexsort((t_all, entities, trials, points))
     key = np.stack([points[order], trials[order], entities[order]])
     cuts = np.flatnonzero((key[:, 1:] != key[:, :-1]).any(axis=0)) + 1

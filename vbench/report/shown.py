@@ -26,13 +26,34 @@ class MetricChoice:
         """One line naming every metric left out and why ("" when none is)."""
         parts = []
         if self.zero:
-            parts.append("zero at every point: " + ", ".join(self.zero))
+            parts.append("zero at every point: " + families(self.zero))
         if self.empty:
-            parts.append("no figure at any point: " + ", ".join(self.empty))
+            parts.append("no figure at any point: " + families(self.empty))
         if self.same:
             parts.append("identical to a metric shown: " + ", ".join(
                 f"{m} (= {kept})" for m, kept in self.same.items()))
         return ("Not shown — " + "; ".join(parts) + ".") if parts else ""
+
+
+def families(names: Sequence[str], least: int = 3) -> str:
+    """Names, a family of ``least`` or more sharing their first two words (or sysstat's
+    object) written once: ``trim_clat_{p50, p95, p99}``, or ``trim_clat_* (12)`` when
+    the rest would be long, rather than twelve trim_clat_… names."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in names:
+        # sysstat's object(instance)\counter: the object is the family
+        sep = "\\" if "\\" in n else "_"
+        head = sep.join(n.split(sep)[: 1 if sep == "\\" else 2])
+        groups.setdefault((head, sep) if head != n else (n, ""), []).append(n)
+    out = []
+    for (head, sep), members in groups.items():
+        if len(members) < least:
+            out.append(", ".join(members))
+            continue
+        rest = ", ".join(m[len(head) + len(sep):] for m in members)
+        out.append(f"{head}{sep}{{{rest}}}" if len(rest) <= 40
+                   else f"{head}{sep}* ({len(members)})")
+    return ", ".join(out)
 
 
 def _signature(view: ReportView, metric: str) -> tuple[object, ...]:

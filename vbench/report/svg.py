@@ -232,8 +232,9 @@ class Canvas:
 
     # -------------------------------------------------------------- furniture
 
-    def y_axis(self, scale: Scale, values: Sequence[float], label: str) -> None:
-        for v, text in zip(values, tick_texts(values), strict=True):
+    def y_axis(self, scale: Scale, values: Sequence[float], label: str,
+               texts: Sequence[str] | None = None) -> None:
+        for v, text in zip(values, texts or tick_texts(values), strict=True):
             y = scale(v)
             self.line(self.x0, y, self.x1, y, GRID, 0.8)
             self.text(self.x0 - 5, y + 3.5, text, anchor="end", size=SMALL)

@@ -8,7 +8,7 @@ from typing import Any
 
 from vbench.analysis.aggregate import summarize_points
 from vbench.report.data import NO_DATA, ReportView, fmt_value
-from vbench.report.shown import MetricChoice
+from vbench.report.shown import MetricChoice, families
 from vbench.report.units import Scale, choose
 
 
@@ -71,4 +71,4 @@ def guest_table(view: ReportView, choice: MetricChoice) -> dict[str, Any] | None
         p = titles.get(point)
         rows.append({"point": p.title if p else str(point), "guest": guest, "cells": cells})
     return {"metrics": [(m, scales[m].unit) for m in metrics], "rows": rows,
-            "hidden": sorted(zero)}
+            "hidden": families(sorted(zero))}
