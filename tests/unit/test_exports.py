@@ -71,7 +71,9 @@ def test_json_of_two_runs_compares_them(store: Store) -> None:
 def test_csv_is_one_row_per_point_and_metric(store: Store) -> None:
     text = render_report(store, [NEW, OLD], "csv")
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0])[:4] == ["run_id", "point", "bs", "metric"]
+    assert list(rows[0])[:5] == ["run_id", "point", "point_number", "bs", "metric"]
+    # point: the stored index (from 0); point_number: what people read (from 1).
+    assert {(r["point"], r["point_number"]) for r in rows} == {("0", "1"), ("1", "2")}
     assert len(rows) == 2 * 2 * 3  # runs × points × (ops, lat, rel)
     mine = [r for r in rows if r["run_id"] == NEW and r["bs"] == "4k" and r["metric"] == "ops"]
     assert float(mine[0]["mean"]) == pytest.approx(800.0) and mine[0]["unit"] == "ops/s"

@@ -61,7 +61,8 @@ class RunFigures:
         if template and labels:  # the scenario names its points: "VM-8VMs-16S"
             return render_label(str(template), labels)
         ordered = [f for f in self.factors if f in labels]
-        return ", ".join(f"{k}={labels[k]}" for k in ordered) or f"point {point}"
+        # People count points from 1 (the stored index is 0-based).
+        return ", ".join(f"{k}={labels[k]}" for k in ordered) or f"point {point + 1}"
 
     def trial_values(self, point: int, metric: str) -> Values:
         return dict(self.values.get((point, metric), {}))

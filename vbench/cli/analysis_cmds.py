@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from vbench.analysis.comparable import comparable_json
-from vbench.cli.options import json_option, open_store, store_options
+from vbench.cli.options import json_option, open_store, output_width, store_options
 
 metric_option = click.option(
     "--metric",
@@ -59,7 +59,7 @@ def compare(
     result = compare_figures(a.figures, b.figures, chosen, alpha=alpha,
                              better_overrides=better_overrides(a.figures.scenario))
     if not as_json:
-        click.echo(format_compare(result), nl=False)
+        click.echo(format_compare(result, output_width()), nl=False)
         return
     click.echo(json.dumps({
         "a": result.run_a.get("run_id"),

@@ -55,3 +55,19 @@ def open_store(store_url: str | None, results_dir: Path | None) -> tuple[Any, Pa
 
     rdir = results_dir or results_dir_default()
     return Store.open(store_url, rdir), rdir
+
+
+def output_width() -> int | None:
+    """Columns that text output fits (tables fold columns, prose wraps between words):
+    ``$COLUMNS`` when set, else the terminal's when standard output is one; None — no
+    fitting — in a pipe or a cron log, so those read the same everywhere."""
+    import os
+    import shutil
+    import sys
+
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None

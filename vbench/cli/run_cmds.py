@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -204,7 +204,6 @@ def run(
 
     from vbench.cli.progress import RichProgress
     from vbench.engine.session import RunRequest, RunSession, execute
-    from vbench.report.build import summary_for_terminal
 
     store, rdir = open_store(store_url, results_dir)
     try:
@@ -214,9 +213,13 @@ def run(
             tuple(sys.argv), resume=resume,
         )
         session = RunSession.load(request)
+        from vbench.engine.estimate import learn, with_estimate
+
+        session.plan = with_estimate(session.plan,
+                                     learn(store, session.plan, session.lab.model.name))
         progress = RichProgress()
         outcome, rundir = execute(session, store, rdir, progress=progress)
-        summary_for_terminal(store, outcome.run_id, progress.console)
+        _summary(store, outcome.run_id, outcome.status, rundir.path, lab, progress.console)
         verdict = _verdicts(store, outcome.run_id, regression_spec, fail_on_qos,
                             outcome.exit_code)
         report = None
@@ -234,7 +237,8 @@ def run(
             say(searched.rstrip("\n"))
         if report is not None:
             say(f"report: {report}")
-        say(f"run {outcome.run_id}: {outcome.status} ({rundir.path})")
+        # The last line says how the run ended: never "ok" when it exits 1.
+        say(f"run {outcome.run_id}: {verdict.reason or outcome.status} ({rundir.path})")
         if as_json:
             from vbench.report.build import run_summary_json
 
@@ -280,6 +284,28 @@ class _Verdict:
     text: str
     exit_code: int
     regression: RegressionResult | None
+    reason: str = ""  # why it exits 1 (the run's last line says it), else empty
+
+
+def _summary(store: Store, run_id: str, status: str, run_dir: Path, lab: Path,
+             console: Any) -> None:
+    """The summary table; an interrupted run says what it kept, and prints no table of
+    "no data" when no trial finished."""
+    from vbench.report.build import summary_for_terminal
+
+    if status == "interrupted":
+        trials = store.trials(run_id)
+        ok = sum(t.status == "ok" for t in trials)
+        finished = sum(t.status in ("ok", "failed") for t in trials)
+        console.print(
+            f"interrupted: kept {finished} finished trial{'s' if finished != 1 else ''} "
+            f"({ok} ok) in the store, and every trial's raw outputs and partial figures in "
+            f"{run_dir}; `vbench run --resume {run_id} --lab {lab}` runs the rest",
+            highlight=False, markup=False, soft_wrap=True,  # paths are copied: no wrap
+        )
+        if not ok:
+            return
+    summary_for_terminal(store, run_id, console)
 
 
 def _verdicts(
@@ -294,16 +320,24 @@ def _verdicts(
     from vbench.report.textfmt import format_qos, format_regression
 
     qos = load_analysis(store, run_id).qos
-    text = format_qos(qos) if qos.declared else ""
+    from vbench.cli.options import output_width
+
+    width = output_width()
+    text = format_qos(qos, width) if qos.declared else ""
     failed = fail_on_qos and not qos.passed
     regression = None
     if spec is not None:
         regression = check_regression(store, run_id, spec)
-        text += format_regression(regression)
+        text += format_regression(regression, width)
         failed = failed or regression.regressed
+    reason = ""
     if exit_code == EXIT_OK and failed:
         exit_code = EXIT_QOS
-    return _Verdict(text, exit_code, regression)
+        why = [*(["QoS failed"] if fail_on_qos and not qos.passed else []),
+               *(["significant regression"] if regression is not None and regression.regressed
+                 else [])]
+        reason = f"{' and '.join(why)} (exit {exit_code})"
+    return _Verdict(text, exit_code, regression, reason)
 
 
 @click.command()

@@ -51,7 +51,10 @@ def ls_cmd(
     if not rows:
         click.echo("no runs stored")
         return
-    Console().print(runs_table(rows))
+    from vbench.cli.options import output_width
+
+    # Fitted to the terminal by runs_table itself; rich must not wrap it again.
+    Console().print(runs_table(rows, output_width()), soft_wrap=True)
 
 
 @click.command()

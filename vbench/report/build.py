@@ -202,7 +202,8 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
     if qos.declared:
         from vbench.report.textfmt import format_qos
 
-        console.print(format_qos(qos), highlight=False, markup=False, end="")
+        width = console.width if console.is_terminal else None
+        console.print(format_qos(qos, width), highlight=False, markup=False, end="")
 
 
 def run_summary_json(
@@ -230,7 +231,8 @@ def run_summary_json(
             s = summarize(present(f.trial_values(p, m)))
             figures[m] = {"unit": f.units.get(m, ""), **{k: getattr(s, k) for k in STAT_FIELDS}}
         done, total = ok.get(p, [0, 0])
-        points.append({"point": p, "labels": dict(f.points[p]), "title": f.title(p),
+        points.append({"point": p, "point_number": p + 1, "labels": dict(f.points[p]),
+                       "title": f.title(p),
                        "trials_ok": done, "trials": total, "figures": figures})
     run = data.run
     return {

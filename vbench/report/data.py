@@ -376,7 +376,8 @@ class ReportView:
         order = factor_order(self.scenario, labels.values())
         for point in sorted(labels):
             lab = {k: labels[point][k] for k in order if k in labels[point]}
-            title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point}"
+            # People count points from 1 (the stored index is 0-based).
+            title = ", ".join(f"{k}={v}" for k, v in lab.items()) or f"point {point + 1}"
             if self.scenario.get("label") and lab:
                 title = render_label(str(self.scenario["label"]), lab)
             ok = sum(1 for p, _ in self.ok_trials if p == point)
@@ -514,7 +515,7 @@ class ReportView:
         out = [str(w) for w in self.data.warnings]
         titles = {p.point: p.title for p in self.points}
         for t in self.failed_trials():
-            where = titles.get(int(t["point"]), f"point {t['point']}")
+            where = titles.get(int(t["point"]), f"point {int(t['point']) + 1}")
             error = t.get("error") or "no error recorded"
             out.append(f"Trial {t['trial']} of {where} {t.get('status', 'failed')}: {error}")
         for p in self.points:

@@ -67,7 +67,10 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     rows = []
     for (point, metric), values in sorted(f.values.items()):
         rows.append({
-            "run_id": f.run_id, "point": point, "title": f.title(point),
+            # point: the stored index (from 0, as in raw/<point>-<trial>/); point_number:
+            # the number tables and progress print (from 1).
+            "run_id": f.run_id, "point": point, "point_number": point + 1,
+            "title": f.title(point),
             "labels": dict(f.points.get(point, {})),
             "metric": metric, "kind": "derived" if metric in derived else "measured",
             "unit": f.units.get(metric, ""), **_stats(summarize(present(values), cv)),
@@ -75,7 +78,8 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     for fig in analysis.derived.figures:
         if fig.point is None:  # across points: not in f.values
             rows.append({
-                "run_id": f.run_id, "point": None, "labels": dict(fig.labels),
+                "run_id": f.run_id, "point": None, "point_number": None,
+                "labels": dict(fig.labels),
                 "metric": fig.name, "kind": "derived", "unit": fig.unit,
                 **_stats(fig.summary),
             })
@@ -171,8 +175,8 @@ def to_csv(datas: Sequence[ReportData]) -> str:
     buf = io.StringIO()
     # A scenario that names its points (label template) gets a title column.
     titled = any((d.run.get("scenario") or {}).get("label") for d in datas)
-    head = ["run_id", "point", *(["title"] if titled else []), *factors, "metric", "kind",
-            "unit", *STAT_FIELDS]
+    head = ["run_id", "point", "point_number", *(["title"] if titled else []), *factors,
+            "metric", "kind", "unit", *STAT_FIELDS]
     writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
     writer.writeheader()
     for r in rows:
@@ -210,7 +214,8 @@ def _suite(data: ReportData) -> ET.Element:
     bad = [t for t in data.trials if t.get("status") != "ok"]
     _case(suite, f"{name}.run", "trials completed",
           f"{len(bad)} of {len(data.trials)} trials did not complete" if bad else None,
-          "\n".join(f"point {t['point']} trial {t['trial']}: {t.get('error')}" for t in bad)
+          "\n".join(f"point {int(t['point']) + 1} trial {t['trial']}: {t.get('error')}"
+                    for t in bad)
           or f"{len(data.trials)} trials ok")
     for criterion, checks in analysis.qos.by_criterion().items():
         failed = [c for c in checks if not c.passed]

@@ -152,7 +152,7 @@ def operation_figures(
             table.append(OpFigures(op, s["ops"], s["latency"], s["p95"], s["p99"], s["max"],
                                    n_fail if counted or n_fail else None))
         messages = _messages(run_dir, point, sorted(trials[point]))
-        out.append(PointOps(point, titles.get(point, f"point {point}"), len(trials[point]),
+        out.append(PointOps(point, titles.get(point, f"point {point + 1}"), len(trials[point]),
                             dict(units[point]), tuple(table),
                             _fault_rows(fails[point], messages)))
     return out

@@ -1,4 +1,5 @@
-"""Terminal tables (rich): the per-point summary of a run and the list of runs."""
+"""Terminal tables: the per-point summary of a run (rich) and the list of runs (fitted
+to the terminal's width, see :mod:`vbench.report.fit`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from vbench.report.data import (
     fmt_pct,
     fmt_time,
 )
+from vbench.report.fit import fit
 
 _STATUS_STYLE = {
     "ok": "green",
@@ -50,7 +52,7 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
     table.add_column("n", justify="right")
     table.add_column("cv", justify="right")
     for p in view.points:
-        head = [Text(str(p.point)), *([Text(p.title)] if named else
+        head = [Text(str(p.point + 1)), *([Text(p.title)] if named else
                                       (Text(p.labels.get(f, MISSING)) for f in view.factors))]
         blank = [Text("")] * len(head)
         trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
@@ -112,8 +114,15 @@ def _tags(value: Any) -> str:
     return ", ".join(str(v) for v in value)
 
 
-def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """The runs of a store for ``vbench ls``.
+RUNS_HEAD = ("run id", "scenario", "status", "started", "duration", "points×trials", "tags")
+# Narrow terminals: these columns go under their run, in this order, until the rest fits.
+_RUNS_FOLD = (6, 5, 4, 3)
+
+
+def runs_table(rows: Sequence[Mapping[str, Any]], width: int | None = None) -> Text:
+    """The runs of a store for ``vbench ls``: aligned columns (a run id, a scenario name
+    and a time are never cut or wrapped), status in colour; with ``width``, the tags,
+    points × trials, duration and start go under their run as needed to fit it.
 
     Each row: ``run_id``, ``scenario_name`` (or ``scenario``), ``status``, ``started``
     and ``ended`` (epoch s; ended None while running), ``points``, ``trials`` (per
@@ -121,18 +130,7 @@ def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     counted by the store; n_trials is the total recorded) and ``tags`` (list or
     string). Missing keys print as a dash.
     """
-    table = Table(title="runs (times are local)", title_justify="left")
-    for name, justify in (
-        ("run id", "left"),
-        ("scenario", "left"),
-        ("status", "left"),
-        ("started", "left"),
-        ("duration", "right"),
-        ("points×trials", "right"),
-        ("tags", "left"),
-    ):
-        # A run id is copied into other commands: never wrap it.
-        table.add_column(name, justify=justify, no_wrap=name == "run id")  # type: ignore[arg-type]
+    cells = []
     for row in rows:
         status = str(row.get("status") or MISSING)
         started, ended = row.get("started"), row.get("ended")
@@ -140,13 +138,23 @@ def runs_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             duration = fmt_duration(float(ended) - float(started))
         else:
             duration = "running" if status == "running" else MISSING
-        table.add_row(
-            Text(str(row.get("run_id", MISSING))),
-            Text(str(row.get("scenario_name") or _scenario_name(row) or MISSING)),
-            Text(status, style=_STATUS_STYLE.get(status, "")),
-            fmt_time(started, seconds=False),
-            duration,
-            _points_by_trials(row),
-            Text(_tags(row.get("tags"))),
-        )
-    return table
+        cells.append([
+            str(row.get("run_id", MISSING)),
+            str(row.get("scenario_name") or _scenario_name(row) or MISSING),
+            status, fmt_time(started, seconds=False), duration, _points_by_trials(row),
+            _tags(row.get("tags")),
+        ])
+    laid = fit(RUNS_HEAD, cells, right=(4, 5), width=width, fold=_RUNS_FOLD)
+    # Text throughout: names and tags come from a lab and must not be read as markup.
+    out = Text("runs (times are local)\n")
+    status_at = laid.offsets[2][0]
+    row_of = dict(zip(laid.row_lines, cells, strict=True))
+    for i, line in enumerate(laid.lines):
+        text = Text(line, style="bold" if i == 0 else "")
+        if i in row_of:
+            status = row_of[i][2]
+            text.stylize(_STATUS_STYLE.get(status, ""), status_at, status_at + len(status))
+        out.append_text(text)
+        out.append("\n")
+    out.rstrip()
+    return out

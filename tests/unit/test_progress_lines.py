@@ -1,0 +1,91 @@
+"""What `vbench run` says while it runs: one estimate of the time left, and plain lines
+(cron, CI) with the time, the 1-based point and its factor values, the trial, its status,
+its headline figure and the time left."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from vbench.cli.eta import Eta
+from vbench.cli.progress import RichProgress
+from vbench.config.load import load_scenario
+from vbench.engine.plan import Plan, build_plan
+from vbench.results.records import PhaseTimes, Sample, TrialResult
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def plan() -> Plan:
+    return build_plan(load_scenario(ROOT / "examples" / "quickstart.yaml"))  # 2 points × 3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_eta_starts_at_the_plan_and_learns_the_runs_pace(plan: Plan) -> None:
+    clock = Clock()
+    eta = Eta(plan, clock)
+    assert eta.left() == pytest.approx(plan.estimated_seconds)
+    per_trial = plan.estimated_seconds / plan.n_trials
+    eta.start_trial(plan.points[0])
+    clock.now += per_trial / 2
+    assert eta.left() == pytest.approx(plan.estimated_seconds - per_trial / 2)
+    clock.now += per_trial * 1.2  # the first trial took 1.7 × its estimate
+    eta.end_trial()
+    assert eta.pace == pytest.approx(1.7)
+    assert eta.left() == pytest.approx((plan.n_trials - 1) * per_trial * 1.7)
+
+
+def _result(point: int, trial: int, status: str = "ok", error: str | None = None) -> TrialResult:
+    samples = (Sample("total_iops", 12345.0, "IO/s", "fio"),
+               Sample("total_iops", 6000.0, "IO/s", "fio", guest="guest1"))
+    return TrialResult(point, trial, status, PhaseTimes(), samples if status == "ok" else (),
+                       error)
+
+
+def test_plain_lines_carry_time_labels_figure_and_one_eta(
+    plan: Plan, capsys: pytest.CaptureFixture[str]
+) -> None:
+    progress = RichProgress(Console(file=io.StringIO()))  # not a terminal: plain lines
+    assert not progress.live
+    progress.start_run(plan)
+    second = plan.points[1]
+    progress.start_trial(second, 2)
+    progress.end_trial(_result(second.index, 2))
+    progress.start_trial(second, 3)
+    progress.end_trial(_result(second.index, 3, "failed", "ssh: connection refused"))
+    lines = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d point 2/2 \[bs=64k\] trial 2/3: ok · "
+        r"total_iops 12,345 IO/s · run left ≈ .+", lines[0]), lines[0]
+    assert "point 2/2 [bs=64k] trial 3/3: failed — ssh: connection refused · run left" in lines[1]
+    assert lines[0].count("left") == 1
+
+
+def test_live_display_shows_one_estimate_of_the_time_left(plan: Plan) -> None:
+    from rich.progress import TimeRemainingColumn
+
+    out = io.StringIO()
+    progress = RichProgress(Console(file=out, force_terminal=True, width=120))
+    progress.start_run(plan)
+    try:
+        assert progress._progress is not None
+        # rich's own estimate (from the bar's rate) disagreed with the plan's: only ours.
+        assert not [c for c in progress._progress.columns if isinstance(c, TimeRemainingColumn)]
+        progress.start_trial(plan.points[0], 1)
+        task = progress._progress.tasks[0]
+        assert "point 1/2 [bs=4k] trial 1/3" in task.description
+        assert task.fields["left"] != "?"
+    finally:
+        progress.end_run()
