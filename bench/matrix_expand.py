@@ -67,9 +67,9 @@ def scenario_file(root: Path, factors: int) -> Path:
 def _deepcopy_point(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpec:
     """The baseline: how a point was built before issue 18 (a deep copy per point)."""
     data = copy.deepcopy(src.data)
-    for path, value, origin in spec.overrides:
+    for path, value, _origin in spec.overrides:
         parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
-        set_path(data, parts, value, what=f"factor level at {origin}")
+        set_path(data, parts, value)
     point_src = Source(src.file, data, dict(src.values), dict(src.keys), dict(src.overridden))
     for path, _value, origin in spec.overrides:
         parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))

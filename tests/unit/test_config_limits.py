@@ -263,3 +263,27 @@ def test_points_share_the_scenario_data_instead_of_deep_copies(tmp_path: Path) -
         loaded.source.locate(("factors", "iodepth", "levels", 7))[1]
     )
     assert b.source.locate(("phases", "steady")) == loaded.source.locate(("phases", "steady"))
+
+
+def test_a_set_without_a_path_is_one_line_naming_the_set() -> None:
+    code, err = run_cli("validate", str(QUICKSTART), "--set", "=1")
+    assert code == EXIT_CONFIG
+    assert err == "--set =1: empty path (expected PATH=VALUE, e.g. repeat=5)\n"
+
+
+def test_a_factor_level_setting_below_a_scalar_is_located_at_the_level(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text(QUICKSTART.read_text().replace(
+        "  bs: [4k, 64k]",
+        "  bs: [4k, 64k]\n  x:\n    levels:\n      - {label: a, set: {phases.steady.y: 1}}",
+    ))
+    loaded = load_scenario(p)
+    with pytest.raises(ConfigValidationError) as exc:
+        expand(loaded.model, loaded.source)
+    line, text = next((i, t) for i, t in enumerate(p.read_text().splitlines(), 1)
+                      if "phases.steady.y" in t)
+    col = text.index("phases.steady.y") + 1
+    assert str(exc.value) == (
+        f"{p}:{line}:{col}: factors.x.levels.0.set.phases.steady.y: phases.steady is not a "
+        "mapping"
+    )

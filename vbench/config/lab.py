@@ -305,7 +305,7 @@ def _map_target_problem(target: str) -> str | None:
         netaddr.check_address(host)
     except ValueError:
         return f"{target!r} is not host or host:port"
-    if sep and not (port.isdigit() and 1 <= int(port) <= 65535):
+    if sep and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         return f"{target!r}: the port must be a number from 1 to 65535"
     return None
 

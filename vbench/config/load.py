@@ -121,16 +121,19 @@ def apply_overrides(src: Source, sets: list[str]) -> None:
     same limits as a file). A mistake is located at the ``--set``, not in the file."""
     for item in sets:
         what = set_label(item)
-        if "=" not in item:
-            raise ConfigError(f"{what}: expected PATH=VALUE (e.g. repeat=5)")
-        path_s, raw = item.split("=", 1)
-        path = tuple(_index(p) for p in path_s.strip().split(".") if p)
-        if not path:
-            raise ConfigError(f"{what}: empty path")
-        value = load_yaml_text(raw, what).data if raw.strip() else ""
-        if not isinstance(src.data, dict):
-            raise ConfigError(f"{what}: the file is not a mapping")
-        set_path(src.data, path, value, what=what)
+        try:
+            if "=" not in item:
+                raise PathError("expected PATH=VALUE (e.g. repeat=5)")
+            path_s, raw = item.split("=", 1)
+            path = tuple(_index(p) for p in path_s.strip().split(".") if p)
+            if not path:
+                raise PathError("empty path (expected PATH=VALUE, e.g. repeat=5)")
+            value = load_yaml_text(raw, what).data if raw.strip() else ""
+            if not isinstance(src.data, dict):
+                raise PathError("the file is not a mapping")
+            set_path(src.data, path, value)
+        except PathError as exc:
+            raise ConfigValidationError([ConfigIssue(what, None, None, "", exc.reason)]) from None
         src.override(path, what)
 
 
@@ -141,28 +144,41 @@ def set_label(item: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def path_parts(dotted_path: str) -> PathT:
+    """``a.b.0`` -> ("a", "b", 0): ASCII digits index a list."""
+    return tuple(_index(p) for p in dotted_path.split("."))
+
+
 def _index(part: str) -> str | int:
-    return int(part) if part.isdigit() else part
+    return int(part) if part.isascii() and part.isdigit() else part
 
 
-def set_path(data: Any, path: PathT, value: Any, what: str) -> None:
+class PathError(ConfigError):
+    """A dotted path that cannot be set in the data (the caller says where it was)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def set_path(data: Any, path: PathT, value: Any) -> None:
     node = data
     for i, part in enumerate(path[:-1]):
         if isinstance(node, list) and isinstance(part, int):
             if part >= len(node):
-                raise ConfigError(f"{what}: {dotted(path[: i + 1])} is past the end of the list")
+                raise PathError(f"{dotted(path[: i + 1])} is past the end of the list")
             node = node[part]
         elif isinstance(node, dict):
             node = node.setdefault(part, {})
         else:
-            raise ConfigError(f"{what}: {dotted(path[:i])} is not a mapping")
+            raise PathError(f"{dotted(path[:i])} is not a mapping")
     last = path[-1]
     if (isinstance(node, list) and isinstance(last, int) and last < len(node)) or isinstance(
         node, dict
     ):
         node[last] = value
     else:
-        raise ConfigError(f"{what}: cannot set {dotted(path)}")
+        raise PathError(f"{dotted(path[:-1])} is not a mapping")
 
 
 def load_scenario(path: str | Path, sets: list[str] | None = None) -> Loaded[Scenario]:

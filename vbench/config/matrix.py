@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vbench.config.labels import render_label, template_problems
-from vbench.config.load import set_path, validate_model
+from vbench.config.load import PathError, path_parts, set_path, validate_model
 from vbench.config.scenario import Factor, Level, Scenario
 from vbench.config.yamlsrc import Source
 from vbench.errors import ConfigIssue, ConfigValidationError
@@ -210,13 +210,16 @@ def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpe
     copied: set[int] = {id(data)}
     positions: dict[tuple[str | int, ...], tuple[int, int]] = {}
     for path, value, origin in spec.overrides:
-        parts = tuple(int(p) if p.isdigit() else p for p in path.split("."))
+        parts = path_parts(path)
         if parts[0] in ("factors", "zip", "exclude", "version", "name"):
             raise ConfigValidationError(
                 [src.issue(origin, f"a factor level cannot change {parts[0]}")]
             )
         _copy_path(data, parts, copied)
-        set_path(data, parts, value, what=f"factor level at {'.'.join(map(str, origin))}")
+        try:
+            set_path(data, parts, value)
+        except PathError as exc:
+            raise ConfigValidationError([src.issue(origin, exc.reason, key=True)]) from None
         _file, line, col = src.locate(origin)
         positions[parts] = (line or 1, col or 1)
     point_src = Source(

@@ -185,7 +185,9 @@ class _BoundedLoader(yaml.SafeLoader):
         # mistake at that value, not an internal error.
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, OverflowError) as exc:
+        except (yaml.YAMLError, _Refused):
+            raise
+        except Exception as exc:  # e.g. "!!timestamp x" fails inside PyYAML itself
             raise _Refused(node.start_mark, f"cannot read this value: {exc}") from None
 
 
