@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import time
@@ -58,13 +57,11 @@ def _rows(reader: Any) -> Iterator[dict[str, Any]]:
 
 
 def _write_csv(reader: Any, out: IO[str]) -> int:
-    writer = csv.DictWriter(out, fieldnames=TIDY_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    n = 0
-    for rec in _rows(reader):
-        writer.writerow(rec)
-        n += 1
-    return n
+    from vbench.report.exports import write_csv
+
+    # Object names come from the host (VM names): cells a spreadsheet would run are
+    # neutralised.
+    return write_csv(out, TIDY_FIELDS, _rows(reader))
 
 
 def _write_json(reader: Any, out: IO[str]) -> int:

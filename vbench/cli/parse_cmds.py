@@ -8,7 +8,6 @@ a command of its own here.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from pathlib import Path
@@ -71,11 +70,11 @@ def _text_command(name: str, help_text: str, detail_flag: str = "",
 def _render(rows: list[dict[str, object]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(rows, indent=2, default=str) + "\n"
+    from vbench.report.exports import write_csv
+
     buf = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    if rows:  # cells a spreadsheet would run (text starting with = + - @) neutralised
+        write_csv(buf, list(rows[0]), rows)
     return buf.getvalue()
 
 

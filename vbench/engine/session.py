@@ -300,7 +300,10 @@ def _write_figures(store: Store, run_id: str, rundir: RunDir) -> None:
     """Keep the run's figures beside its raw outputs, so the run directory stands on its
     own: every sample (samples.csv) and the per-point statistics (summary.json)."""
     try:
-        store.samples_frame(run_id).to_csv(rundir.path / "samples.csv", index=False)
+        from vbench.report.exports import csv_frame
+
+        # Labels and names a spreadsheet would run as formulas are neutralised.
+        csv_frame(store.samples_frame(run_id)).to_csv(rundir.path / "samples.csv", index=False)
         from vbench.report.build import run_summary_json
 
         rundir.write_json("summary.json", run_summary_json(store, run_id))

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
@@ -165,6 +166,50 @@ def to_json(datas: Sequence[ReportData]) -> str:
     return json.dumps(finite(doc), indent=2, default=str, allow_nan=False)
 
 
+# -------------------------------------------------------------------- CSV
+
+# A spreadsheet runs a cell that begins with one of these as a formula (OWASP, "CSV
+# Injection"): a point label "=HYPERLINK(…)" would become a live link.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` as a CSV cell no spreadsheet runs: text beginning with = + - @, a tab or
+    a carriage return gets a leading ``'`` (shown as text); numbers, and text that is a
+    plain number such as ``-1.5``, are kept as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(
+        value
+    ):
+        return "'" + value
+    return value
+
+
+def csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: csv_cell(v) for k, v in row.items()}
+
+
+def write_csv(out: Any, head: Sequence[str], rows: Any) -> int:
+    """Header and rows (dicts keyed by ``head``) as CSV into ``out``, every cell, header
+    included, through :func:`csv_cell`; the number of rows written."""
+    writer = csv.DictWriter(out, fieldnames=list(head), lineterminator="\n")
+    writer.writerow({h: csv_cell(h) for h in head})
+    n = 0
+    for row in rows:
+        writer.writerow(csv_row(row))
+        n += 1
+    return n
+
+
+def csv_frame(frame: Any) -> Any:
+    """A pandas DataFrame with every text cell and column name through :func:`csv_cell`."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype.kind not in "biufcmM":  # text (object or string dtype)
+            out[column] = out[column].map(csv_cell)
+    return out.rename(columns=csv_cell)
+
+
 def to_csv(datas: Sequence[ReportData]) -> str:
     rows = []
     factors: dict[str, None] = {}
@@ -177,13 +222,13 @@ def to_csv(datas: Sequence[ReportData]) -> str:
     titled = any((d.run.get("scenario") or {}).get("label") for d in datas)
     head = ["run_id", "point", "point_number", *(["title"] if titled else []), *factors,
             "metric", "kind", "unit", *STAT_FIELDS]
-    writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
-    writer.writeheader()
+    out = []
     for r in rows:
         labels = r.pop("labels")
         if not titled:
             r.pop("title", None)
-        writer.writerow({**r, **{f: labels.get(f, "") for f in factors}})
+        out.append({**r, **{f: labels.get(f, "") for f in factors}})
+    write_csv(buf, head, out)
     return buf.getvalue()
 
 
