@@ -71,16 +71,28 @@ class Plan:
     groups: dict[str, tuple[str, ...]]
     findings: tuple[Finding, ...]
     bound_to_lab: bool
-    # Fixed per-trial cost we cannot know in advance (connect, push, fetch): an estimate.
+    # What a trial costs beside its phases (prepare, collect, teardown, the tool's own
+    # start and stop), and what the run costs before its first trial (connecting,
+    # provisioning VMs) and after its last (cleanup, destroying VMs): guesses until
+    # engine/estimate.py learns them from stored runs of the scenario.
     overhead_per_trial: float = 3.0
+    setup_seconds: float = 0.0
+    finish_seconds: float = 0.0
+    estimate_basis: str = ""  # where the overheads come from, for people
 
     @property
     def n_trials(self) -> int:
         return len(self.points) * self.repeat
 
     @property
-    def estimated_seconds(self) -> float:
+    def trials_seconds(self) -> float:
+        """The trials alone, each with its overhead."""
         return sum((p.trial_seconds + self.overhead_per_trial) * self.repeat for p in self.points)
+
+    @property
+    def estimated_seconds(self) -> float:
+        """The whole run: set-up, every trial with its prepare and teardown, clean-up."""
+        return self.setup_seconds + self.trials_seconds + self.finish_seconds
 
     def node_names(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -103,6 +115,12 @@ class Plan:
                 for f in self.findings
             ],
             "estimated_seconds": round(self.estimated_seconds, 1),
+            "estimate": {
+                "setup_seconds": round(self.setup_seconds, 1),
+                "overhead_per_trial_seconds": round(self.overhead_per_trial, 1),
+                "finish_seconds": round(self.finish_seconds, 1),
+                "basis": self.estimate_basis,
+            },
             "collectors": [
                 c.model_dump(mode="json", exclude_none=True) for c in self.scenario.collectors
             ],

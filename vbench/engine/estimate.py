@@ -1,0 +1,130 @@
+"""How long a run will take, learned from the stored runs of the same scenario.
+
+A plan knows the phases of every trial; what it cannot know is what lies around them:
+each trial's prepare (pushing files, laying out data), collect and teardown, and the
+run's own set-up before the first trial (connecting, provisioning VMs) and clean-up
+after the last (destroying VMs, removing scratch directories). The quick start's
+estimate was 1.7× short for that reason. The last finished runs of the scenario (the
+same lab preferred) hold all of it: every trial's phase marks and the run's start and
+end. Each run gives its trials' mean overhead, its set-up and its clean-up; the median over
+runs is used, so one slow run does not skew the next estimate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from vbench.engine.plan import Plan
+from vbench.errors import VbenchError
+from vbench.results.store import RunRow, Store, TrialRow, resolve_url
+
+RUNS = 3  # stored runs learned from
+# Without a stored run: the run's set-up and clean-up guessed (a lab is bound).
+GUESS_SETUP = 2.0
+GUESS_FINISH = 2.0
+
+
+@dataclass(frozen=True)
+class Learned:
+    per_trial: float  # trial wall time beyond its planned phases
+    setup: float  # run start -> first trial
+    finish: float  # last trial -> run end
+    runs: int
+
+
+def with_estimate(plan: Plan, learned: Learned | None) -> Plan:
+    """The plan with its overheads from ``learned`` (or guessed without it)."""
+    if learned is None:
+        if not plan.bound_to_lab:
+            return plan
+        return replace(plan, setup_seconds=GUESS_SETUP, finish_seconds=GUESS_FINISH,
+                       estimate_basis="no stored run of this scenario: prepare, teardown "
+                                      "and clean-up guessed")  # fmt: skip
+    extra = _driver_extra(plan)
+    runs = f"{learned.runs} stored run{'s' if learned.runs != 1 else ''}"
+    return replace(
+        plan,
+        overhead_per_trial=max(0.0, learned.per_trial - extra),
+        setup_seconds=learned.setup,
+        finish_seconds=learned.finish,
+        estimate_basis=f"prepare, teardown and clean-up as in the last {runs} of this scenario",
+    )
+
+
+def learn(store: Store, plan: Plan, lab_name: str | None = None) -> Learned | None:
+    """Overheads from the last finished runs of the plan's scenario (those in the lab of
+    this name first); None when there is none."""
+    try:
+        rows = [r for r in store.list_runs(scenario=plan.scenario.name, limit=50)
+                if r.status == "ok" and r.ended is not None]  # fmt: skip
+        if lab_name is not None:
+            same = [r for r in rows if (r.lab or {}).get("name") == lab_name]
+            rows = same or rows
+        picked = [(r, store.trials(r.run_id)) for r in rows[:RUNS]]
+    except VbenchError:
+        return None  # an unreadable store only costs the estimate its history
+    return learned_from(picked)
+
+
+def learned_from(runs: Sequence[tuple[RunRow, Sequence[TrialRow]]]) -> Learned | None:
+    """Overheads from (run, its trials) pairs (pure)."""
+    per_trial: list[float] = []
+    setup: list[float] = []
+    finish: list[float] = []
+    for run, trials in runs:
+        phases = _planned_phases(run.scenario)
+        spans = [(t.phases.get("prepare_start"), t.phases.get("teardown_end"))
+                 for t in trials if t.status == "ok"]  # fmt: skip
+        spans = [(a, b) for a, b in spans if a is not None and b is not None]
+        if not spans or run.ended is None:
+            continue
+        # A run's trials in total matter: their mean overhead (a median would drop
+        # the slow trials that every run has), then the median over runs.
+        per_trial.append(statistics.fmean(b - a - phases for a, b in spans))
+        setup.append(min(a for a, _ in spans) - run.started)
+        finish.append(run.ended - max(b for _, b in spans))
+    if not per_trial:
+        return None
+    return Learned(
+        per_trial=statistics.median(per_trial),
+        setup=max(0.0, statistics.median(setup)),
+        finish=max(0.0, statistics.median(finish)),
+        runs=len(setup),
+    )
+
+
+def _planned_phases(scenario: Mapping[str, Any]) -> float:
+    ph = scenario.get("phases") or {}
+    return sum(float(ph.get(k) or 0.0) for k in ("warmup", "steady", "cooldown"))
+
+
+def _driver_extra(plan: Plan) -> float:
+    """What the driver's own trial estimate adds to the phases (e.g. a preload), which the
+    learned overhead already holds."""
+    if not plan.points:
+        return 0.0
+    extras = [p.trial_seconds - (p.warmup + p.steady + p.cooldown) for p in plan.points]
+    return statistics.fmean(extras)
+
+
+def history_estimate(plan: Plan, lab_name: str | None = None, store_url: str | None = None,
+                     results_dir: Path | None = None) -> Plan:
+    """The plan's estimate with what the store knows, for validate and plan: only a store
+    that exists is read (they never create one), and any failure leaves the guesses."""
+    from vbench.results.rundir import results_dir_default
+
+    url = resolve_url(store_url, results_dir or results_dir_default())
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return with_estimate(plan, None)
+    try:
+        store = Store.open(url, results_dir or results_dir_default())
+    except VbenchError:
+        return with_estimate(plan, None)
+    try:
+        return with_estimate(plan, learn(store, plan, lab_name))
+    finally:
+        store.close()
