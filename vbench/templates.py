@@ -126,7 +126,7 @@ FORMATS: dict[str, Callable[[str], str]] = {
     "yaml": _token(r"^[A-Za-z0-9_/.][A-Za-z0-9_./:+-]*$", "letters, digits and _ . / : + - "
                    "(starting with a letter, digit, _ . or /)"),
     # nginx tokens end at white space or ';', '{' '}' open blocks, '$' is a variable.
-    "nginx": _token(r"^[A-Za-z0-9_./:@+=%,-]+$", _PATHLIKE),
+    "nginx": _token(r"^[A-Za-z0-9_./:@+=%,\[\]-]+$", _PATHLIKE + " [ ]"),
     # PHP's INI reader: ';' comments, quotes, '${…}', and | & ~ ! ^ ( ) are operators.
     "ini": _token(r"^[A-Za-z0-9_./:@+-]+$", "letters, digits and _ . / : @ + -"),
     "php-string": _php_string,

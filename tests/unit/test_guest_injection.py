@@ -84,6 +84,7 @@ def test_redis_values_are_quoted_as_redis_splits_its_lines() -> None:
         ("yaml", "-x", "ketama"),
         ("nginx", "/srv/d; include /etc/x", "/tmp/vbench/r1/i0"),
         ("nginx", "/srv/{x}", "/tmp/a-b_c.d"),
+        ("nginx", "/srv/a b", "[::1]:8080"),
         ("ini", "/d ; x", "/tmp/vbench/run"),
         ("ini", "${HOME}", "www-data"),
         ("php-string", "/d'; system('id'); '", "/tmp/vbench/x y"),
