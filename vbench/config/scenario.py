@@ -43,6 +43,25 @@ MemoryMiB = Annotated[
 ]
 
 
+def _level_text(value: Any) -> Any:
+    """A level written as a YAML number or boolean (``{guests: 1}``) means the level with
+    that label, as the factor's own levels (``guests: [1, 2, 4]``) are labelled."""
+    if isinstance(value, bool | int | float):
+        return _label(value)
+    if isinstance(value, list):
+        return [_level_text(v) for v in value]
+    return value
+
+
+# A factor level named in baseline/target/at: text, or a number or boolean as in `levels`.
+LevelText = Annotated[
+    str,
+    BeforeValidator(_level_text),
+    WithJsonSchema({"type": ["string", "number", "boolean"],
+                    "description": "a level's label; a number or boolean as in `levels`"}),
+]
+
+
 class Reservations(Strict):
     """Guaranteed resources of each VM."""
 
@@ -265,9 +284,10 @@ class QosCriterion(Strict):
         description="sample labels to match, e.g. {operation: HomePage}; a list of values "
         "makes one check per value (default: the aggregate figure, no labels)",
     )
-    at: dict[str, str | list[str]] = Field(
+    at: dict[str, LevelText | list[LevelText]] = Field(
         default_factory=dict,
-        description="factor -> level(s) of the points the criterion applies to (default: all)",
+        description="factor -> level(s) of the points the criterion applies to, e.g. "
+        "{vms: [2, 4]} (default: all)",
     )
     stat: str = Field(
         "mean",
@@ -292,12 +312,12 @@ class Derived(Strict):
     )
     metric: str | None = Field(None, description="metric it is computed from")
     metrics: list[str] = Field(default_factory=list, description="metrics (geomean)")
-    baseline: dict[str, str] | None = Field(
+    baseline: dict[str, LevelText] | None = Field(
         None,
-        description="factor -> level selecting the baseline point (= 1.0); the other "
-        "factors keep the level of the point being computed",
+        description="factor -> level selecting the baseline point (= 1.0), e.g. {guests: 1}; "
+        "the other factors keep the level of the point being computed",
     )
-    target: dict[str, str] | None = Field(
+    target: dict[str, LevelText] | None = Field(
         None,
         description="factor -> level selecting the compared point (speedup; "
         "default: every point that is not a baseline)",

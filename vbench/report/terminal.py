@@ -9,13 +9,17 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from vbench.analysis.derived import DerivedFigure
+from vbench.analysis.stats import Summary
 from vbench.report.data import (
     MISSING,
     NO_DATA,
     ReportData,
     ReportView,
     fmt_duration,
+    fmt_mean_ci,
     fmt_pct,
+    fmt_range,
     fmt_time,
 )
 from vbench.report.fit import fit
@@ -29,11 +33,35 @@ _STATUS_STYLE = {
 }
 
 
+def _figure_cells(s: Summary | None, unit: str, trials: str, ok: int, total: int) -> list[Text]:
+    """mean ± CI, min–max, n and cv of one figure at one point (a derived figure's too)."""
+    if s is None or not s.n:
+        return [Text(NO_DATA, style="red"), Text(""), Text(trials), Text("")]
+    # A figure missing in some trials has fewer values than the point has trials.
+    n = f"{s.n}/{ok}" if s.n != ok else trials
+    cv = fmt_pct(s.cv) + (" noisy" if s.noisy else "")
+    return [Text(fmt_mean_ci(s, unit)), Text(fmt_range(s, unit)),
+            Text(n, style="red" if ok < total else ""),
+            Text(cv, style="yellow" if s.noisy else "")]
+
+
+def _derived_by_point(data: ReportData) -> dict[int | None, list[DerivedFigure]]:
+    """The scenario's derived figures (normalize, speedup, …) per point; None: across
+    points (geomean)."""
+    out: dict[int | None, list[DerivedFigure]] = {}
+    for fig in data.analyzed().derived.figures:
+        out.setdefault(fig.point, []).append(fig)
+    return out
+
+
 def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Table:
-    """One row per point and headline metric: the point's factor labels, ``mean ± 95 %
-    CI`` and ``min–max`` (units on every figure), successful trials, and the cv with a
-    noise flag. Long rather than wide, so it fits an 80-column cron log."""
+    """One row per point and headline metric, then the scenario's derived figures (in
+    italics): the point's factor labels, ``mean ± 95 % CI`` and ``min–max`` (units on
+    every figure), successful trials, and the cv with a noise flag; figures across points
+    (geomean) close the table. Long rather than wide, so it fits an 80-column cron log.
+    ``metrics`` picks the metrics instead (and leaves the derived figures out)."""
     view = ReportView(data, metrics_filter=metrics)
+    derived = _derived_by_point(data) if metrics is None else {}
     shown = view.headline
     title = (
         f"{data.run.get('scenario_name', '?')} · run {data.run.get('run_id', '?')} · "
@@ -56,23 +84,21 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
                                       (Text(p.labels.get(f, MISSING)) for f in view.factors))]
         blank = [Text("")] * len(head)
         trials = f"{p.ok}/{p.total}" if p.total and p.ok != p.total else str(p.ok)
-        for i, m in enumerate(shown):
-            cells = [*list(head if i == 0 else blank), Text(m)]
-            cell = view.cell(p.point, m)
-            if not p.has_data or cell.summary is None:
-                cells += [Text(NO_DATA, style="red"), Text(""), Text(trials), Text("")]
-            else:
-                # A metric missing in some trials has fewer values than the point has trials.
-                n = f"{cell.n}/{p.ok}" if cell.n != p.ok else trials
-                noisy = cell.noisy
-                cv = fmt_pct(cell.summary.cv) + (" noisy" if noisy else "")
-                cells += [
-                    Text(cell.mean_ci),
-                    Text(cell.range),
-                    Text(n, style="red" if p.ok < p.total else ""),
-                    Text(cv, style="yellow" if noisy else ""),
-                ]
-            table.add_row(*cells, end_section=i == len(shown) - 1)
+        rows = [(Text(m), view.cell(p.point, m).summary if p.has_data else None,
+                 view.cell(p.point, m).unit) for m in shown]
+        rows += [(Text(f.name, style="italic"), f.summary, f.unit)
+                 for f in derived.get(p.point, [])]
+        for i, (name, summary, unit) in enumerate(rows):
+            cells = [*list(head if i == 0 else blank), name,
+                     *_figure_cells(summary, unit, trials, p.ok, p.total)]
+            table.add_row(*cells, end_section=i == len(rows) - 1)
+    for f in derived.get(None, []):  # across points: the levels it spans
+        where = [Text(", ".join(f"{k}={v}" for k, v in f.labels.items()) or "all points")]
+        if not named:
+            where = [Text(f.labels.get(k, "all")) for k in view.factors]
+        table.add_row(Text(""), *where, Text(f.name, style="italic"),
+                      *_figure_cells(f.summary, f.unit, str(f.summary.n), f.summary.n,
+                                     f.summary.n))
     return table
 
 
