@@ -119,3 +119,42 @@ def web_server(root: Path) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+NIC_ITEM = """      <Item>
+        <rasd:AutomaticAllocation>true</rasd:AutomaticAllocation>
+        <rasd:Connection>VM Network</rasd:Connection>
+        <rasd:ElementName>ethernet0</rasd:ElementName>
+        <rasd:InstanceID>3</rasd:InstanceID>
+        <rasd:ResourceSubType>VmxNet3</rasd:ResourceSubType>
+        <rasd:ResourceType>10</rasd:ResourceType>
+      </Item>
+    </VirtualHardwareSection>"""
+
+
+@dataclass(frozen=True)
+class DeployLibrary:
+    """A local library holding an OVF item (one vNIC) and a VM-template item."""
+
+    library: str
+    ovf_item: str
+    template_item: str
+
+
+def deploy_library(server: VcsimServer, tmp: Path, name: str = "golden") -> DeployLibrary:
+    """Made in the simulator through the REST API: ``appliance`` (OVF, uploaded) and
+    ``linux-tmpl`` (a VM-template item captured from DC0_C0_RP0_VM0)."""
+    from vbench.vsphere import content_library as cl
+    from vbench.vsphere import content_library_deploy as dp
+    from vbench.vsphere import content_library_transfer as tr
+
+    ids = sim_ids(server)
+    ovf = tmp / "appliance.ovf"
+    ovf.write_text(OVF.replace("{name}", "appliance").replace(
+        "    </VirtualHardwareSection>", NIC_ITEM))
+    with rest(server) as s:
+        lib = cl.create_local_library(s, name, cl.Backing(ids.datastore))
+        item = cl.create_item(s, lib, "appliance", "ovf")
+        tr.import_files(s, item, lambda sid: [tr.push(s, sid, tr.Source(ovf.name, ovf))])
+        dp.capture_template(s, ids.vm, lib, "linux-tmpl", placement(ids))
+    return DeployLibrary(name, "appliance", "linux-tmpl")

@@ -80,13 +80,30 @@ def plan(scenario: Path, lab: Path | None, sets: tuple[str, ...], as_json: bool)
     """Print the expansion: points × trials, phases, guests, commands, estimated duration."""
     p = _load_plan(scenario, lab, sets)
     vms = _planned_vms(p, lab)
+    sources = _vm_sources(p, lab)
     if as_json:
         doc = p.to_json()
         if vms is not None:
             doc["vms"] = vms.to_json()
+        if sources:
+            doc["vm_sources"] = sources
         click.echo(json.dumps(doc, indent=2))
         return
-    click.echo(_plan_text(p, vms))
+    click.echo(_plan_text(p, vms, sources))
+
+
+def _vm_sources(p: Plan, lab: Path | None) -> dict[str, str]:
+    """Where each `vm:` group's VMs come from (a template, a library item, existing
+    VMs); with a lab, only the groups its vCenters provide (the others bind to nodes)."""
+    from vbench.config.load import load_lab
+    from vbench.config.resolve import vm_groups
+
+    specs = {g: t.vm for g, t in p.scenario.topology.items() if t.vm is not None}
+    if lab is None:
+        return {g: f"{s.source_text} (in a lab with a vCenter)" for g, s in specs.items()}
+    provided = vm_groups(p.scenario, load_lab(lab).model)
+    return {g: f"{s.source_text} (vCenter {provided[g]})" for g, s in specs.items()
+            if g in provided}  # fmt: skip
 
 
 def _planned_vms(p: Plan, lab: Path | None) -> PlannedVms | None:
@@ -99,7 +116,9 @@ def _planned_vms(p: Plan, lab: Path | None) -> PlannedVms | None:
     return planned_vms(p, plan_units(p, load_lab(lab).model))
 
 
-def _plan_text(p: Plan, vms: PlannedVms | None = None) -> str:
+def _plan_text(
+    p: Plan, vms: PlannedVms | None = None, vm_sources: dict[str, str] | None = None
+) -> str:
     import shlex
 
     from vbench.engine.hooks import planned_hooks
@@ -111,6 +130,7 @@ def _plan_text(p: Plan, vms: PlannedVms | None = None) -> str:
         f"scenario {p.scenario.name}: driver {p.driver}, {_size_text(p)}, estimated "
         f"{format_duration(p.estimated_seconds)}",
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
+        *(f"vm {g}: {text}" for g, text in (vm_sources or {}).items()),
     ]
     if not p.bound_to_lab:
         lines.append("(no --lab: guests shown as group[i])")

@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, mo
 
 from vbench.config.hookspec import HookSpec
 from vbench.config.lab import GuestName
-from vbench.config.types import Duration, Strict
+from vbench.config.types import Duration, Strict, located
 
 Scalar = str | int | float | bool
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -89,9 +89,16 @@ class DataDisk(Strict):
 
 
 class VmSpec(Strict):
-    """VMs of a group: cloned from a template, or existing VMs named."""
+    """VMs of a group: cloned from a template, deployed from a library item, or existing."""
 
     template: str | None = Field(None, description="template (or VM) to clone from")
+    library_item: str | None = Field(
+        None, description="content library item (OVF or VM template) to deploy the VMs from, "
+        "instead of cloning a template; needs `library`"
+    )
+    library: str | None = Field(
+        None, description="content library (in the group's vCenter) holding `library_item`"
+    )
     existing: list[GuestName] | None = Field(
         None, description="existing VMs to use as they are (never modified or deleted); "
         "their names become the guests' names, so letters, digits and _ . - only"
@@ -131,8 +138,10 @@ class VmSpec(Strict):
 
     @model_validator(mode="after")
     def _source(self) -> VmSpec:
-        if (self.template is None) == (self.existing is None):
-            raise ValueError("give either `template` (clone) or `existing` (VM names)")
+        self._library_source()
+        if (self.template is None) == (self.existing is None) and self.library_item is None:
+            raise ValueError("give either `template` (clone), `library_item` + `library` ("
+                             "deploy from a content library) or `existing` (VM names)")
         if self.existing is not None:
             changes = [
                 n
@@ -147,6 +156,36 @@ class VmSpec(Strict):
         if self.host and self.spread:
             raise ValueError("`spread` places VMs across a cluster's hosts: name no `host`")
         return self
+
+    def _library_source(self) -> None:
+        """``library_item`` + ``library`` instead of ``template`` or ``existing``
+        (errors located at the field to change)."""
+        if self.library_item is None and self.library is None:
+            return
+        if self.library_item is None:
+            raise located([(("library",), "`library` goes with `library_item` (the item "
+                            "to deploy the VMs from): add it, or remove `library`")])
+        if self.library is None:
+            raise located([(("library_item",), "`library_item` needs `library`: the "
+                            "content library holding the item")])
+        other = "template" if self.template is not None else (
+            "existing" if self.existing is not None else None)
+        if other is not None:
+            raise located([(("library_item",), f"give either `{other}` or `library_item` "
+                            "(deploy from a content library), not both")])
+        if self.linked:
+            raise located([(("linked",), "a linked clone needs a template's snapshot: VMs "
+                            "deployed from a library item are full copies (remove `linked`)")])
+
+    @property
+    def source_text(self) -> str:
+        """Where the group's VMs come from, for people (`vbench plan`)."""
+        if self.library_item is not None:
+            return (f"deployed from item {self.library_item!r} of content library "
+                    f"{self.library!r}")
+        if self.existing is not None:
+            return f"existing VMs {', '.join(self.existing)}"
+        return f"{'linked ' if self.linked else ''}clones of template {self.template!r}"
 
 
 class GroupSpec(Strict):

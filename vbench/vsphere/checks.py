@@ -17,9 +17,11 @@ from pyVmomi import vim
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario, VmSpec
 from vbench.errors import ConfigError, LabError
-from vbench.vsphere.connection import SessionPool, VSphereSession
+from vbench.vsphere import content_library as cl
+from vbench.vsphere.connection import SessionPool, VCenterTarget, VSphereSession
 from vbench.vsphere.faults import fault_text
 from vbench.vsphere.inventory import Inventory, NotInInventory, Obj
+from vbench.vsphere.library_deploy import find_source
 from vbench.vsphere.spbm import missing_policy_text, storage_policies
 from vbench.vsphere.specs import expand_addresses, resolve_placement
 
@@ -145,6 +147,11 @@ def check_groups(
         n = counts[group]
         clones += n
         tmpl = placement.template
+        if tmpl is None:  # deployed from a library item: sized by the item, read at deploy
+            out.append(Check(target, "capacity", True, "VMs deployed from a library item: "
+                             "disk and memory sizes are the item's (not checked)",
+                             level="warning"))
+            continue
         ds = inv.get(placement.datastore) or inv.get((tmpl.get("datastore") or [None])[0])
         # Missing sizes stay missing (None): an unknown is said, never counted as 0.
         per_vm = LINKED_CLONE_BYTES if spec.linked else _num(tmpl.get("summary.storage.committed"))
@@ -172,11 +179,11 @@ def check_groups(
 
 
 def _named(spec: VmSpec) -> str:
-    parts = [f"template {spec.template}"]
+    parts = [f"template {spec.template}"] if spec.template is not None else []
     for f in ("cluster", "host", "resource_pool", "datastore", "folder", "network"):
         if getattr(spec, f):
             parts.append(f"{f.replace('_', ' ')} {getattr(spec, f)}")
-    return ", ".join(parts) + " found"
+    return (", ".join(parts) or "placement") + " found"
 
 
 def _check_existing(
@@ -287,8 +294,33 @@ def vsphere_checks(
         inventories[name] = inv = Inventory.load(session)
         n = counts or {g: scenario.topology[g].count for g in groups}  # type: ignore[union-attr]
         checks.extend(check_groups(inv, lab, name, groups, n, datacenters))
+        checks.extend(check_library_items(session.target, groups))
         checks.extend(check_policies(session, name, groups))
     return checks, inventories
+
+
+def check_library_items(target: VCenterTarget, groups: Mapping[str, VmSpec]) -> list[Check]:
+    """The content library and item of every group deployed from one exist in the
+    group's vCenter and can make a VM (one REST session, read only)."""
+    wanted = {g: s for g, s in groups.items() if s.library_item is not None}
+    if not wanted:
+        return []
+    out: list[Check] = []
+    try:
+        rest = cl.session_for(target)
+    except LabError as exc:
+        return [Check(f"group {g}", "library item", False, str(exc)) for g in wanted]
+    with rest:
+        for group, spec in wanted.items():
+            assert spec.library is not None and spec.library_item is not None
+            try:
+                src = find_source(rest, spec.library, spec.library_item)
+            except LabError as exc:
+                out.append(Check(f"group {group}", "library item", False, str(exc)))
+                continue
+            out.append(Check(f"group {group}", "library item", True,
+                             f"{src.label} found ({src.kind}) in {target.label}"))
+    return out
 
 
 def check_policies(

@@ -39,8 +39,9 @@ from vbench.vsphere.journal import (
     opened_by,
     parse_lines,
 )
+from vbench.vsphere.library_deploy import DEPLOY_ACTION
 from vbench.vsphere.simulator import pid_alive
-from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX
+from vbench.vsphere.specs import KEEP_KEY, MARK_KEY, NAME_PREFIX, vm_name
 from vbench.vsphere.tasks import TaskFailed, Watcher, task_done, wait_future
 
 TASK_GRACE = 120.0  # how long cleanup waits for a clone still running to finish
@@ -149,6 +150,15 @@ def _locate(session: VSphereSession, names: set[str]) -> dict[str, Obj]:
     return by_name
 
 
+def _deployed_by(item: JournalItem, vm: Obj, run_id: str) -> str | None:
+    """A VM deployed from a library item carries no mark until the reconfigure after the
+    deploy call, and a run killed with that call on the wire journaled only the intent:
+    the name only this run gives (``vb-<run id>-…``) vouches for it then."""
+    if item.action == DEPLOY_ACTION and item.name.startswith(vm_name(run_id, "")):
+        return vm.moid
+    return None
+
+
 def cleanup_items(
     session: VSphereSession,
     watcher: Watcher,
@@ -187,7 +197,7 @@ def cleanup_items(
             report.kept.append(item.name)
             continue
         vm_marks = marks(vm.get("config.extraConfig"))
-        created = item.moid or finished.get(item.name)
+        created = item.moid or finished.get(item.name) or _deployed_by(item, vm, run_id)
         why = owned_by(vm.name, vm_marks, run_id, item.name, vm.moid, created)
         if why is not None:
             report.skipped.append(f"{item.name}: left alone, {why}")

@@ -29,6 +29,7 @@ from vbench.errors import Interrupted, LabError
 from vbench.vsphere.connection import SessionPool, VSphereSession
 from vbench.vsphere.inventory import Inventory, Obj, retrieve_refs
 from vbench.vsphere.journal import Journal
+from vbench.vsphere.library_deploy import LibraryDeploying
 from vbench.vsphere.spbm import resolve_policies
 from vbench.vsphere.specs import (
     KEEP_KEY,
@@ -95,7 +96,7 @@ def custom_field_key(session: VSphereSession, name: str) -> int | None:
     return session.call(find)
 
 
-class Provisioner:
+class Provisioner(LibraryDeploying):
     """Creates (or finds) the VMs of a run; remembers what it did for cleanup."""
 
     def __init__(
@@ -143,6 +144,7 @@ class Provisioner:
         return {name: st.watcher for name, st in self._vcs.items()}
 
     def close(self) -> None:
+        self.close_library_sessions()
         if self._watcher_for is None:
             for st in self._vcs.values():
                 st.watcher.close()
@@ -214,6 +216,8 @@ class Provisioner:
         try:
             if req.existing:
                 return self._existing(req)
+            if req.spec.library_item is not None:  # see vbench.vsphere.library_deploy
+                return self._deploy(req)
             return self._clone(req)
         except BaseException:
             self._failed.set()

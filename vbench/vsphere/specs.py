@@ -97,7 +97,7 @@ def expand_addresses(addresses: Sequence[str]) -> list[str]:
 class Placement:
     """Where a group's clones go (references into one vCenter)."""
 
-    template: Obj
+    template: Obj | None  # None: deployed from a content library item, not cloned
     pool: Any
     folder: Any
     datastore: Any | None
@@ -127,10 +127,11 @@ def _usable_hosts(inv: Inventory, compute: Obj) -> tuple[Any, ...]:
 
 def resolve_placement(inv: Inventory, spec: VmSpec, datacenter: str | None) -> Placement:
     """Find the template and the named places; NotInInventory (with suggestions) when
-    a name does not exist."""
-    assert spec.template is not None
+    a name does not exist. A group deployed from a library item has no template: its
+    compute resource is the one named, else the datacenter's only cluster."""
+    assert spec.template is not None or spec.library_item is not None
     dc = inv.datacenter(datacenter)
-    template = _clone_source(inv, spec.template, dc)
+    template = _clone_source(inv, spec.template, dc) if spec.template is not None else None
     compute: Obj | None = None
     host: Obj | None = None
     if spec.host:
@@ -142,6 +143,9 @@ def resolve_placement(inv: Inventory, spec: VmSpec, datacenter: str | None) -> P
         pool = inv.find("resource_pool", spec.resource_pool, compute or dc)
         compute = compute or _owner(inv, pool)
     elif compute is not None:
+        pool = inv.get(compute.get("resourcePool"))
+    elif template is None:
+        compute = _only_cluster(inv, dc, spec)
         pool = inv.get(compute.get("resourcePool"))
     else:
         # Default: where the template lives.
@@ -170,6 +174,21 @@ def _clone_source(inv: Inventory, name: str, dc: Obj) -> Obj:
     ):
         return inv.find("vm", name, dc)
     return inv.find("template", name, dc)
+
+
+def _only_cluster(inv: Inventory, dc: Obj, spec: VmSpec) -> Obj:
+    """Where VMs deployed from a library item go when nothing names a place: the
+    datacenter's cluster, when it has exactly one (never a guess between several)."""
+    clusters = inv.candidates("cluster", dc)
+    if len(clusters) == 1:
+        return clusters[0]
+    which = f"it has {len(clusters)} ({', '.join(sorted(c.name for c in clusters)[:5])})" \
+        if clusters else "it has none"
+    raise ConfigError(
+        f"library item {spec.library_item}: name a cluster, host or resource_pool in `vm:` "
+        f"or the point's lab profile (datacenter {dc.name} has no single cluster to "
+        f"default to: {which})"
+    )
 
 
 def _owner(inv: Inventory, pool: Obj) -> Obj | None:
