@@ -6,31 +6,29 @@ derived figures. Target: the whole report (store reads, statistics, derived figu
 QoS, every chart, HTML) in at most 8 times one 20-bar matplotlib chart (≤ 2 s on a
 machine where that chart takes 250 ms).
 
-Measured in the same run, each the median of ``--repeat``:
+Each version is measured in a fresh process importing it (this checkout, and with
+``--before TREE`` an older one, e.g. ``git worktree add /tmp/vbench-before <commit>``),
+in rounds that alternate one 20-bar matplotlib chart (the unit) and one whole report
+(``report_data`` + ``render_html``, as ``vbench report`` does it), wall and CPU time
+each; the figure is the median over rounds of report ÷ unit, so a load that changes
+during the run changes both. The processes alternate: this version, the older one,
+this version again.
 
-- ``one chart``: a single 20-bar matplotlib chart with whiskers, drawn to SVG as the
-  report drew every chart before it drew its own — the unit the costs are counted in;
-- ``report``: ``report_data`` + ``render_html`` as ``vbench report`` does it;
-- ``report without time series`` and ``data only`` (store reads and the analysis);
-- with ``--before TREE`` (a checkout of an older vbench, e.g. ``git worktree add
-  /tmp/vbench-before <commit>``): that version's report of the same data, timed in a
-  child process between this version's rounds.
-
-    .venv/bin/python -m bench.report_render [--repeat 3] [--keep DIR] [--before TREE]
+    .venv/bin/python -m bench.report_render [--repeat 5] [--keep DIR] [--before TREE]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -142,23 +140,18 @@ def build(root: Path) -> Store:
     return store
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+_ROUNDS = r"""
+import io, json, statistics, sys, time
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from vbench.report.build import report_data
+from vbench.report.html import render_html
+from vbench.results.store import Store
 
-
-def matplotlib_chart() -> str:
-    """The unit: 20 bars with whiskers, as matplotlib draws them to SVG."""
-    import io
-
-    from matplotlib import rc_context
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
+def unit():
+    # 20 bars with whiskers, drawn to SVG by matplotlib: the report's old unit of cost.
     with rc_context({"svg.fonttype": "none", "font.size": 9}):
         fig = Figure(figsize=(12.2, 4.4))
         FigureCanvasAgg(fig)
@@ -175,81 +168,89 @@ def matplotlib_chart() -> str:
         fig.savefig(buf, format="svg")
         return buf.getvalue()
 
+def timed(fn):
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - w, time.process_time() - c, out
 
-_BEFORE = """
-import statistics, sys, time
-from vbench.report.build import report_data
-from vbench.report.html import render_html
-from vbench.results.store import Store
 store = Store.open(sys.argv[1], sys.argv[2])
-render_html(report_data(store, sys.argv[3]))
-times = []
+run = sys.argv[3]
+report = lambda: render_html(report_data(store, run))
+unit(), report()  # warm-up: imports, font cache, first figure
+rounds = []
 for _ in range(int(sys.argv[4])):
-    t = time.perf_counter()
-    html = render_html(report_data(store, sys.argv[3]))
-    times.append(time.perf_counter() - t)
-print(statistics.median(times), html.count("<svg"), len(html))
+    uw, uc, _ = timed(unit)
+    rw, rc, html = timed(report)
+    rounds.append([uw, uc, rw, rc])
+data = report_data(store, run)
+plain = data.__class__(**{**data.__dict__, "series": pd.DataFrame()})
+tw, tc, _ = timed(lambda: render_html(plain))
+dw, dc, _ = timed(lambda: report_data(store, run))
+print(json.dumps({"rounds": rounds, "charts": html.count('<svg id="vbench-chart-'),
+                  "bytes": len(html), "no_series": [tw, tc], "data": [dw, dc]}))
 """
 
 
-def before(tree: Path, root: Path, repeat: int) -> tuple[float, int, int]:
-    """An older vbench's report of the same store, in a child process importing it."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def measure(tree: Path, root: Path, repeat: int) -> dict[str, Any]:
+    """Rounds of (unit, report) in a fresh process importing vbench from ``tree``."""
+    # An older version drew charts in forked workers when cores were idle: serial here,
+    # so that its CPU time is all counted (it measured × 0.99 of the pool's wall time).
+    env = {**os.environ, "PYTHONPATH": str(tree), "VBENCH_REPORT_SERIAL": "1"}
     out = subprocess.run(
-        [sys.executable, "-c", _BEFORE, f"sqlite:///{root}/bench.db", str(root), RUN_ID,
+        [sys.executable, "-c", _ROUNDS, f"sqlite:///{root}/bench.db", str(root), RUN_ID,
          str(repeat)], env=env, check=True, capture_output=True, text=True, cwd=tree,
-    ).stdout.split()
-    return float(out[0]), int(out[1]), int(out[2])
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
+    rounds = [r for run in runs for r in run["rounds"]]
+    med = statistics.median
+    return {
+        "unit": med(r[0] for r in rounds), "unit_cpu": med(r[1] for r in rounds),
+        "report": med(r[2] for r in rounds), "report_cpu": med(r[3] for r in rounds),
+        "ratio": med(r[2] / r[0] for r in rounds), "ratio_cpu": med(r[3] / r[1] for r in rounds),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="build the data here and keep it")
     ap.add_argument("--before", type=Path, help="a checkout of an older vbench to compare")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="vbench-bench-report-"))
     root.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    store = (
-        build(root)
-        if not (root / "bench.db").exists()
-        else Store.open(f"sqlite:///{root}/bench.db", root)
-    )
+    if not (root / "bench.db").exists():
+        build(root).close()
     print(
         f"data: {len(POINTS)} points × {TRIALS} trials × {len(METRICS)} metrics, "
         f"{len(METRICS)} × {SERIES_SAMPLES:,} time-series samples "
         f"(built in {time.perf_counter() - t:.1f} s)"
     )
-
-    from vbench.report.build import report_data
-    from vbench.report.html import render_html
-
-    def full() -> str:
-        return render_html(report_data(store, RUN_ID))
-
-    full()  # warm-up: imports, caches
-    matplotlib_chart()
-    one, _ = timed(matplotlib_chart, args.repeat)
-    data_s, data = timed(lambda: report_data(store, RUN_ID), args.repeat)
-    no_series = dataclasses.replace(data, series=pd.DataFrame())  # type: ignore[arg-type]
-    tables_s, _ = timed(lambda: render_html(no_series), args.repeat)
-    report_s, html = timed(full, args.repeat)
-    old = before(args.before, root, args.repeat) if args.before else None
-    report_again, _ = timed(full, args.repeat)  # after the older one: same conditions
-    report_s = min(report_s, report_again)
-    charts = str(html).count('<svg id="vbench-chart-')
-    print(f"one 20-bar matplotlib chart (the unit): {one * 1000:.0f} ms")
-    print(f"report: {report_s:.2f} s  ({charts} charts, {len(str(html)) / 1e6:.1f} MB HTML)"
-          f"  = {report_s / one:.1f} × one chart")
+    here = Path(__file__).resolve().parents[1]
+    after = [measure(here, root, args.repeat)]
+    old = measure(args.before, root, args.repeat) if args.before else None
     if old is not None:
-        print(f"report by {args.before}: {old[0]:.2f} s  ({old[1]} charts, "
-              f"{old[2] / 1e6:.1f} MB HTML)  = {old[0] / one:.1f} × one chart;"
-              f" this version is × {old[0] / report_s:.1f} faster")
-    print(f"report without time series: {tables_s:.2f} s = {tables_s / one:.1f} × one chart")
-    print(f"data only (store + statistics + derived + QoS): {data_s:.2f} s")
-    print(f"target ≤ 8 × one chart: {'met' if report_s <= 8 * one else 'NOT met'}")
-    store.close()
+        after.append(measure(here, root, args.repeat))
+    now = summary(after)
+    print(f"one 20-bar matplotlib chart (the unit): {now['unit'] * 1000:.0f} ms "
+          f"({now['unit_cpu'] * 1000:.0f} ms CPU)")
+    print(f"report: {now['report']:.2f} s ({now['report_cpu']:.2f} s CPU)  "
+          f"{after[0]['charts']} charts, {after[0]['bytes'] / 1e6:.1f} MB HTML  "
+          f"= {now['ratio']:.1f} × one chart ({now['ratio_cpu']:.1f} × in CPU time)")
+    if old is not None:
+        then = summary([old])
+        print(f"report by {args.before}: {then['report']:.2f} s ({then['report_cpu']:.2f} s "
+              f"CPU)  {old['charts']} charts, {old['bytes'] / 1e6:.1f} MB HTML  "
+              f"= {then['ratio']:.1f} × one chart ({then['ratio_cpu']:.1f} × in CPU time)")
+    tw, tc = after[0]["no_series"]
+    dw, dc = after[0]["data"]
+    print(f"report without time series: {tw:.2f} s ({tc:.2f} s CPU)")
+    print(f"data only (store + statistics + derived + QoS): {dw:.2f} s ({dc:.2f} s CPU)")
+    met = now["ratio"] <= 8 and now["ratio_cpu"] <= 8
+    print(f"target ≤ 8 × one chart: {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":
