@@ -34,6 +34,7 @@ from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import jinja2
 
@@ -131,6 +132,8 @@ FORMATS: dict[str, Callable[[str], str]] = {
     "ini": _token(r"^[A-Za-z0-9_./:@+-]+$", "letters, digits and _ . / : @ + -"),
     "php-string": _php_string,
     "sql": _token(r"^[A-Za-z0-9_.]+$", "letters, digits, _ and ."),
+    # Element text of an XML file (Faban's run.xml): markup characters escaped.
+    "xml": lambda text: xml_escape(text, {'"': "&quot;", "'": "&apos;"}),
 }
 
 

@@ -104,3 +104,13 @@ def test_fabans_window_is_trusted_only_with_a_utc_start() -> None:
     local = recorded(need(CORPUS / f"{RUN}run129_summary.xml").read_text()
                      .replace(" UTC 2022", " CEST 2022"))  # fmt: skip
     assert faban_window(local, shape) is None
+
+
+def test_run_config_values_go_through_the_guest_file_rendering_path() -> None:
+    from vbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="faban outputDir"):
+        rewrite(run_xml(), output_dir="/w/x\n<fa:scale>9</fa:scale>", phases=None, users=None,
+                source="run.xml")  # fmt: skip
+    out, _ = rewrite(run_xml(), output_dir="/w/<a>&'b'", phases=None, users=None, source="r")
+    assert "<outputDir>/w/&lt;a&gt;&amp;&apos;b&apos;</outputDir>" in out

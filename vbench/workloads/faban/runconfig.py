@@ -6,7 +6,9 @@ Faban reads the run's shape from its run configuration: ``fa:scale`` (users per 
 and the trial's own output folder into a copy of the user's file, so that the numbers
 the scenario states are the ones Faban runs with.
 
-The edit is made on the text, element by element, after the XML has been parsed and each
+Values go through :func:`vbench.templates.render_value` (format ``xml``: control
+characters refused, markup escaped), the one path for files guest tools read. The edit
+is made on the text, element by element, after the XML has been parsed and each
 element found exactly once: everything else in the user's file (namespace prefixes,
 comments, layout) stays byte for byte, which a re-serialised tree would not keep.
 """
@@ -17,7 +19,8 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from xml.sax.saxutils import escape
+
+from vbench.templates import render_value
 
 FA = "http://faban.sunsource.net/ns/faban"
 
@@ -40,7 +43,9 @@ def rewrite(text: str, *, output_dir: str, phases: tuple[float, float, float] | 
             users: int | None, source: str) -> tuple[str, RunShape]:  # fmt: skip
     """``text`` with the output folder, and optionally phases and users, set; and its shape."""
     root, prefixes = _parse(text, source)
-    edits: list[tuple[str, str | None, str]] = [("outputDir", None, escape(output_dir))]
+    # Every value goes through the one rendering path for guest files (XML text here).
+    edits: list[tuple[str, str | None, str]] = [
+        ("outputDir", None, render_value(output_dir, "xml", "faban outputDir"))]
     if phases is not None:
         control = _one(root, "runControl", FA, source)
         if control.get("unit", "time") != "time":
@@ -48,9 +53,9 @@ def rewrite(text: str, *, output_dir: str, phases: tuple[float, float, float] | 
                 f"{source}: fa:runControl unit={control.get('unit')!r} counts cycles, not "
                 "seconds; set set_phases: false to keep the file's own run length")
         for tag, seconds in zip(("rampUp", "steadyState", "rampDown"), phases, strict=True):
-            edits.append((tag, FA, str(round(seconds))))
+            edits.append((tag, FA, render_value(round(seconds), "xml", f"faban {tag}")))
     if users is not None:
-        edits.append(("scale", FA, str(users)))
+        edits.append(("scale", FA, render_value(users, "xml", "faban scale")))
     for local, uri, value in edits:
         if len(_one(root, local, uri, source)):
             raise RunConfigError(f"{source}: <{local}> holds elements, not a value")
