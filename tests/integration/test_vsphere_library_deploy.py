@@ -65,10 +65,11 @@ def test_groups_deploy_from_ovf_and_template_items_marked_configured_and_removed
     server = vcsim_factory()
     lib = env.deploy_library(server, tmp_path)
     lab = make_lab(server)
-    common = {"library": lib.library, "cluster": "DC0_C0", "spread": True, "cpus": 2,
-              "memory": "1g", "nic_type": "e1000e", "ip_timeout": "20s"}  # fmt: skip
+    common = {"library": lib.library, "spread": True, "cpus": 2, "memory": "1g",
+              "nic_type": "e1000e", "ip_timeout": "20s"}  # fmt: skip
     scenario = make_scenario({
-        "app": {"library_item": lib.ovf_item, **common},
+        "app": {"library_item": lib.ovf_item, "cluster": "DC0_C0", **common},
+        # Nothing named: the datacenter's only cluster (vcsim's DC0_C0, beside a host).
         "lnx": {"library_item": lib.template_item, **common},
     })  # fmt: skip
     run = vsphere_run(lab, scenario)
@@ -85,9 +86,10 @@ def test_groups_deploy_from_ovf_and_template_items_marked_configured_and_removed
         props = {vim.VirtualMachine: [
             "name", "config.template", "config.extraConfig", "config.hardware.numCPU",
             "config.hardware.memoryMB", "config.hardware.device", "runtime.powerState",
-            "runtime.host", "customValue"]}  # fmt: skip
+            "runtime.host", "resourcePool", "customValue"]}  # fmt: skip
         found = retrieve_refs(session, [vm.ref for vm in run.vms], props)
         hosts = set()
+        cluster_pool = Inventory.load(session).find("resource_pool", "DC0/host/DC0_C0/Resources")
         for obj in found:
             marks = {o.key: o.value for o in obj.get("config.extraConfig") or ()}
             assert marks.get(MARK_KEY) == RUN_ID, obj.name
@@ -99,8 +101,10 @@ def test_groups_deploy_from_ovf_and_template_items_marked_configured_and_removed
             nics = [type(d).__name__ for d in obj.get("config.hardware.device")
                     if isinstance(d, vim.vm.device.VirtualEthernetCard)]  # fmt: skip
             assert nics == ["vim.vm.device.VirtualE1000e"], obj.name
+            assert obj.get("resourcePool")._moId == cluster_pool.moid, obj.name
             hosts.add((obj.name.rsplit("-", 2)[1], obj.get("runtime.host")._moId))
-        assert len({h for g, h in hosts if g == "app"}) == 2  # spread over the cluster
+        for group in ("app", "lnx"):  # spread over the cluster's hosts
+            assert len({h for g, h in hosts if g == group}) == 2, hosts
         intents = [e for e in Journal.in_run_dir(run_dir).read() if e["event"] == "intent"]
         assert sorted((e["name"], e["action"], e["source"]) for e in intents) == [
             (n, "deploy", f"item {item!r} of content library {lib.library!r}")
@@ -174,4 +178,25 @@ def test_a_deploy_whose_call_never_answered_is_removed_by_cleanup(
         report = cleanup_journal(pool.get, lambda _vc: watcher, journal, RUN_ID,
                                  pending(journal.read()), parallel=1)  # fmt: skip
     assert report.destroyed == [name] and not report.errors and not report.skipped
+    assert ours(lab) == {}
+
+
+def test_with_several_clusters_and_none_named_the_check_asks_for_one(
+    vcsim_factory: Factory, tmp_path: Path
+) -> None:
+    server = vcsim_factory(clusters=2)
+    lib = env.deploy_library(server, tmp_path)
+    lab = make_lab(server)
+    scenario = make_scenario({"app": {"library_item": lib.ovf_item, "library": lib.library}})
+    run = vsphere_run(lab, scenario)
+    try:
+        with pytest.raises(LabError) as err:
+            run.preflight()
+    finally:
+        run.close()
+    assert str(err.value) == (
+        "group app: names: library item appliance: name a cluster, host or resource_pool in "
+        "`vm:` or the point's lab profile (datacenter DC0 has no single cluster to default "
+        "to: it has 2 (DC0_C0, DC0_C1))"
+    )
     assert ours(lab) == {}
