@@ -42,10 +42,19 @@ class ConfigIssue:
         )
 
     def __str__(self) -> str:
-        where = self.file
+        where = _one_line(self.file)
         if self.line is not None:
             where += f":{self.line}:{self.column or 1}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        # A value quoted in a message may hold a newline or a terminal escape: one line,
+        # escaped, so that a hostile name can neither add a line nor move the cursor.
+        message = _one_line(self.message)
+        return f"{where}: {_one_line(self.path)}: {message}" if self.path else f"{where}: {message}"
+
+
+def _one_line(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class ConfigValidationError(ConfigError):

@@ -123,10 +123,10 @@ def test_mutated_scenarios_validate_and_plan_or_exit_2_located(tmp_path: Path) -
             path.write_bytes(variant.data)
             sets = [a for s in variant.sets for a in ("--set", s)]
             command = "validate" if i % 2 == 0 else "plan"
-            argv = [command, str(path), *sets]
-            if lab is not None and i % 3 == 0:
-                argv += ["--lab", str(lab)]
-            check(variant, argv, (str(path),), path)
+            argv, places = [command, str(path), *sets], (str(path),)
+            if lab is not None and i % 3 == 0:  # the lab may be at fault (a missing key)
+                argv, places = [*argv, "--lab", str(lab)], (str(path), str(lab))
+            check(variant, argv, places, path)
             cases += 1
     assert cases == len(SCENARIOS) * PER_FILE
 

@@ -284,3 +284,30 @@ def test_an_unset_vcenter_password_is_located_at_the_vcenter(
         target_from_lab(load_lab(p).model, "vc")
     assert str(exc.value) == f"{p}:13:15: vcenters.vc.password: environment variable VC_PW is " \
         "not set"
+
+
+# -- found by the fuzzer (tests/unit/test_fuzz_configs.py) ---------------------------------
+
+
+@pytest.mark.parametrize("memory", [".inf", "1e400", "9" * 400 + "g"])
+def test_an_infinite_memory_size_is_refused_not_an_overflow(tmp_path: Path, memory: str) -> None:
+    issues = scenario_issues(tmp_path, quickstart_with("memory: 2g", f"memory: {memory}"))
+    assert len(issues) == 1 and issues[0].startswith("s.yaml:18:15: topology.storage.vm.memory:")
+    assert "is not a memory size (e.g. 4096, 512m, 4g)" in issues[0]
+
+
+def test_an_infinite_content_library_item_size_is_refused_not_an_overflow(
+    tmp_path: Path,
+) -> None:
+    text = (ROOT / "examples" / "content-library-sim.yaml").read_text()
+    issues = scenario_issues(tmp_path, text.replace("item_size: 8m", "item_size: 1e400"))
+    assert issues[0] == ("s.yaml:19:16: workload.params.item_size: '1e400' is not a size (e.g. "
+                         "4096, 64m, 1g)")
+
+
+def test_a_message_quoting_a_hostile_value_stays_one_line_without_escapes() -> None:
+    code, err = run_cli("validate", str(QUICKSTART), "--set",
+                        'qos=[{metric: "x\\n[global]\\u001b[2J", op: "<=", threshold: 1}]')
+    assert code == EXIT_CONFIG
+    assert "\x1b" not in err and "[global]" in err
+    assert all(line.startswith("--set qos=") for line in err.splitlines()), err

@@ -23,12 +23,15 @@ def _memory_mib(value: Any) -> Any:
     """``4096`` (MiB), ``"512m"``, ``"4g"``, ``"4GiB"`` -> MiB; other values pass through."""
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, int | float):
-        return int(value)
-    m = _MEM.match(str(value))
-    if not m:
-        raise ValueError(f"{value!r} is not a memory size (e.g. 4096, 512m, 4g)")
-    return int(float(m.group(1)) * _MEM_MIB[m.group(2).lower()])
+    m = None if isinstance(value, int | float) else _MEM.match(str(value))
+    try:  # nan and inf (or 1e400 spelled out) cannot become a whole number of MiB
+        if isinstance(value, int | float):
+            return int(value)
+        if m:
+            return int(float(m.group(1)) * _MEM_MIB[m.group(2).lower()])
+    except (ValueError, OverflowError):
+        pass
+    raise ValueError(f"{value!r} is not a memory size (e.g. 4096, 512m, 4g)")
 
 
 MemoryMiB = Annotated[

@@ -63,7 +63,7 @@ def parse_size(value: Any) -> int:
         number = text[: len(text) - len(unit)] if unit else text
         try:
             n = int(float(number) * _UNITS[unit])
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, or nan/inf
             raise ValueError(f"{value!r} is not a size (e.g. 4096, 64m, 1g)") from None
     if n < 1:
         raise ValueError("a size must be at least 1 byte")
