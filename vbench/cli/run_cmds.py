@@ -25,11 +25,14 @@ FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 
 def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
     from vbench.config.load import load_lab, load_scenario
+    from vbench.engine.estimate import history_estimate
     from vbench.engine.plan import build_plan
 
     loaded = load_scenario(scenario, list(sets))
     lab_loaded = load_lab(lab) if lab else None
-    return build_plan(loaded, lab_loaded)
+    # The estimate learns prepare, teardown and clean-up from stored runs, if any.
+    return history_estimate(build_plan(loaded, lab_loaded),
+                            lab_loaded.model.name if lab_loaded else None)
 
 
 @click.command()
@@ -132,6 +135,8 @@ def _plan_text(
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
         *(f"vm {g}: {text}" for g, text in (vm_sources or {}).items()),
     ]
+    if p.estimate_basis:
+        lines.insert(1, f"estimate: {p.estimate_basis}")
     if not p.bound_to_lab:
         lines.append("(no --lab: guests shown as group[i])")
     if p.scenario.search is not None:
