@@ -1,4 +1,4 @@
-"""The steady window is the one the workload measured: real fio on a loopback guest,
+"""The steady window is the one the workload measured: real fio on two loopback guests,
 `vbench run`, then the stored trial's window equals fio's own runtime, its samples carry
 that window, the controller's wall window stays beside it, and no window warning is
 given for the controller's overhead."""
@@ -23,8 +23,8 @@ def test_recorded_window_is_fios_runtime(
     local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    # One guest: the trial's window is that guest's fio window, exactly.
-    s = write_scenario(tmp_path / "s.yaml", groups=1, steady="1s", warmup="0s", repeat=2,
+    # Two guests: the trial's window lasts the longest guest's fio runtime, exactly.
+    s = write_scenario(tmp_path / "s.yaml", groups=2, steady="1s", warmup="0s", repeat=2,
                        factors="  bs: [4k]\n")
     res = vbench("run", str(s), "--lab", str(lab), "--no-report")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
@@ -40,9 +40,10 @@ def test_recorded_window_is_fios_runtime(
     assert "workload-timed; controller +" in view.window_text
     for t in doc["trials"]:
         ph = t["phases"]
-        fio = json.loads(next((run_dir / "raw" / f"{t['point']}-{t['trial']}").rglob(
-            "fio.json")).read_text())
-        runtime = max(job[d]["runtime"] for job in fio["jobs"] for d in ("read", "write")) / 1e3
+        outputs = list((run_dir / "raw" / f"{t['point']}-{t['trial']}").rglob("fio.json"))
+        assert len(outputs) == 2
+        runtime = max(job[d]["runtime"] for f in outputs for job in json.loads(
+            f.read_text())["jobs"] for d in ("read", "write")) / 1e3
         assert ph["workload_end"] - ph["workload_start"] == pytest.approx(runtime, abs=1e-6)
         # The controller's wall window is kept, and it holds more than fio's runtime.
         assert ph["steady_end"] - ph["steady_start"] >= runtime - 0.05

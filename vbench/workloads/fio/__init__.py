@@ -259,16 +259,21 @@ class FioWorkload(Workload):
         ctx: TrialContext, results: Mapping[str, FioResult], offsets: Mapping[str, float]
     ) -> dict[str, tuple[float, float]]:
         """Each guest's window as fio measured it (its runtime, ending at its output time
-        stamp), in controller time; the trial's window spans them all (the guests' sums
-        are over these windows). Without fio's own times the controller's marks stay."""
+        stamp), in controller time. The trial's window lasts what fio measured (the
+        longest guest's runtime) from the first guest's start; how far apart the guests
+        started (they are started one after the other) goes to the run log. Without
+        fio's own times the controller's marks stay."""
         windows = {}
         for name, result in results.items():
             own = measured_window(result)
             if own is not None:
                 windows[name] = (own[0] - offsets[name], own[1] - offsets[name])
         if windows and len(windows) == len(results):
-            ctx.workload_window(min(s for s, _ in windows.values()),
-                                max(e for _, e in windows.values()))
+            starts = [s for s, _ in windows.values()]
+            longest = max(e - s for s, e in windows.values())
+            ctx.workload_window(min(starts), min(starts) + longest)
+            ctx.log("fio_window", seconds=round(longest, 6),
+                    start_spread=round(max(starts) - min(starts), 6), guests=len(windows))
         return windows
 
     def _per_second(
