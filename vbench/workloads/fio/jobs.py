@@ -142,7 +142,9 @@ class FioParams(Params):
         "write other files (exec_prerun, exec_postrun, ioengine=exec or external, "
         "write_iolog …) in extra, ioengine and job_file; shown in the plan and the report"
     )
-    ioengine: str = Field("libaio", description="fio I/O engine")
+    ioengine: str = Field(
+        "libaio", description="fio I/O engine: one fio documents (libaio, io_uring, psync …)"
+    )
     filename: str | None = Field(
         None, description="absolute target path in the guest, e.g. /dev/sdb "
         "(default: a data file in the guest's run directory)"
