@@ -165,3 +165,14 @@ def test_a_family_of_hidden_metrics_is_written_once() -> None:
     assert families(names) == "trim_clat_{p50, p95, p99}, write_iops, write_clat_mean"
     many = [f"net-dev(eth0)\\counter{i:02d}" for i in range(8)]
     assert families(many) == "net-dev(eth0)\\* (8)"
+
+
+def test_runs_compared_read_in_the_same_scaled_units() -> None:
+    import dataclasses
+
+    data = read_only_run()
+    other = dataclasses.replace(read_only_run(), run={**data.run, "run_id": "r-other"})
+    html = render_html(dataclasses.replace(data, others=(other,)))
+    cmp = section(html, "comparison")
+    assert "total_iops (k IO/s)" in cmp and "read_clat_mean (µs)" in cmp
+    assert "total_iops in k IO/s: one bar per run" in cmp

@@ -14,6 +14,7 @@ from vbench.analysis.stats import summarize
 from vbench.report.chartplan import ChartIds, whiskers
 from vbench.report.charts import Bar, grouped_bar_chart_svg
 from vbench.report.data import MISSING, fmt_mean_ci, fmt_time
+from vbench.report.units import choose
 from vbench.results.stored import StoredRun
 
 
@@ -107,7 +108,11 @@ def _overlay_chart(
         groups.append((f.run_id, bars))
     if all(not b.has_data for _, bars in groups for b in bars):
         return None
-    unit = primary.units.get(metric, "")
+    # One unit for the chart, the one its bars read best in (µs, GiB/s, k IO/s …).
+    sc = choose(primary.units.get(metric, ""), [b.mean for _, bars in groups for b in bars])
+    groups = [(name, [Bar(b.label, sc.value(b.mean), sc.value(b.low), sc.value(b.high))
+                      for b in bars]) for name, bars in groups]
+    unit = sc.unit
     ylabel = f"{metric} ({unit})" if unit else metric
     svg = grouped_bar_chart_svg(cats, groups, ylabel, chart_id=ids.next(), legend_title="run")
     whisk = "95 % CI" if mode == "ci" else "min–max over trials"
