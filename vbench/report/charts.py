@@ -71,9 +71,14 @@ def _category_canvas(labels: Sequence[str], band: float, legend: Legend, top: fl
     return canvas, rotate
 
 
-def _finish_axes(canvas: Canvas, marks: list[float], plot_w: float) -> None:
-    """Fix the left margin to the widest tick label, keeping the plot width."""
+def _finish_axes(canvas: Canvas, marks: list[float], plot_w: float,
+                 labels: Sequence[str] = (), rotate: bool = False) -> None:
+    """Fix the left margin to the widest tick label (and to the first turned category
+    label, which reaches left of its bar), keeping the plot width."""
     canvas.left = left_margin(marks)
+    if rotate and labels:
+        reach = text_width(short(labels[0]), SMALL) * math.cos(math.radians(_ROTATE))
+        canvas.left = max(canvas.left, reach - plot_w / len(labels) / 2 + 8)
     canvas.width = canvas.left + plot_w + canvas.right
 
 
@@ -138,7 +143,7 @@ def bar_chart_svg(
     plot_w = canvas.x1 - canvas.x0
     values = [v for b in bars if b.has_data for v in (b.mean, b.low, b.high)]
     ys, marks = y_scale(canvas, [*values, reference, *known])
-    _finish_axes(canvas, marks, plot_w)
+    _finish_axes(canvas, marks, plot_w, [b.label for b in bars], rotate)
     canvas.title(title)
     canvas.y_axis(ys, marks, ylabel)
     base = ys(min(max(0.0, marks[0]), marks[-1]))
@@ -193,7 +198,7 @@ def grouped_bar_chart_svg(
     values = [v for _, bars in series for b in bars if b.has_data
               for v in (b.mean, b.low, b.high)]
     ys, marks = y_scale(canvas, [*values, reference])
-    _finish_axes(canvas, marks, plot_w)
+    _finish_axes(canvas, marks, plot_w, categories, rotate)
     canvas.title(title)
     canvas.y_axis(ys, marks, ylabel)
     base = ys(min(max(0.0, marks[0]), marks[-1]))

@@ -29,6 +29,7 @@ GRID = "#e2e2e2"
 # A colour-blind-safe qualitative palette (Okabe–Ito, then greys).
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
            "#f0e442", "#000000", "#777777", "#bbbbbb")  # fmt: skip
+WIDE = 760.0  # user units: a chart wider than this spans both columns of the page
 MAX_LABEL = 28  # characters of a tick or legend label; the tables carry the full text
 _SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -268,7 +269,9 @@ class Canvas:
             y += 15
 
     def svg(self, chart_id: str, title: str = "", extra: str = "") -> str:
-        head = (f'<svg id="{esc(chart_id)}" class="chart" viewBox="0 0 {num(self.width)} '
+        # A chart too wide for half a page (many bars) takes the whole row (CSS).
+        kind = "chart wide" if self.width > WIDE else "chart"
+        head = (f'<svg id="{esc(chart_id)}" class="{kind}" viewBox="0 0 {num(self.width)} '
                 f'{num(self.height)}" width="{num(self.width)}" height="{num(self.height)}" '
                 f'role="img" font-family="system-ui, sans-serif"{extra}>')
         label = f"<title>{esc(title)}</title>" if title else ""
