@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from tests.conftest import LocalGuests
 from vbench.errors import GuestError
 from vbench.guest.ssh import Guest
+from vbench.workloads.fio.disks import DiskRef, resolve_in
 from vbench.workloads.fio.target import check, fio_paths, job_writes, parse_state, problem
 
 pytestmark = pytest.mark.integration
@@ -103,3 +105,17 @@ def test_the_fio_workload_checks_its_named_target_before_writing(
     done = run(tmp_path, s, redis_lab(tmp_path / "lab.yaml", local_guests))
     assert done.outcome.status != "ok"
     assert f"guest1: fio filename {target}: its folder does not exist" in json.dumps(done.log)
+
+
+def test_a_disk_uuid_the_guest_does_not_show_fails_naming_the_guest_and_its_disks(
+    local_guests: LocalGuests,
+) -> None:
+    """`disk:N` in a real guest: its lsblk (the command line vbench sends) lists no disk
+    with a VMware uuid as WWN, so the trial is refused before fio is started."""
+    dev, _ = mounted_block_device()
+    spec = replace(local_guests[0], data_disks=("6000C29e-0d1c-2b3a-4958-67f8e9d0c1b2",))
+    with Guest(spec) as g, pytest.raises(GuestError) as err:
+        resolve_in(g, [DiskRef(1)])
+    text = str(err.value)
+    assert text.startswith(f"{spec.name}: disk:1 (virtual disk uuid 6000C29e-")
+    assert dev.rstrip("0123456789") in text  # the guest's own disks, as lsblk named them

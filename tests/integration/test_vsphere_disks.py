@@ -70,6 +70,53 @@ def test_clones_get_their_data_disks_and_lose_them_with_the_vm(
     assert not any(n.startswith("vb-") for n in vm_names(lab))
 
 
+def test_clones_with_data_disks_enable_uuids_and_their_guests_know_them_in_order(
+    vcsim_factory, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """fio's `filename: disk:N`: the clone gets disk.EnableUUID=TRUE, and the guest spec
+    of each VM carries the uuids vCenter gave the disks the reconfigure added, in
+    vm.disks order (the NVMe disk, first in vm.disks, first), the template's own left
+    out. vcsim assigns a created disk a uuid of the standard form (not 6000C29…)."""
+    server: VcsimServer = vcsim_factory()
+    lab = make_lab(server)
+    with SessionPool.for_lab(lab) as pool:
+        ensure_templates(pool.get("vc1"), [TEMPLATE])
+    own = {d.backing.uuid for d in _devices(lab, TEMPLATE)
+           if isinstance(d, vim.vm.device.VirtualDisk)}  # fmt: skip
+    disks = [{"size": "1g", "controller": "nvme"}, {"size": "2g", "count": 2}]
+    run = vsphere_run(lab, make_scenario({"template": TEMPLATE, "ip_timeout": "20s",
+                                          "disks": disks}, count=2))  # fmt: skip
+    try:
+        run.preflight()
+        specs = run.provision(RUN_ID, tmp_path)
+        seen: set[str] = set()
+        for i in (1, 2):
+            name = f"vb-{RUN_ID}-web-{i}"
+            devices = _devices(lab, name)
+            vm = next(v for v in run.vms if v.vm_name == name)
+            extra = {o.key: o.value for o in vm.ref.config.extraConfig}
+            assert extra["disk.EnableUUID"] == "TRUE"
+            ctrl = {c.key: c for c in devices if isinstance(c, vim.vm.device.VirtualController)}
+            by_kind = {(type(ctrl[d.controllerKey]).__name__.split(".")[-1], d.unitNumber):
+                       d.backing.uuid for d in devices
+                       if isinstance(d, vim.vm.device.VirtualDisk)}  # fmt: skip
+            uuids = specs[f"web-{i}"].data_disks
+            assert uuids == (by_kind["VirtualNVMEController", 0],
+                             by_kind["ParaVirtualSCSIController", 1],
+                             by_kind["ParaVirtualSCSIController", 2])  # fmt: skip
+            assert not set(uuids) & own and not set(uuids) & seen and len(set(uuids)) == 3
+            seen |= set(uuids)
+        testbed = run.testbed()
+        assert testbed is not None
+        rows = {v["name"]: v for v in testbed["vms"]}
+        row = rows[f"vb-{RUN_ID}-web-1"]
+        assert row["disk_enable_uuid"] is True
+        assert set(specs["web-1"].data_disks) <= {d["uuid"] for d in row["disks"]}
+    finally:
+        run.cleanup()
+        run.close()
+
+
 def test_controllers_fill_up_then_a_new_one_is_added() -> None:
     spec = VmSpec.model_validate({"template": "t", "disks": [
         {"size": "1g", "count": 15, "controller": "pvscsi"},

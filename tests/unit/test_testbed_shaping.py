@@ -111,7 +111,7 @@ def test_vm_disks_nics_and_controllers() -> None:
         controllerKey=1000,
         capacityInBytes=40 * GIB,
         backing=vim.vm.device.VirtualDisk.FlatVer2BackingInfo(
-            thinProvisioned=False, eagerlyScrub=True
+            thinProvisioned=False, eagerlyScrub=True, uuid="6000C29a-0b1c-2d3e-4f50-6a7b8c9d0e1f"
         ),
         deviceInfo=vim.Description(label="Hard disk 1", summary=""),
     )
@@ -140,8 +140,10 @@ def test_vm_disks_nics_and_controllers() -> None:
             "size_gib": 40.0,
             "controller": "pvscsi",
             "provisioning": "eager zeroed thick",
+            "uuid": "6000C29a-0b1c-2d3e-4f50-6a7b8c9d0e1f",
         }
     ]
+    assert v["disk_enable_uuid"] is None  # no extraConfig: not known
     assert v["nics"] == [{"label": "NIC 1", "type": "vmxnet3"}]
     assert v["scsi_controllers"] == ["pvscsi"] and v["host"] == "esx01"
 

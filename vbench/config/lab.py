@@ -25,6 +25,9 @@ _GUEST_NAME_RULE = ("letters, digits and _ . - only, starting with a letter or d
 # A guest's scratch directory: an absolute path of plain characters (it is written into
 # job files and configs: fio reads ':' as a separator, nginx ';' and quotes).
 _WORKDIR = re.compile(r"/[A-Za-z0-9_.+@/-]*")
+# A node's data disk (/dev/sdb, /dev/disk/by-path/pci-0000:03:00.0-scsi-0:0:1:0): the
+# same, with ':' (escaped where fio would read it as a separator).
+_DATA_DISK = re.compile(r"/[A-Za-z0-9_.+@/:-]+")
 
 
 def check_guest_name(name: str, what: str = "name") -> str:
@@ -49,8 +52,17 @@ def _workdir(value: str | None) -> str | None:
     return value
 
 
+def _data_disk(value: str) -> str:
+    if not _DATA_DISK.fullmatch(value) or "/../" in f"{value}/":
+        raise ValueError(f"data disk {value!r} is refused: an absolute path of letters, "
+                         "digits and _ . + @ / - : without '..' (it is written into fio "
+                         "job files)")
+    return value
+
+
 GuestName = Annotated[str, AfterValidator(_name)]
 Workdir = Annotated[str, AfterValidator(_workdir)]
+DataDiskPath = Annotated[str, AfterValidator(_data_disk)]
 
 
 Address = Annotated[str, AfterValidator(netaddr.check_address)]
@@ -79,6 +91,10 @@ class Node(SshEndpoint):
     roles: list[str] = Field(default_factory=list, description="roles topology groups pick by")
     workdir: Workdir | None = Field(
         None, description="remote scratch directory (default /tmp/vbench)"
+    )
+    disks: list[DataDiskPath] = Field(
+        default_factory=list, description="data disks of the node in order (/dev/sdb, "
+        "/dev/disk/by-id/…): what fio's `filename: disk:N` names on it"
     )
 
 

@@ -16,7 +16,7 @@ from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
 from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
-from vbench.workloads.base import Finding, PlannedCommand, Workload, get_driver
+from vbench.workloads.base import Finding, PlannedCommand, PlannedGuest, Workload, get_driver
 
 
 @dataclass(frozen=True)
@@ -153,9 +153,11 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
             continue
         sizes = {role: len(names) for role, names in point.guests.items()}
+        lab_guests = _lab_guests(spec, lab, point_groups, point.guests) if lab else {}
         for f in [
             *driver_cls.findings(point.workload.params),
             *driver_cls.placement_findings(point.workload.params, sizes),
+            *(driver_cls.guest_findings(point.workload.params, lab_guests) if lab else ()),
         ]:
             if f.level == "error":
                 where = spec.source or src
@@ -223,6 +225,29 @@ def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ..
     return {
         name: tuple(f"{name}[{i + 1}]" for i in range(g.count)) for name, g in sc.topology.items()
     }
+
+
+def _lab_guests(
+    spec: PointSpec, lab: Loaded[Lab], groups: dict[str, tuple[str, ...]],
+    roles: dict[str, tuple[str, ...]],
+) -> dict[str, list[PlannedGuest]]:
+    """Role -> what each of its guests is in this lab: a clone with its data disks, an
+    existing VM, or a lab node with the data disks it lists."""
+    sc = spec.scenario
+    assert sc is not None
+    provisioned = _vcenters_or_none(sc, lab.model)
+    known: dict[str, PlannedGuest] = {}
+    for g, names in groups.items():
+        vm = sc.topology[g].vm if g in sc.topology else None
+        for n in names:
+            if vm is not None and g in provisioned:
+                disks = sum(d.count for d in vm.disks) if vm.existing is None else None
+                kind = "clone" if vm.existing is None else "existing VM"
+            else:
+                node = lab.model.nodes.get(n)
+                disks, kind = (len(node.disks) if node else 0) or None, "lab node"
+            known[n] = PlannedGuest(n, kind, g, disks)
+    return {role: [known[n] for n in names if n in known] for role, names in roles.items()}
 
 
 def with_profile_labels(point: PlannedPoint, spec: PointSpec,

@@ -199,7 +199,10 @@ class VSphereRun:
         return {vm.guest: self._guest_spec(vm) for vm in self.vms}
 
     def _guest_spec(self, vm: ProvisionedVm) -> GuestSpec:
-        return vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip)
+        spec = vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip)
+        # The uuids of the data disks its clone got: fio's `filename: disk:N` finds them.
+        uuids = self.provisioner.disk_uuids.get(vm.vm_name) if self.provisioner else None
+        return replace(spec, data_disks=uuids) if uuids else spec
 
     # --- VMs that follow the points -------------------------------------------------------
     def change_for(self, nodes: Mapping[str, Sequence[str]]) -> VmChange:

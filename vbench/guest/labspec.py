@@ -53,6 +53,7 @@ def _endpoint_spec(
         jump=jump,
         workdir=workdir,
         connect_timeout=d.connect_timeout,
+        data_disks=tuple(ep.disks) if isinstance(ep, Node) else (),
     )
 
 

@@ -27,6 +27,9 @@ class GuestSpec:
     # Concurrent session channels per connection: OpenSSH refuses more than MaxSessions
     # (10 by default); a few are left for SFTP and for kill commands.
     max_sessions: int = 8
+    # The guest's data disks in order, for fio's `filename: disk:N`: a VMware virtual
+    # disk uuid (a clone's vm.disks, found by its WWN) or a path its lab node lists.
+    data_disks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []

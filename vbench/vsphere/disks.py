@@ -148,3 +148,40 @@ def data_disks(devices: Sequence[Any]) -> list[tuple[str, int, int, int, str]]:
         out.append((kind, ctrl.busNumber if ctrl else -1, d.unitNumber,
                     int(d.capacityInKB // 1024), prov))  # fmt: skip
     return out
+
+
+# --- the added disks' uuids (fio's `filename: disk:N`) ------------------------------------
+
+
+def _bus(ctrl: Any) -> tuple[str, int]:
+    """A controller's place: SCSI controllers of every type share bus numbers, NVMe
+    controllers have their own."""
+    family = "nvme" if isinstance(ctrl, vim.vm.device.VirtualNVMEController) else (
+        "scsi" if isinstance(ctrl, vim.vm.device.VirtualSCSIController) else type(ctrl).__name__)
+    return family, int(ctrl.busNumber)
+
+
+def added_slots(config: Any, devices: Sequence[Any]) -> list[tuple[str, int, int]]:
+    """(controller family, bus, unit) of each disk the reconfigure ``config`` creates on
+    a VM whose devices were ``devices``, in the order of its changes: the order of
+    ``vm.disks`` with counts expanded (see :func:`disk_changes`)."""
+    buses = {c.key: _bus(c) for c in devices if isinstance(c, vim.vm.device.VirtualController)}
+    changes = list(getattr(config, "deviceChange", None) or ())
+    for ch in changes:  # controllers the reconfigure adds (their keys are placeholders)
+        if ch.operation == "add" and isinstance(ch.device, vim.vm.device.VirtualController):
+            buses[ch.device.key] = _bus(ch.device)
+    return [(*buses[ch.device.controllerKey], int(ch.device.unitNumber)) for ch in changes
+            if ch.operation == "add" and ch.fileOperation == "create"
+            and isinstance(ch.device, vim.vm.device.VirtualDisk)]  # fmt: skip
+
+
+def disk_uuids(devices: Sequence[Any], slots: Sequence[tuple[str, int, int]]) -> tuple[str, ...]:
+    """The ``backing.uuid`` of the disk in each slot, read back from the VM's devices
+    after the reconfigure (vCenter gives a created disk its uuid); empty when one of
+    them has none, so that no index ever points at another disk."""
+    buses = {c.key: _bus(c) for c in devices if isinstance(c, vim.vm.device.VirtualController)}
+    by_slot = {(*buses[d.controllerKey], int(d.unitNumber)): getattr(d.backing, "uuid", None)
+               for d in devices if isinstance(d, vim.vm.device.VirtualDisk)
+               and d.controllerKey in buses}  # fmt: skip
+    found = [by_slot.get(s) for s in slots]
+    return tuple(str(u) for u in found) if all(found) else ()

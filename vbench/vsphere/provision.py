@@ -27,6 +27,7 @@ from pyVmomi import vim
 from vbench.config.lab import Lab
 from vbench.errors import Interrupted, LabError
 from vbench.vsphere.connection import SessionPool, VSphereSession
+from vbench.vsphere.disks import added_slots, disk_uuids
 from vbench.vsphere.inventory import Inventory, Obj, retrieve_refs
 from vbench.vsphere.journal import Journal
 from vbench.vsphere.library_deploy import LibraryDeploying
@@ -125,6 +126,8 @@ class Provisioner(LibraryDeploying):
         self._clone_slots = threading.BoundedSemaphore(self.parallel)
         self._step_slots = threading.BoundedSemaphore(self.parallel)
         self.results: list[ProvisionedVm] = []
+        # VM name -> uuids of the data disks its reconfigure added (vm.disks order).
+        self.disk_uuids: dict[str, tuple[str, ...]] = {}
 
     # --- per vCenter -------------------------------------------------------------------
     def state(self, vcenter: str) -> _VcState:
@@ -352,6 +355,10 @@ class Provisioner(LibraryDeploying):
         config = reconfig_spec(req.spec, hardware, network, dvs_uuid, marks, st.policy_ids)
         if config is not None:
             self._step(st, req, "reconfigure", lambda: vm.ReconfigVM_Task(spec=config))
+            if want.disks:  # read back: vCenter gives each created disk its uuid
+                after = retrieve_refs(st.session, [vm], props)
+                now = after[0].get("config.hardware.device", ()) if after else ()
+                self.disk_uuids[req.vm_name] = disk_uuids(now, added_slots(config, hardware))
         pool = self.lab.vcenters[req.vcenter].ip_pool
         if pool is not None:
             spec = customization_spec(req.vm_name, st.ip_for[req.vm_name], pool)

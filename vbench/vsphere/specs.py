@@ -25,6 +25,7 @@ NAME_PREFIX = "vb-"
 KEEP_PREFIX = "vb-keep-"
 MARK_KEY = "vbench.run"
 KEEP_KEY = "vbench.keep"
+ENABLE_UUID_KEY = "disk.EnableUUID"
 
 
 def vm_name(run_id: str, guest: str) -> str:
@@ -309,8 +310,11 @@ def reconfig_spec(
     harmless."""
     config = vim.vm.ConfigSpec()
     changed = False
-    if marks:
-        config.extraConfig = list(marks)
+    extra = list(marks)
+    if spec.disks:  # the guest sees each disk's uuid as its WWN: fio's disk:N finds it
+        extra.append(vim.option.OptionValue(key=ENABLE_UUID_KEY, value="TRUE"))
+    if extra:
+        config.extraConfig = extra
         changed = True
     if spec.cpus:
         config.numCPUs = spec.cpus

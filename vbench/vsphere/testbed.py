@@ -29,7 +29,7 @@ VM_PROPS = (
     "config.hardware.memoryMB", "config.version", "config.latencySensitivity",
     "config.cpuAllocation", "config.memoryAllocation", "config.hardware.device",
     "config.guestFullName", "runtime.host", "runtime.powerState", "datastore",
-    "guest.ipAddress", "resourcePool",
+    "guest.ipAddress", "resourcePool", "config.extraConfig",
 )  # fmt: skip
 HOST_PROPS = (
     "name", "parent", "summary.hardware", "config.hyperThread", "config.powerSystemInfo",
@@ -211,7 +211,17 @@ def _disk(d: Any, controllers: Mapping[int, str]) -> dict[str, Any]:
         "size_gib": _gib(size),
         "controller": controllers.get(d.controllerKey),
         "provisioning": provisioning,
+        # What the guest sees as the disk's WWN with disk.EnableUUID (fio's disk:N).
+        "uuid": _text(getattr(backing, "uuid", None)),
     }
+
+
+def _enable_uuid(extra: Any) -> bool | None:
+    """``disk.EnableUUID`` of a VM's extraConfig: the guest sees its disks' uuids."""
+    for o in extra or ():
+        if str(getattr(o, "key", "")).lower() == "disk.enableuuid":
+            return str(o.value).strip().lower() in ("true", "1", "yes")
+    return None
 
 
 def shape_vm(p: Mapping[str, Any], host: str | None, datastores: Sequence[str]) -> dict[str, Any]:
@@ -236,6 +246,7 @@ def shape_vm(p: Mapping[str, Any], host: str | None, datastores: Sequence[str]) 
         "cpu_reservation_mhz": getattr(cpu_alloc, "reservation", None),
         "memory_reservation_mib": getattr(mem_alloc, "reservation", None),
         "guest_os": _text(p.get("config.guestFullName")),
+        "disk_enable_uuid": _enable_uuid(p.get("config.extraConfig")),
         "ip": _text(p.get("guest.ipAddress")),
         "disks": [
             _disk(d, controllers) for d in devices if isinstance(d, vim.vm.device.VirtualDisk)

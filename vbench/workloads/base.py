@@ -61,6 +61,16 @@ class PlannedCommand:
     background: bool = False
 
 
+@dataclass(frozen=True)
+class PlannedGuest:
+    """A guest of a planned point as the lab provides it (known with a lab only)."""
+
+    name: str
+    kind: str  # "clone" (vbench makes it) | "existing VM" | "lab node"
+    group: str
+    data_disks: int | None  # data disks known to vbench (vm.disks, a node's disks)
+
+
 def _no_window(start: float, end: float) -> None:
     """A context that records no workload window (tests, tools)."""
 
@@ -156,6 +166,14 @@ class Workload(ABC):
     @classmethod
     def placement_findings(cls, params: Params, guests: Mapping[str, int]) -> list[Finding]:
         """Pitfalls that depend on the number of guests per role (checked by the plan)."""
+        return []
+
+    @classmethod
+    def guest_findings(
+        cls, params: Params, guests: Mapping[str, Sequence[PlannedGuest]]
+    ) -> list[Finding]:
+        """Pitfalls that depend on what the lab's guests are (role -> its guests; checked
+        by the plan when a lab is given)."""
         return []
 
     def tools(self) -> Mapping[str, tuple[str, ...]]:

@@ -32,7 +32,15 @@ from vbench.parsers.fio import (
 )
 from vbench.results.collected import SERIES_DIR, safe_name
 from vbench.workloads import guest_trial
-from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.base import (
+    Finding,
+    PlannedCommand,
+    PlannedGuest,
+    TrialContext,
+    Workload,
+    register,
+)
+from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import logs as fio_logs
 from vbench.workloads.fio import target as fio_target
@@ -110,6 +118,17 @@ class FioWorkload(Workload):
     def findings(cls, params: FioParams) -> list[Finding]:  # type: ignore[override]
         return fio_jobs.findings(params)
 
+    @classmethod
+    def guest_findings(  # type: ignore[override]
+        cls, params: FioParams, guests: Mapping[str, Sequence[PlannedGuest]]
+    ) -> list[Finding]:
+        refs = fio_disks.disk_refs(params.filename)
+        for guest in guests.get(ROLE, ()) if refs else ():
+            why = fio_disks.plan_problem(refs, guest)
+            if why:  # one line: the first guest that cannot have the disks
+                return [Finding("error", "filename", why)]
+        return []
+
     # ------------------------------------------------------------------ planning
 
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
@@ -161,11 +180,13 @@ class FioWorkload(Workload):
         ctx.log("fio_version", guest=guest.name, version=version.stdout.strip())
         d = self._dir(ctx, guest)
         guest.mkdir(d)
+        target = f"{d}/{DATA_FILE}"
         if self.params.filename is not None:  # a named target: make sure it is the right one
-            fio_target.check(guest, fio_target.fio_paths(self.params.filename),
+            paths = self._named_target(ctx, guest)
+            fio_target.check(guest, paths,
                              fio_target.job_writes(self.params.rw, self.params.needs_prepare()))
+            target = fio_disks.join_paths(paths)
         header = f"run {ctx.run_id}, point {ctx.point}, trial {ctx.trial}, guest {guest.name}"
-        target = self.params.filename or f"{d}/{DATA_FILE}"
         if user_job is not None:
             measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header,
                                               allow_exec=self.params.allow_exec)
@@ -180,6 +201,16 @@ class FioWorkload(Workload):
         elif self.params.needs_layout():
             guest.put_text(fio_jobs.render_layout(self.params, target, header=header),
                            f"{d}/{PREPARE_JOB}")
+
+    def _named_target(self, ctx: TrialContext, guest: Guest) -> list[str]:
+        """The paths of ``filename`` in this guest, each ``disk:N`` resolved to its device
+        (logged: which disk became which device, through which uuid)."""
+        assert self.params.filename is not None
+        entries = fio_disks.split_entries(self.params.filename)
+        paths, resolved = fio_disks.resolve_in(guest, entries)
+        if resolved:
+            ctx.log("fio_disks", guest=guest.name, disks=[r.to_json() for r in resolved])
+        return paths
 
     def _run_prepare(self, ctx: TrialContext, guests: Sequence[Guest]) -> None:
         """Fill (or lay out) the target on every guest at once; not measured."""

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from vbench.errors import ConfigError
 from vbench.templates import Templates, has_control, render_value
 from vbench.workloads.base import Finding, Params
+from vbench.workloads.fio.disks import check_filename
 from vbench.workloads.fio.engines import engine_problem
 from vbench.workloads.fio.guard import ALLOW_EXEC, EXEC_OPTIONS, exec_engine, exec_option
 
@@ -146,8 +147,10 @@ class FioParams(Params):
         "libaio", description="fio I/O engine: one fio documents (libaio, io_uring, psync …)"
     )
     filename: str | None = Field(
-        None, description="absolute target path in the guest, e.g. /dev/sdb "
-        "(default: a data file in the guest's run directory)"
+        None, description="absolute target path in the guest, e.g. /dev/sdb, or disk:N, the "
+        "N-th data disk of vm.disks (or of the lab node's disks), found in each guest; "
+        "several separated by ':' (disk:1:disk:2) (default: a data file in the guest's run "
+        "directory)"
     )
     dedupe_percentage: int | None = Field(None, ge=0, le=100, description="% dedupable blocks")
     buffer_compress_percentage: int | None = Field(
@@ -217,9 +220,7 @@ class FioParams(Params):
         if v is None:
             return v
         job_value(v, "filename")
-        if not v.startswith("/"):
-            raise ValueError("filename must be an absolute path in the guest, e.g. /dev/sdb")
-        return v
+        return check_filename(v)
 
     @field_validator("job_file")
     @classmethod
