@@ -4,6 +4,7 @@ its headline figure and the time left."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from pathlib import Path
@@ -34,17 +35,19 @@ class Clock:
 
 
 def test_eta_starts_at_the_plan_and_learns_the_runs_pace(plan: Plan) -> None:
+    plan = dataclasses.replace(plan, setup_seconds=7.0, finish_seconds=5.0)
     clock = Clock()
-    eta = Eta(plan, clock)
-    assert eta.left() == pytest.approx(plan.estimated_seconds)
-    per_trial = plan.estimated_seconds / plan.n_trials
+    eta = Eta(plan, clock)  # made as the first trial starts: the set-up is behind
+    assert eta.left() == pytest.approx(plan.trials_seconds + 5.0)
+    per_trial = plan.trials_seconds / plan.n_trials
     eta.start_trial(plan.points[0])
     clock.now += per_trial / 2
-    assert eta.left() == pytest.approx(plan.estimated_seconds - per_trial / 2)
+    assert eta.left() == pytest.approx(plan.trials_seconds - per_trial / 2 + 5.0)
     clock.now += per_trial * 1.2  # the first trial took 1.7 × its estimate
     eta.end_trial()
     assert eta.pace == pytest.approx(1.7)
-    assert eta.left() == pytest.approx((plan.n_trials - 1) * per_trial * 1.7)
+    # The clean-up is not scaled by the trials' pace.
+    assert eta.left() == pytest.approx((plan.n_trials - 1) * per_trial * 1.7 + 5.0)
 
 
 def _result(point: int, trial: int, status: str = "ok", error: str | None = None) -> TrialResult:

@@ -1,9 +1,11 @@
 """The one estimate of a run's time left that `vbench run` shows, live or in plain lines.
 
-It starts as the plan's estimate and learns from the run itself: the trials not yet
-finished are estimated as the plan does, scaled by how long the finished trials took
-against their own estimate (so a plan 1.7× too optimistic is corrected after the first
-trial), minus the time the current trial has already run.
+It is made when the first trial starts (the run's set-up is over by then) and learns
+from the run itself: the trials not yet finished are estimated as the plan does, scaled
+by how long the finished trials took against their own estimate (so a plan 1.7× too
+optimistic is corrected after the first trial), minus the time the current trial has
+already run, plus the clean-up after the last trial (learned from stored runs, not
+scaled: it does not follow the trials' pace).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ class Eta:
     def __init__(self, plan: Plan, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._overhead = plan.overhead_per_trial
-        self._total = plan.estimated_seconds  # planned seconds of every trial
+        self._total = plan.trials_seconds  # planned seconds of every trial
+        self._finish = plan.finish_seconds  # clean-up after the last trial
         self._planned_done = 0.0  # planned seconds of the trials that finished
         self._spent_done = 0.0  # their wall time
         self._current: tuple[float, float] | None = None  # (started, planned seconds)
@@ -45,4 +48,5 @@ class Eta:
     def left(self) -> float:
         """Seconds the run still needs, by this estimate (never below 0)."""
         running = self._clock() - self._current[0] if self._current is not None else 0.0
-        return max(0.0, (self._total - self._planned_done) * self.pace - running)
+        trials = max(0.0, (self._total - self._planned_done) * self.pace - running)
+        return trials + self._finish
