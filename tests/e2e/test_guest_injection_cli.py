@@ -58,3 +58,5 @@ def test_exec_prerun_runs_only_when_the_scenario_allows_it(
                      "--lab", str(lab), env=home)  # fmt: skip
     assert allowed.returncode == 0, allowed.stderr
     assert pwned.exists()
+    # The run says so, as validate and plan do.
+    assert "workload.params.allow_exec: warning:" in allowed.stderr

@@ -242,6 +242,11 @@ def run(
 
         session.plan = with_estimate(session.plan,
                                      learn(store, session.plan, session.lab.model.name))
+        # The driver's warnings (allow_exec on, a run configuration missing …), as
+        # validate and plan print them: a run from cron shows them in its log.
+        for f in session.plan.findings:
+            click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}",
+                       err=True)
         progress = RichProgress()
         outcome, rundir = execute(session, store, rdir, progress=progress)
         _summary(store, outcome.run_id, outcome.status, rundir.path, lab, progress.console)
