@@ -146,12 +146,15 @@ def test_mutated_labs_load_and_validate_or_exit_2_located(tmp_path: Path) -> Non
                                              PER_FILE * 3)):
             path = tmp_path / f"lab-{source.stem}-{i}.yaml"
             path.write_bytes(variant.data)
-            with cpu_limit(CPU_SECONDS):
-                try:
+            try:
+                with cpu_limit(CPU_SECONDS):
                     load_lab(path)
-                except ConfigValidationError as exc:
-                    bad = [str(x) for x in exc.issues if x.line is None or x.file != str(path)]
-                    assert not bad, f"seed {SEED + 1}, {variant.name}: unlocated {bad[:3]}"
+            except ConfigValidationError as exc:
+                bad = [str(x) for x in exc.issues if x.line is None or x.file != str(path)]
+                assert not bad, f"seed {SEED + 1}, {variant.name}: unlocated {bad[:3]}"
+            except CpuLimit:
+                pytest.fail(f"seed {SEED + 1}, {variant.name}: load_lab over {CPU_SECONDS} s "
+                            f"of CPU (variant kept in {path})")
             # --set mutations apply to the scenario here
             sets = [a for s in variant.sets for a in ("--set", s)]
             argv = ["validate", str(scenario), "--lab", str(path), *sets]
