@@ -136,3 +136,21 @@ def test_x_may_name_a_metric(tmp_path: Path) -> None:
     assert "lat against ops: one dot per point" in caps[1]
     assert "<title>latency vs IOPS</title>" in charts[1][0]
     assert "ops (ops/s)" in charts[1][0]  # the x axis names the metric
+
+
+def test_a_time_against_a_count_of_items_gets_a_linear_reference_when_asked(
+    tmp_path: Path,
+) -> None:
+    """The Content Library sync chart: sync time against items, with the time growing in
+    proportion to the items from the first point drawn for reference."""
+    items = ["1", "2", "4", "8"]
+    html = render(tmp_path, {"items": items}, headline=["lat"],
+                  charts=[{"metric": "lat", "x": "items", "ideal": "linear"}])
+    ((svg, cap),) = summary_charts(html)
+    assert "ideal linear scaling from the smallest level" in cap
+    assert "ideal" in legend(svg)
+    # 0.5 s at one item → 4 s at eight on the reference: the axis holds it.
+    assert float(re.search(r'data-y-max="([^"]+)"', svg).group(1)) >= 4.0  # type: ignore[union-attr]
+    default = render(tmp_path / "d", {"items": items}, headline=["lat"])
+    ((_svg, cap2),) = summary_charts(default)
+    assert "ideal" not in cap2  # not drawn unless asked: items is not a topology count
