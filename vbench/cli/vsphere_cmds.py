@@ -200,8 +200,9 @@ def cleanup_run(lab: Any, run_id: str, run_dir: Path, include_kept: bool) -> Any
                 w.close()
 
 
-def _undo_hooks(lab: Any, run_dir: Path) -> bool:
-    """Undo the per-point lab hooks a killed run left applied; True when one failed."""
+def _undo_hooks(lab: Any, run_dir: Path) -> tuple[bool, bool]:
+    """Undo the per-point lab hooks a killed run left applied: (one failed, one was
+    undone)."""
     from vbench.engine.hooks import undo_pending
 
     done, errors = undo_pending(lab, run_dir)
@@ -209,18 +210,69 @@ def _undo_hooks(lab: Any, run_dir: Path) -> bool:
         click.echo(f"undone {line}")
     for line in errors:
         click.echo(f"error: {line}", err=True)
-    return bool(errors)
+    return bool(errors), bool(done)
 
 
-def _clean_guests(lab: Any, run_id: str, run_dir: Path) -> bool:
-    """Kill what the run left running in its static guests and remove its scratch
-    directories; one line per guest. True when a guest could not be cleaned."""
+def _clean_guests(lab: Any, run_id: str, run_dir: Path) -> tuple[bool, bool]:
+    """Kill what the run left running in its guests and remove its scratch directories;
+    one line per guest. (a guest could not be cleaned, something was found)."""
     from vbench.guest.leftovers import clean_guests
 
-    results = clean_guests(lab, run_id, run_dir)
+    results = clean_guests(lab, run_id, run_dir, vm_gone=_vm_gone(run_id, run_dir))
     for r in results:
         click.echo(r.line, err=not r.ok)
-    return not all(r.ok for r in results)
+    found = any(": killed " in r.line for r in results)
+    return not all(r.ok for r in results), found
+
+
+def _vm_gone(run_id: str, run_dir: Path) -> Any:
+    """guest name -> whether the journal says its VM was destroyed (or found missing):
+    then nothing of the run can still run in it."""
+    import yaml
+
+    from vbench.vsphere.journal import VM_KIND, Journal, items
+    from vbench.vsphere.specs import kept_vm_name, vm_name
+
+    gone = {i.name for i in items(Journal.in_run_dir(run_dir).read())
+            if i.kind == VM_KIND and i.state in ("destroyed", "missing")}
+    scenario = ""
+    try:
+        doc = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
+        scenario = str(doc.get("name") or "") if isinstance(doc, dict) else ""
+    except (OSError, yaml.YAMLError):
+        pass  # kept VMs are then not recognised: their guests are cleaned as reachable
+
+    def vm_is_gone(guest: str) -> bool:
+        names = {vm_name(run_id, guest)} | ({kept_vm_name(scenario, guest)} if scenario else set())
+        return bool(names & gone)
+
+    return vm_is_gone
+
+
+def _settle_status(store: Any, run_id: str, run_dir: Path) -> tuple[str, bool]:
+    """Mark a run whose vbench process is gone (kill -9, a crash) interrupted in the
+    store: (the line saying so, whether the status changed)."""
+    from vbench.errors import RunNotFound
+    from vbench.results.rundir import controller_alive
+    from vbench.results.store import UNFINISHED_STATUSES
+    from vbench.vsphere.cleanup import journal_says_alive
+
+    try:
+        row = store.get_run(run_id)
+    except RunNotFound:
+        return f"run {run_id}: not in the store ({store.url_display})", False
+    if row.status not in UNFINISHED_STATUSES:
+        return f"run {run_id}: status {row.status}", False
+    alive = controller_alive(run_dir)
+    if alive is None:
+        alive = journal_says_alive(run_dir)
+    if alive:
+        return (f"run {run_id}: its vbench process still runs; status left as "
+                f"{row.status}"), False
+    changed = store.settle_unfinished(run_id, "interrupted", time.time())
+    if not changed:  # it ended meanwhile
+        return f"run {run_id}: status {store.get_run(run_id).status}", False
+    return f"run {run_id}: status interrupted (was {row.status}; its vbench process is gone)", True
 
 
 def _print_report(report: Any) -> None:
@@ -244,11 +296,16 @@ def _orphans(
     from vbench.vsphere.connection import SessionPool
 
     def is_active(run_id: str) -> bool:
-        alive = journal_says_alive(results_dir / run_id)
+        from vbench.results.rundir import controller_alive
+        from vbench.results.store import UNFINISHED_STATUSES
+
+        alive = controller_alive(results_dir / run_id)
+        if alive is None:
+            alive = journal_says_alive(results_dir / run_id)
         if alive is not None:
             return alive
         try:
-            return bool(store.get_run(run_id).status == "running")
+            return store.get_run(run_id).status in UNFINISHED_STATUSES
         except RunNotFound:
             return False
 
@@ -292,9 +349,12 @@ def cleanup(
     store_url: str | None,
     results_dir: Path | None,
 ) -> None:
-    """Remove what a run created in vSphere (idempotent), or find marked orphans.
+    """Finish what a run left (idempotent), or find marked orphans.
 
-    Only VMs named by vbench and marked with the run's id are ever touched."""
+    For RUN_ID: undo its lab hooks, stop its processes on the guests and remove their
+    scratch directories, remove what it created in vSphere, and mark it interrupted in
+    the store when its vbench process is gone. Only VMs named by vbench and marked with
+    the run's id are ever touched."""
     from vbench.config.load import load_lab
     from vbench.config.types import format_duration, parse_duration
     from vbench.errors import ConfigError
@@ -306,12 +366,19 @@ def cleanup(
     try:
         if run_id:
             full_id, run_dir = _run_dir(store, rdir, run_id)
-            hooks_failed = _undo_hooks(lab, run_dir)  # lab set-ups first: they need no vCenter
-            guests_failed = _clean_guests(lab, full_id, run_dir)  # processes, scratch dirs
+            # Lab set-ups first (they need no vCenter), then the guests' processes and
+            # scratch directories while their VMs still exist, then vSphere.
+            hooks_failed, undone = _undo_hooks(lab, run_dir)
+            guests_failed, killed = _clean_guests(lab, full_id, run_dir)
             report = cleanup_run(lab, full_id, run_dir, include_kept)
             _print_report(report)
             click.echo(f"run {full_id}: {report.summary()}")
-            ctx.exit(3 if report.errors or hooks_failed or guests_failed else 0)
+            status_line, settled = _settle_status(store, full_id, run_dir)
+            click.echo(status_line)
+            failed = bool(report.errors or hooks_failed or guests_failed)
+            if not (failed or undone or killed or report.destroyed or settled):
+                click.echo(f"run {full_id}: nothing left to clean up")
+            ctx.exit(3 if failed else 0)
         try:
             age = parse_duration(older_than)
         except Exception:

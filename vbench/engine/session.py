@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,18 +18,21 @@ from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
+from vbench.engine.lifecycle import RunSignals
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
 from vbench.engine.vm_scaling import vm_hooks
 from vbench.engine.vsphere_run import VSphereRun
-from vbench.errors import GuestError, Interrupted, LabError, VbenchError
+from vbench.errors import EXIT_INTERRUPTED, GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
+from vbench.guest.ledger import GuestLedger
 from vbench.guest.ssh import GuestPool
 from vbench.results.identity import lab_fingerprint, scenario_hash
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
+from vbench.vsphere.journal import pending
 
 
 @dataclass(frozen=True)
@@ -92,24 +93,6 @@ def preflight(plan: Plan, pool: GuestPool, names: list[str] | None = None) -> No
     pool.fan_out(names, check)
 
 
-@contextlib.contextmanager
-def interrupt_handler(cancel: threading.Event) -> Iterator[None]:
-    """Ctrl-C and SIGTERM set ``cancel``; the engine stops at once and cleans up."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        cancel.set()
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def execute(
     session: RunSession,
     store: Store,
@@ -117,6 +100,10 @@ def execute(
     progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[RunOutcome, RunDir]:
+    """Run the session. The run is stored before anything is created (status
+    ``provisioning``), is ``running`` once its guests are ready, and ends ``ok``,
+    ``failed`` or ``interrupted`` after the final clean-up, whatever ends it (see
+    :mod:`vbench.engine.lifecycle`)."""
     req, plan = session.request, session.plan
     lab = session.lab.model
     cancel = cancel or threading.Event()
@@ -126,6 +113,9 @@ def execute(
     specs = [guest_spec(lab, n) for n in static]
     pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
     rundir: RunDir | None = None
+    signals: RunSignals | None = None
+    status = "failed"  # what the store keeps unless the run gets further
+    outcome: RunOutcome | None = None
     # The resolved scenario (defaults filled, durations in seconds, --set applied).
     scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
     try:
@@ -138,20 +128,29 @@ def execute(
         vsphere.preflight()
         run_id = req.resume or new_run_id()
         rundir = RunDir(results_dir, run_id)
-        testbed = None
-        if vsphere.active:
-            with interrupt_handler(cancel):
-                vm_specs = vsphere.provision(run_id, rundir.path)
-                _release(pool)
-                pool = GuestPool([*specs, *vm_specs.values()], max_parallel=pool.max_parallel)
-                preflight(plan, pool, list(vm_specs))
-                testbed = vsphere.testbed()
-                rundir.write_json("testbed.json", testbed)
-            if cancel.is_set():
-                raise Interrupted("interrupted before the first trial")
+        signals = RunSignals(cancel, progress.notice if progress is not None else None,
+                             f"vbench cleanup {run_id} --lab {req.lab}")
+        signals.install()
+        rundir.write_controller()
         lab_doc = redact(lab.redacted())
         rundir.write_yaml("scenario.yaml", scenario_doc)
         rundir.write_yaml("lab.yaml", lab_doc)
+        _store_run(session, store, rundir, scenario_doc, lab_doc)
+        # From here every guest reached and every process started is in the run
+        # directory: `vbench cleanup` finds them after a kill -9.
+        ledger = GuestLedger.in_run_dir(rundir.path)
+        pool.set_recorder(ledger)
+        testbed = None
+        if vsphere.active:
+            vm_specs = vsphere.provision(run_id, rundir.path)
+            _release(pool)
+            pool = GuestPool([*specs, *vm_specs.values()], max_parallel=pool.max_parallel,
+                             recorder=ledger)
+            preflight(plan, pool, list(vm_specs))
+            testbed = vsphere.testbed()
+            rundir.write_json("testbed.json", testbed)
+            if cancel.is_set():
+                raise Interrupted("interrupted before the first trial")
         # A random order draws its seed here (a resumed run keeps the one it drew, so the
         # recorded order is the one its trials ran in); a find-max search reads the run's
         # figures.
@@ -166,30 +165,13 @@ def execute(
         tools = {n: t for n, t in _tools_by_guest(plan).items() if n in pool.names}
         env["guests"] = all_guest_facts(pool, tools)
         rundir.write_json("environment.json", env)
-        info = RunInfo(
-            run_id=run_id,
-            scenario_name=plan.scenario.name,
-            started=time.time(),
-            tags=tuple(req.tags),
-            scenario=scenario_doc,
-            lab=lab_doc,
-            lab_fingerprint=lab_fingerprint(lab_doc),
-            scenario_hash=scenario_hash(scenario_doc),
-            base_scenario_hash=base_scenario_hash(session, scenario_doc),
-            overrides=tuple(req.sets),
-            environment=env,
-            run_dir=str(rundir.path),
-            headline=headline_of(plan),
-        )
         if req.resume:
             rundir.log("run_resumed", run_id=run_id, kept=len(done))
             _undo_earlier_hooks(lab, rundir)
-        else:
-            store.create_run(info)
+        store.set_running(run_id, env)
         if testbed:
             store.set_testbed(run_id, testbed)
         store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
-        rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
         collectors = _collectors(session, pool, rundir, run_id)
         engine = Engine(
             plan,
@@ -210,21 +192,95 @@ def execute(
                 log=rundir.log, notice=progress.notice if progress else None,
             ), *hooks_for(plan.scenario, lab, rundir.path, rundir.log)],
         )
-        outcome = RunOutcome(run_id, "failed", exit_code=3)
         try:
-            with interrupt_handler(cancel):
-                outcome = engine.run()
+            outcome = engine.run()  # a signal sets cancel: the engine stops and cleans up
         finally:
             if collectors is not None:
                 collectors.close()
-            store.finish_run(run_id, outcome.status, time.time())
-            _write_figures(store, run_id, rundir)
-            rundir.log("run_end", status=outcome.status, failed=len(outcome.failed))
+        status = outcome.status
+    except BaseException as exc:
+        interrupted = isinstance(exc, Interrupted | KeyboardInterrupt) or cancel.is_set()
+        status = "interrupted" if interrupted else "failed"
+        raise
     finally:
         failing = sys.exc_info()[1] is not None
-        _release(pool)
-        _vsphere_cleanup(vsphere, rundir, progress, raise_errors=not failing)
+        try:
+            if signals is not None:
+                signals.cleaning(lambda: _left_in_vsphere(vsphere))
+            _release(pool)
+            _vsphere_cleanup(vsphere, rundir, progress, raise_errors=not failing)
+        except BaseException:
+            status = "interrupted" if status == "interrupted" else "failed"
+            raise
+        finally:
+            if signals is not None:
+                try:
+                    if signals.interrupted:
+                        status = "interrupted"
+                    _end_run(store, rundir, status, outcome)
+                finally:
+                    signals.restore()
+    assert outcome is not None and rundir is not None
+    if status == "interrupted" and outcome.status != "interrupted":
+        # Ctrl-C during the final clean-up: it finished, the run counts as interrupted.
+        outcome.status, outcome.exit_code = status, EXIT_INTERRUPTED
     return outcome, rundir
+
+
+def _store_run(
+    session: RunSession,
+    store: Store,
+    rundir: RunDir,
+    scenario_doc: dict[str, Any],
+    lab_doc: dict[str, Any],
+) -> None:
+    """The run in the store from its first moment (``provisioning``): a run killed while
+    it sets up is still found by `show` and settled by `vbench cleanup`."""
+    req, plan = session.request, session.plan
+    run_id = rundir.run_id
+    if req.resume:
+        store.set_status(run_id, "provisioning")
+    else:
+        store.create_run(RunInfo(
+            run_id=run_id,
+            scenario_name=plan.scenario.name,
+            started=time.time(),
+            status="provisioning",
+            tags=tuple(req.tags),
+            scenario=scenario_doc,
+            lab=lab_doc,
+            lab_fingerprint=lab_fingerprint(lab_doc),
+            scenario_hash=scenario_hash(scenario_doc),
+            base_scenario_hash=base_scenario_hash(session, scenario_doc),
+            overrides=tuple(req.sets),
+            run_dir=str(rundir.path),
+            headline=headline_of(plan),
+        ))
+    rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
+
+
+def _end_run(store: Store, rundir: RunDir | None, status: str, outcome: RunOutcome | None) -> None:
+    """The run's final status, its figures beside its raw outputs, and the log's end."""
+    if rundir is None:
+        return
+    failed = len(outcome.failed) if outcome is not None else 0
+    try:
+        store.finish_run(rundir.run_id, status, time.time())
+    except VbenchError as exc:
+        rundir.log("status_not_stored", level="error", status=status, error=str(exc))
+        if sys.exc_info()[1] is None:
+            raise
+    else:
+        _write_figures(store, rundir.run_id, rundir)
+    finally:
+        rundir.log("run_end", status=status, failed=failed)
+
+
+def _left_in_vsphere(vsphere: VSphereRun) -> list[str]:
+    """What the journal still has to remove (for the second Ctrl-C during clean-up)."""
+    if vsphere.journal is None:
+        return []
+    return [f"{i.kind} {i.name}" for i in pending(vsphere.journal.read())]
 
 
 def _collectors(
@@ -268,13 +324,14 @@ def _vsphere_cleanup(
     progress: ProgressSink | None,
     raise_errors: bool = True,
 ) -> None:
-    """Remove what the run created — after a normal end, a failure or an interrupt. A
-    second Ctrl-C does not stop it (run `vbench cleanup RUN_ID` if it is killed)."""
+    """Remove what the run created — after a normal end, a failure or an interrupt. Ctrl-C
+    does not stop it (:class:`RunSignals`; `vbench cleanup RUN_ID` if it is killed)."""
     try:
         if vsphere.journal is None:
             return
-        with interrupt_handler(threading.Event()):
-            report = vsphere.cleanup()
+        if rundir is not None:
+            rundir.log("vsphere_cleanup_start", pending=len(_left_in_vsphere(vsphere)))
+        report = vsphere.cleanup()
         if rundir is not None:
             rundir.log(
                 "vsphere_cleanup",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 import paramiko
 
@@ -26,6 +26,17 @@ from vbench.guest.spec import CommandResult, GuestSpec
 _CONTROL_TIMEOUT = 30.0
 _KILL_GRACE = 2.0  # seconds a timed-out foreground command gets between TERM and KILL
 _CHUNK = 65536
+
+
+class GuestRecorder(Protocol):
+    """Told of every guest reached and every process group started (the run's guest
+    ledger, :mod:`vbench.guest.ledger`), so a killed run can still be cleaned up."""
+
+    def reached(self, spec: GuestSpec) -> None: ...
+
+    def started(
+        self, spec: GuestSpec, pgid: int, start: int | None, argv: Sequence[str]
+    ) -> None: ...
 
 
 class KillsOnExit:
@@ -57,10 +68,17 @@ class KillsOnExit:
 class Guest(KillsOnExit):
     """A connection to one guest. Methods may be called from several threads at once."""
 
-    def __init__(self, spec: GuestSpec, *, jump: Guest | None = None) -> None:
+    def __init__(
+        self,
+        spec: GuestSpec,
+        *,
+        jump: Guest | None = None,
+        recorder: GuestRecorder | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self._jump = jump
+        self.recorder = recorder
         self._owns_jump = False
         self._lock = threading.Lock()  # guards transport and jump creation
         self._transport: paramiko.Transport | None = None
@@ -107,6 +125,8 @@ class Guest(KillsOnExit):
                 t.close()
                 raise ConnectionLost(self.target, "connection lost")
             self._transport = open_transport(self.spec, via=self._jump_opener())
+            if self.recorder is not None:
+                self.recorder.reached(self.spec)
             return self._transport
 
     def _jump_opener(self) -> Callable[[str, int, float], paramiko.Channel] | None:
@@ -306,13 +326,18 @@ class Guest(KillsOnExit):
         res = self._execute(
             shell.background(argv, log, cwd, env), f"start {text}", timeout=_CONTROL_TIMEOUT
         )
+        # The last line is "PID [START]" (a chatty login shell may print lines before it).
+        last = (res.stdout.strip().splitlines() or [""])[-1].split()
         try:
-            pid = int(res.stdout.split()[-1])
+            pid = int(last[0])
         except (IndexError, ValueError) as exc:
             raise GuestError(self.target, f"could not start `{text}`: no pid reported") from exc
+        start = int(last[1]) if len(last) > 1 and last[1].isdigit() else None
         proc = RemoteProcess(self, pid, tuple(os.fspath(a) for a in argv), log)
         with self._procs_lock:
             self._procs.append(proc)
+        if self.recorder is not None:
+            self.recorder.started(self.spec, pid, start, proc.argv)
         return proc
 
     def processes(self) -> list[RemoteProcess]:

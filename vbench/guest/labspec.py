@@ -89,6 +89,14 @@ def vm_guest_spec(lab: Lab, name: str, vm_name: str, ip: str) -> GuestSpec:
     return dataclasses.replace(spec, address=address, port=port)
 
 
+def reached_guest_spec(lab: Lab, name: str, address: str, port: int | None) -> GuestSpec:
+    """A guest as a run reached it (a VM: its address after the address map, recorded in
+    the run's guest ledger), with the lab's defaults for everything else."""
+    endpoint = SshEndpoint(address=address)
+    spec = _endpoint_spec(lab, f"guest {name}", name, endpoint, jump=_jump(lab, None))
+    return dataclasses.replace(spec, address=address, port=port or spec.port)
+
+
 def host_spec(lab: Lab, name: str) -> GuestSpec:
     """Resolve a lab ESXi host (`hosts:`) into a connectable GuestSpec (SSH for esxtop)."""
     host = lab.hosts[name]

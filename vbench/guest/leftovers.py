@@ -1,12 +1,18 @@
-"""What a killed controller left running in its static guests, found and removed.
+"""What a killed controller left running in its guests, found and removed.
 
 A run keeps everything it starts in a guest under ``<workdir>/<run_id>``: fio's job
 files, redis' and nginx's configs, the databases of the cloudstone tier. After ``kill -9``
 of the controller nobody stops those processes (only their own ``timeout``), so
-``vbench cleanup RUN`` finds every process whose command line names that directory or
-whose working directory lies in it, kills it with its process group, then removes the
-directory. The directory travels to the guest on stdin, never in a shell string: the
-scan script is fixed text, and no process of the scan itself names the directory.
+``vbench cleanup RUN`` stops them in two ways: the process groups the run recorded when
+it started them (its guest ledger, :mod:`vbench.guest.ledger`; a group only while its
+leader is still the process that was started), and every process whose command line
+names that directory or whose working directory lies in it (with its process group).
+Then it removes the directory. The directory travels to the guest on stdin, never in a
+shell string: the scan script is fixed text, and no process of the scan itself names
+the directory.
+
+Static guests are the lab's nodes; the guests of `vm:` groups are reached at the
+address the ledger recorded, unless their VM is already gone.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +31,9 @@ from vbench.config.lab import Lab
 from vbench.errors import GuestError, VbenchError
 from vbench.guest import shell
 from vbench.guest.host import Guest
-from vbench.guest.labspec import guest_spec
+from vbench.guest.labspec import guest_spec, reached_guest_spec
+from vbench.guest.ledger import RecordedGuest, read_ledger
+from vbench.guest.spec import GuestSpec
 
 # new_run_id's format (results.rundir): a run id is a path component of nothing else.
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}\Z")
@@ -62,6 +70,21 @@ export d
   set -- $s
   echo "$p $3"
 done
+"""
+
+
+# Reads "PGID START" lines from stdin and prints each PGID whose leader still runs (not a
+# zombie), still leads its group and started at START (field 22 of /proc/PID/stat): the
+# very process the run started, not one that got its number since.
+VERIFY = r"""
+while read -r g t; do
+  case "$g$t" in ''|*[!0-9]*) continue ;; esac
+  s=$(cat "/proc/$g/stat" 2>/dev/null) || continue
+  s=${s##*) }
+  set -- $s
+  [ "$1" != Z ] && [ "$3" = "$g" ] && [ "${20}" = "$t" ] && echo "$g"
+done
+exit 0
 """
 
 
@@ -108,31 +131,58 @@ def recorded_workdir(run_dir: Path, name: str) -> str | None:
     return str(workdir) if workdir else None
 
 
-def clean_guests(lab: Lab, run_id: str, run_dir: Path) -> list[GuestLeftovers]:
-    """Kill the run's processes and remove its scratch directory in each static guest."""
+def clean_guests(
+    lab: Lab, run_id: str, run_dir: Path, vm_gone: Callable[[str], bool] | None = None
+) -> list[GuestLeftovers]:
+    """Kill the run's processes and remove its scratch directory in each guest it used:
+    the lab nodes of its plan, and the guests its ledger recorded (the VMs of `vm:`
+    groups; ``vm_gone(guest)`` says a guest's VM was destroyed, so nothing is left)."""
     if not RUN_ID.match(run_id):
         # Not a path component vbench made: nothing is killed or removed on its account.
         why = f"guests: skipped, run id {run_id!r} is not of the form YYYYMMDD-HHMMSS-xxxxxxxx"
         return [GuestLeftovers("-", why, False)]
-    if not (run_dir / "plan.json").is_file():
-        return []  # the run ended before its plan was written: it started nothing
-    try:
-        static, vms = static_guests(run_dir, lab)
-    except (OSError, ValueError, yaml.YAMLError) as exc:  # a damaged run directory
-        return [GuestLeftovers("-", f"guests: cannot read {run_dir}/plan.json or "
-                                    f"scenario.yaml: {exc}", False)]  # fmt: skip
-    out = [GuestLeftovers(n, f"guest {n}: skipped (a VM of a `vm:` group)", True) for n in vms]
+    recorded = read_ledger(run_dir)
+    static: list[str] = []
+    vms: list[str] = []
+    if (run_dir / "plan.json").is_file():
+        try:
+            static, vms = static_guests(run_dir, lab)
+        except (OSError, ValueError, yaml.YAMLError) as exc:  # a damaged run directory
+            return [GuestLeftovers("-", f"guests: cannot read {run_dir}/plan.json or "
+                                        f"scenario.yaml: {exc}", False)]  # fmt: skip
+    # Without a plan the run ended before its first trial: it started nothing, except in
+    # guests its ledger names.
+    out = []
     for name in static:
         if name not in lab.nodes:
             out.append(GuestLeftovers(name, f"guest {name}: not a node of this lab", False))
             continue
-        out.append(_clean_one(lab, name, run_id, recorded_workdir(run_dir, name)))
+        workdir = recorded_workdir(run_dir, name)
+        out.append(_clean_one(lambda n=name: guest_spec(lab, n), name, run_id, workdir,
+                              recorded.get(name)))
+    for name in dict.fromkeys([*vms, *(n for n in recorded if n not in static)]):
+        rec = recorded.get(name)
+        if vm_gone is not None and vm_gone(name):
+            out.append(GuestLeftovers(name, f"guest {name}: nothing left (its VM is gone)", True))
+        elif rec is None or rec.address is None:
+            out.append(GuestLeftovers(name, f"guest {name}: skipped (a VM the run never "
+                                            "reached)", True))  # fmt: skip
+        else:
+            address, port = rec.address, rec.port
+            out.append(_clean_one(lambda n=name, a=address, p=port: reached_guest_spec(
+                lab, n, a, p), name, run_id, rec.workdir, rec))
     return out
 
 
-def _clean_one(lab: Lab, name: str, run_id: str, workdir: str | None) -> GuestLeftovers:
+def _clean_one(
+    make_spec: Callable[[], GuestSpec],
+    name: str,
+    run_id: str,
+    workdir: str | None,
+    recorded: RecordedGuest | None,
+) -> GuestLeftovers:
     try:
-        spec = guest_spec(lab, name)
+        spec = make_spec()
     except VbenchError as exc:
         return GuestLeftovers(name, f"guest {name}: {exc}", False)
     root = (workdir or spec.workdir).rstrip("/")
@@ -141,9 +191,10 @@ def _clean_one(lab: Lab, name: str, run_id: str, workdir: str | None) -> GuestLe
         return GuestLeftovers(name, f"guest {name}: workdir {root!r} is not a plain path", False)
     if workdir and workdir != spec.workdir:
         spec = dataclasses.replace(spec, workdir=workdir)  # remove() stays inside it
+    groups = recorded.groups if recorded is not None else ()
     try:
         with Guest(spec) as guest:
-            killed = kill_leftovers(guest, path)
+            killed = kill_leftovers(guest, path, groups)
             existed = guest.run(["test", "-e", path], check=False).status == 0
             if existed:
                 guest.remove(path)
@@ -166,16 +217,31 @@ def find_leftovers(guest: Guest, path: str) -> dict[int, int]:
     return found
 
 
-def kill_leftovers(guest: Guest, path: str) -> int:
-    """Kill what lives under ``path`` with its process groups; the number of processes."""
+def recorded_alive(guest: Guest, groups: Sequence[tuple[int, int | None]]) -> set[int]:
+    """The recorded process groups whose leader is still the process the run started
+    (a group recorded without a start time is never trusted: the scan decides)."""
+    lines = "".join(f"{g} {t}\n" for g, t in groups if t is not None and g > 1)
+    if not lines:
+        return set()
+    out = guest.run_script(VERIFY, stdin=lines, timeout=60).stdout.split()
+    return {int(x) for x in out if x.isdigit()}
+
+
+def kill_leftovers(
+    guest: Guest, path: str, groups: Sequence[tuple[int, int | None]] = ()
+) -> int:
+    """Kill what lives under ``path`` and the recorded ``groups`` (pgid, leader start)
+    still led by the process started, with their process groups; the number of
+    processes and groups found."""
     found = find_leftovers(guest, path)
-    if not found:
+    recorded = recorded_alive(guest, groups)
+    if not found and not recorded:
         return 0
     # A group id of 0 or 1 is never one of ours: only the process itself is signalled.
-    targets = set(found) | {g for g in found.values() if g > 1}
+    targets = set(found) | {g for g in found.values() if g > 1} | recorded
     guest.run_control(shell.kill_groups(sorted(targets), KILL_GRACE), KILL_GRACE)
-    left = find_leftovers(guest, path)
+    left = set(find_leftovers(guest, path)) | recorded_alive(guest, groups)
     if left:
         pids = " ".join(str(p) for p in sorted(left))
         raise GuestError(guest.target, f"{len(left)} processes still running ({pids})")
-    return len(found)
+    return len(set(found) | recorded)

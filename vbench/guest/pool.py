@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from vbench.errors import ConfigError, GuestError
-from vbench.guest.host import Guest, KillsOnExit
+from vbench.guest.host import Guest, GuestRecorder, KillsOnExit
 from vbench.guest.spec import GuestSpec
 
 T = TypeVar("T")
@@ -18,7 +18,14 @@ T = TypeVar("T")
 class GuestPool(KillsOnExit):
     """Guests by name. A jump host that is also a pool guest shares that guest's connection."""
 
-    def __init__(self, specs: Iterable[GuestSpec], max_parallel: int = 16) -> None:
+    def __init__(
+        self,
+        specs: Iterable[GuestSpec],
+        max_parallel: int = 16,
+        recorder: GuestRecorder | None = None,
+    ) -> None:
+        # Every guest of the pool reports what it reaches and starts here (a run's ledger).
+        self.recorder = recorder
         self._specs: dict[str, GuestSpec] = {}
         for spec in specs:
             if spec.name in self._specs:
@@ -27,6 +34,13 @@ class GuestPool(KillsOnExit):
         self.max_parallel = max(1, max_parallel)
         self._guests: dict[str, Guest] = {}
         self._lock = threading.RLock()
+
+    def set_recorder(self, recorder: GuestRecorder | None) -> None:
+        """Report to ``recorder`` from now on (guests already made included)."""
+        with self._lock:
+            self.recorder = recorder
+            for guest in self._guests.values():
+                guest.recorder = recorder
 
     @property
     def names(self) -> list[str]:
@@ -44,7 +58,7 @@ class GuestPool(KillsOnExit):
             jump = None
             if spec.jump is not None and self._specs.get(spec.jump.name) == spec.jump:
                 jump = self.get(spec.jump.name)
-            guest = self._guests[name] = Guest(spec, jump=jump)
+            guest = self._guests[name] = Guest(spec, jump=jump, recorder=self.recorder)
             return guest
 
     def add(self, spec: GuestSpec) -> None:

@@ -63,7 +63,8 @@ def background(
     cwd: str | None,
     env: Mapping[str, str] | None,
 ) -> str:
-    """Start argv under setsid with output to ``log``; print the new process group id.
+    """Start argv under setsid with output to ``log``; print the new process group id
+    and, where the guest has /proc, its leader's start time (see :mod:`vbench.guest.ledger`).
 
     The inner shell records the exit status in ``log.rc`` (written then renamed, so a
     reader never sees half a number).
@@ -90,7 +91,12 @@ def background(
         # The background job is not a group leader, so setsid(1) does not fork: $! is
         # the new session's leader, i.e. the process group to signal later.
         f"setsid /bin/sh -c {shlex.quote(inner)} >/dev/null 2>&1 </dev/null &",
-        "echo $!",
+        "p=$!",
+        # Field 22 of /proc/PID/stat is ${20} once "pid (comm) " is cut off (comm may
+        # hold spaces). It does not change when the process execs, so reading it late is
+        # fine; a process already gone reports no start time.
+        's=$(cat /proc/$p/stat 2>/dev/null) && s=${s##*) } && set -- $s && '
+        'echo "$p ${20}" || echo "$p"',
     ]
     return "\n".join(lines)
 

@@ -6,6 +6,8 @@ Layout::
     lab.yaml           resolved lab, secrets removed
     plan.json          the expanded plan
     log.jsonl          structured log: one JSON object per line (ts, level, event, fields)
+    controller.json    the vbench process running the run (pid, host): is it still alive?
+    guest-processes.jsonl  guests reached and process groups started (vbench.guest.ledger)
     raw/<point>-<trial>/<guest>/...   raw tool outputs
     environment.json   controller environment
     summary.json       figures per point
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import tempfile
 import threading
 import time
@@ -29,7 +32,9 @@ import yaml
 
 from vbench.config.secrets import vbench_home
 from vbench.errors import ParseError
+from vbench.localproc import pid_alive
 
+CONTROLLER_FILE = "controller.json"
 SECRET_KEYS: tuple[str, ...] = ("password", "secret", "token", "passphrase")
 REDACTED = "***"
 LOG_LEVELS = frozenset({"debug", "info", "warning", "error"})
@@ -47,6 +52,19 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(4)}"
 
 
+
+
+def controller_alive(run_dir: Path) -> bool | None:
+    """Whether the vbench process that runs (or ran) the run in ``run_dir`` is still
+    alive; None when the run directory does not say, or the run was on another machine."""
+    try:
+        doc = json.loads((Path(run_dir) / CONTROLLER_FILE).read_text(encoding="utf-8"))
+        pid = int(doc["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if doc.get("host") != socket.gethostname():
+        return None
+    return pid_alive(pid)
 
 
 def results_dir_default() -> Path:
@@ -155,6 +173,13 @@ class RunDir:
         )
         _atomic_write(path, text)
         return path
+
+    def write_controller(self) -> Path:
+        """Record this process as the one running the run (see :func:`controller_alive`)."""
+        return self.write_json(
+            CONTROLLER_FILE,
+            {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()},
+        )
 
     def raw_dir(self, point: int, trial: int) -> Path:
         """``raw/<point>-<trial>/``, created; callers add ``<guest>/`` below it."""

@@ -34,6 +34,10 @@ from vbench.results.rundir import redact
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10
+# A run is stored when it starts (provisioning: its VMs and guests are being set up),
+# runs its trials (running) and ends ok, failed or interrupted. Only a controller killed
+# outright leaves one of these behind, which `vbench cleanup RUN` then settles.
+UNFINISHED_STATUSES = ("provisioning", "running")
 SAMPLE_COLUMNS = (
     "point", "trial", "guest", "metric", "value", "unit", "source", "labels",
     "window_start", "window_end",
@@ -439,6 +443,25 @@ class Store:
 
     def finish_run(self, run_id: str, status: str, ended: float) -> None:
         self._update_run(run_id, "finish run", status=status, ended=ended)
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """Move a run on (a resumed run is provisioning again, then running)."""
+        self._update_run(run_id, f"set status {status} of run", status=status, ended=None)
+
+    def set_running(self, run_id: str, environment: Mapping[str, Any]) -> None:
+        """The run's guests are ready: its trials start, in this environment."""
+        self._update_run(run_id, "start run", status="running",
+                         environment=redact(dict(environment)))
+
+    def settle_unfinished(self, run_id: str, status: str, ended: float) -> bool:
+        """Give a run whose controller is gone (still provisioning or running in the
+        store) its final ``status``; False, changing nothing, when it already had one."""
+        with self._write(f"settle run {run_id}") as conn:
+            self._require_run(conn, run_id)
+            query = db.runs.update().where(
+                db.runs.c.run_id == run_id, db.runs.c.status.in_(UNFINISHED_STATUSES)
+            ).values(status=status, ended=ended)
+            return bool(conn.execute(query).rowcount)
 
     def set_testbed(self, run_id: str, testbed: Mapping[str, Any]) -> None:
         self._update_run(run_id, "set testbed of run", testbed=redact(dict(testbed)))

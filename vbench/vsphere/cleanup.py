@@ -219,17 +219,21 @@ def cleanup_items(
     return report
 
 
+GONE = "gone"  # what _settle says of a VM that no longer exists
+
+
 def _settle(
     session: VSphereSession, watcher: Watcher, vm: Obj, item: JournalItem | None
 ) -> str | None:
     """Wait until no task runs on ``vm`` (vCenter refuses to destroy it meanwhile, and a
-    step the dead run had on the wire would meet a VM that is gone); its power state."""
+    step the dead run had on the wire would meet a VM that is gone); its power state, or
+    GONE when it vanished meanwhile (a destroy the killed run had started finished)."""
     known = set(item.step_tasks) if item is not None else set()
     deadline = item.open_call + CALL_GRACE if item and item.open_call is not None else 0.0
     while True:
         now = retrieve_refs(session, [vm.ref], SETTLE_PROPS)
         if not now:
-            return None  # gone already
+            return GONE
         recent = now[0].get("recentTask") or []
         if time.time() < deadline and not {t._moId for t in recent} - known:
             time.sleep(0.25)  # the call in flight has not shown its task yet
@@ -243,8 +247,10 @@ def _settle(
             except (TimeoutError, LabError):
                 watcher.forget(task.ref)
     if any(t.get("info.state") in ("queued", "running") for t in states):
-        now = retrieve_refs(session, [vm.ref], SETTLE_PROPS) or now
-    return now[0].get("runtime.powerState") if now else None
+        now = retrieve_refs(session, [vm.ref], SETTLE_PROPS)
+        if not now:
+            return GONE
+    return now[0].get("runtime.powerState")
 
 
 def remove_vms(
@@ -262,7 +268,10 @@ def remove_vms(
     def one(vm: Obj) -> str | None:
         label = f"VM {vm.name}"
         try:
-            if _settle(session, watcher, vm, known[vm.moid]) == "poweredOn":
+            power = _settle(session, watcher, vm, known[vm.moid])
+            if power == GONE:
+                return None  # destroyed by the task it waited for: the goal is reached
+            if power == "poweredOn":
                 task = session.call(lambda: vm.ref.PowerOffVM_Task())
                 with contextlib.suppress(TaskFailed):  # already off is fine
                     watcher.wait_task(task, label, "power off", timeout=TASK_GRACE)
