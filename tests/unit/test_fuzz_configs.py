@@ -35,7 +35,7 @@ RSS_MB = 256  # growth of the process's peak memory one variant may cause
 SCENARIOS = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("scenarios/*.yaml")])
 LABS = sorted(ROOT.glob("examples/labs/*.yaml"))
 LAB_OF = re.compile(r"--lab (examples/labs/[\w.-]+\.yaml)")
-LOCATED = re.compile(r"^(?P<where>.+?):\d+:\d+: \S")
+LOCATED = re.compile(r"^(?P<where>.+?):\d+:\d+: ")  # then the path (may be blank) and message
 
 
 class CpuLimit(BaseException):
