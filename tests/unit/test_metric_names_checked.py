@@ -112,3 +112,17 @@ def test_unit_problem_accepts_the_family_and_unknown_units() -> None:
     assert unit_problem("x", "ops/s", "kops/s") == (
         "unit 'kops/s' does not fit x (stored in ops/s); accepted: ops/s")
     assert metric("<d>_x", "ms", d=("a", "b")).names() == ["a_x", "b_x"]
+
+
+def test_invalid_driver_parameters_are_not_buried_under_unknown_metric_names(
+    tmp_path: Path,
+) -> None:
+    """With the parameters refused, the catalogue is unknown: only the real mistake shows."""
+    p = tmp_path / "s.yaml"
+    p.write_text(BASE.replace("rw: randread", "rw: randred")
+                 + "qos:\n  - {metric: read_clat_p99_max, op: '<=', threshold: 5}\n"
+                 + "report: {headline: [total_iops]}\n")  # fmt: skip
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(p))
+    got = [str(i) for i in exc.value.issues]
+    assert len(got) == 1 and "workload.params.rw" in got[0], got

@@ -138,6 +138,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     points: list[PlannedPoint] = []
     findings: dict[tuple[str, str, str], Finding] = {}
     issues: list[ConfigIssue] = []
+    unbuilt = False  # a point whose parameters are invalid: its metric names are unknown
     bases = expand(scenario, src)
     for spec in search_starts(scenario, src, bases):  # a search: its first level
         try:
@@ -151,6 +152,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
                 groups[g] = tuple(merged)
         except ConfigValidationError as exc:
             issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
+            unbuilt = True
             continue
         sizes = {role: len(names) for role, names in point.guests.items()}
         lab_guests = _lab_guests(spec, lab, point_groups, point.guests) if lab else {}
@@ -169,8 +171,9 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
                       if str(i) not in {str(x) for x in issues})
     issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
-    catalogues = run_catalogues(scenario, driver_cls, (p.workload.params for p in points))
-    issues.extend(metric_issues(scenario, src, catalogues))
+    if not unbuilt:  # else every name would look unknown beside the real mistake
+        catalogues = run_catalogues(scenario, driver_cls, (p.workload.params for p in points))
+        issues.extend(metric_issues(scenario, src, catalogues))
     issues.extend(collector_issues(scenario, src, lab.model if lab is not None else None))
     if issues:
         unique = {str(i): i for i in issues}
