@@ -34,9 +34,10 @@ from vbench.vsphere.simulator import ensure_templates
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 TEMPLATE = "tmpl-matrix"
-# Clones answer after 0.3 s; a destroy task runs 1.5 s (the window of the clean-up case),
-# and with LockHandoff 0 the VM stays readable while its task waits, as in a vCenter.
-DELAYS = (("CloneVM_Task", 300), ("Destroy", 1500), ("LockHandoff", 0))
+# Clones answer after 0.3 s; at the end a power-off task runs 1 s and a destroy 1.5 s
+# (the window of the clean-up case), and with LockHandoff 0 the VM stays readable while
+# its task waits, as in a vCenter.
+DELAYS = (("CloneVM_Task", 300), ("PowerOff", 1000), ("Destroy", 1500), ("LockHandoff", 0))
 MOMENTS = ("provisioning", "warmup", "steady", "between-trials", "cleanup")
 
 
