@@ -30,16 +30,20 @@ def validate_model(model: type[M], src: Source, base: PathT = (), data: Any = No
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
-        raise ConfigValidationError(issues_from(exc, src, base)) from None
+        raise ConfigValidationError(issues_from(exc, src, base, payload)) from None
 
 
-def issues_from(exc: ValidationError, src: Source, base: PathT = ()) -> list[ConfigIssue]:
+def issues_from(
+    exc: ValidationError, src: Source, base: PathT = (), data: Any = None
+) -> list[ConfigIssue]:
+    """Located issues of ``exc``; ``data`` (what was validated) tells a key of the file
+    from a tag pydantic adds to a location."""
     issues: list[ConfigIssue] = []
     for err in exc.errors(include_url=False):
         raw = tuple(err["loc"])
         # A mapping key that failed (e.g. a lab node name): point at the key itself.
         is_key = len(raw) >= 2 and raw[-1] == "[key]"
-        loc = (*_clean_loc(raw[:-2]), raw[-2]) if is_key else _clean_loc(raw)
+        loc = (*_clean_loc(raw[:-2], data), raw[-2]) if is_key else _clean_loc(raw, data)
         path = (*base, *loc)
         etype = err["type"]
         ctx = err.get("ctx") or {}
@@ -69,16 +73,24 @@ def _unknown(key: Any, allowed: list[str]) -> str:
     return f"unknown key {shown(key)} ({hint}expected one of: {', '.join(allowed)})"
 
 
-def _clean_loc(loc: tuple[Any, ...]) -> PathT:
-    # Drop pydantic's union-member tags (e.g. 'Level', 'str', 'function-before[...]').
+def _clean_loc(loc: tuple[Any, ...], data: Any = None) -> PathT:
+    """``loc`` without pydantic's union-member tags ('Level', 'str',
+    'function-before[...]'). A part that is a key of the validated data at that place is
+    the file's own (a lab node named ``Guest1`` is not a tag, capital letter or not)."""
     out: list[str | int] = []
+    here = data
     for part in loc:
         if isinstance(part, int):
             out.append(part)
+            here = here[part] if isinstance(here, list) and 0 <= part < len(here) else None
+        elif isinstance(here, dict) and part in here:
+            out.append(part)
+            here = here[part]
         elif isinstance(part, str) and ("[" in part or part in _TYPE_TAGS or part[:1].isupper()):
             continue
         else:
             out.append(part)
+            here = None
     return tuple(out)
 
 
