@@ -87,7 +87,8 @@ def test_port_in_use_is_a_lab_error(port: int) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.5", port))
         squatter.listen()
-        with pytest.raises(LabError, match=rf"^127\.0\.0\.5:{port}: port already in use"):
+        with pytest.raises(LabError, match=rf"^127\.0\.0\.5:{port}: port {port} already in use.*"
+                                           r"local: \{port: N\}"):
             lab_up(ADDRS, port)
     assert not lab_status(ADDRS, port).running
 
