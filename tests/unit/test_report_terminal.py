@@ -177,3 +177,12 @@ def test_runs_table_reads_store_counts_and_shows_unfinished_trials() -> None:
             _text(runs_table([done, partial, unknown])).splitlines()[2:]]
     assert ends == ["3×2", "3×?", "3×5 (4 run)"]  # 3×?: 4 trials over 3 points
     assert " 5 s " in _text(runs_table([done]))
+
+
+def test_a_run_still_provisioning_is_shown_under_way_in_colour() -> None:
+    table = runs_table([{"run_id": "run-3", "scenario_name": "vc", "status": "provisioning",
+                         "started": T0}])  # fmt: skip
+    cells = table.plain.splitlines()[-1].split()
+    assert cells.count("provisioning") == 2  # the status, and the duration column
+    styled = [(table.plain[s.start:s.end], s.style) for s in table.spans if s.style]
+    assert ("provisioning", "yellow") in styled

@@ -30,7 +30,10 @@ _STATUS_STYLE = {
     "failed": "red",
     "interrupted": "red",
     "running": "yellow",
+    "provisioning": "yellow",
 }
+# A run still going has no end; its duration column says which phase it is in.
+_UNDER_WAY = ("running", "provisioning")
 
 
 def _figure_cells(s: Summary | None, unit: str, trials: str, ok: int, total: int) -> list[Text]:
@@ -163,7 +166,7 @@ def runs_table(rows: Sequence[Mapping[str, Any]], width: int | None = None) -> T
         if started is not None and ended is not None:
             duration = fmt_duration(float(ended) - float(started))
         else:
-            duration = "running" if status == "running" else MISSING
+            duration = status if status in _UNDER_WAY else MISSING
         cells.append([
             str(row.get("run_id", MISSING)),
             str(row.get("scenario_name") or _scenario_name(row) or MISSING),
