@@ -10,6 +10,7 @@ import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -222,4 +223,35 @@ def test_a_run_stopped_while_a_point_clones_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=30)
+    assert scalelab.ours() == set()
+
+
+def test_a_search_level_whose_new_vm_lacks_the_tool_stops_the_run_naming_it(
+    scalelab: ScaleLab, extra_sshd_factory: Callable[..., Any], local_guests: LocalGuests
+) -> None:
+    # The second worker's address leads to a guest without fio in its PATH; the plan
+    # knows only the search's first level (1 VM), so the check is the level's own.
+    bare = extra_sshd_factory("127.0.0.6", path_env="/nonexistent")
+    known = scalelab.tmp / "known_hosts"
+    keys = [ln.split(None, 1)[1] for ln in local_guests.sshd.known_hosts.read_text().splitlines()
+            if ln.strip()]
+    known.write_text(local_guests.sshd.known_hosts.read_text()
+                     + "".join(f"[{bare.address}]:{bare.port} {k}\n" for k in keys))
+    lab = yaml.safe_load(scalelab.lab.read_text())
+    lab["address_map"]["10.78.0.2"] = f"{bare.address}:{bare.port}"
+    lab["defaults"]["known_hosts"] = str(known)
+    scalelab.lab.write_text(yaml.safe_dump(lab, sort_keys=False))
+    doc = yaml.safe_load(scalelab.scenario([1, 2]).read_text())
+    del doc["factors"]
+    doc["qos"] = [{"name": "any", "metric": "total_iops", "op": ">=", "threshold": 0}]
+    doc["search"] = {"factor": "workers", "path": "topology.workers.count", "min": 1,
+                     "max": 2, "trials": 1, "verify_trials": 1}
+    path = scalelab.tmp / "search.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = vbench("run", str(path), "--lab", str(scalelab.lab), "--no-report")
+    assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-2000:]
+    # A lab failure, not a failed level: the search does not answer "lowest fail 2".
+    assert res.stderr.strip().splitlines()[-1] == (
+        "error: workers-2: fio not found in PATH (install the fio package)"), res.stderr
+    assert "find-max workers" not in res.stdout
     assert scalelab.ours() == set()

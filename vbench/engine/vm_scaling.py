@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vbench.config.profiles import VmPlacement
+from vbench.errors import GuestError
 
 if TYPE_CHECKING:
     from vbench.config.lab import Lab
@@ -215,7 +216,9 @@ class VmScaling:
             self.pool.add(spec)
         if created:
             # The new clones must answer and have the tools, as the first ones had to.
-            self.check_guests([s.name for s in created])
+            names = [s.name for s in created]
+            self.check_guests(names)
+            self._check_tools(point, names)
         used = self.vsphere.record_point(point.index, change.use)
         self.log("point_vms", point=point.index, created=list(change.create),
                  destroyed=list(change.destroy), vms=used)
@@ -225,6 +228,22 @@ class VmScaling:
         testbed = self.vsphere.testbed(refresh=bool(created))
         if testbed is not None:
             self.write_testbed(testbed)
+
+    def _check_tools(self, point: PlannedPoint, names: list[str]) -> None:
+        """The tools the point's roles need, on its new guests (a search level's guests
+        are not in the plan the run checked before its first trial)."""
+        tools = point.workload.tools()
+        needs = {n: tools.get(role, ()) for role, guests in point.guests.items()
+                 for n in guests if n in names}
+
+        def check(guest: Any) -> None:
+            for tool in sorted(needs.get(guest.name, ())):
+                if guest.which(tool) is None:
+                    raise GuestError(
+                        guest.name, f"{tool} not found in PATH (install the {tool} package)"
+                    )
+
+        self.pool.fan_out([n for n in names if needs.get(n)], check)
 
     def exit(self, point: PlannedPoint, error: BaseException | None) -> None:
         """Nothing: the next point decides what goes; the run's cleanup removes the rest."""
