@@ -4,7 +4,8 @@ One SQLAlchemy Core code path serves both engines. SQLite (the default, a file i
 results directory) runs in WAL mode with a 30 s busy timeout and takes its write lock
 at the start of each write transaction (``BEGIN IMMEDIATE``), so several ``vbench run``
 processes can write one file at once. PostgreSQL is reached with psycopg 3 from a
-``postgresql://`` URL. The schema is versioned; see ``migrations.py``.
+``postgresql://`` URL (engines and URLs: ``store_engine.py``). The schema is versioned;
+see ``migrations.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +22,6 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import StaticPool
 
 from vbench import __version__
 from vbench.errors import RunNotFound, StoreError
@@ -31,9 +29,20 @@ from vbench.results import store_schema as db
 from vbench.results.migrations import migrate
 from vbench.results.records import RunInfo, TrialResult
 from vbench.results.rundir import redact
+from vbench.results.store_engine import (  # URL helpers re-exported: callers import them here
+    PG_CONNECT_TIMEOUT_S,
+    SQLITE_BUSY_TIMEOUT_MS,
+    create_engine,
+    display_url,
+    one_line,
+    resolve_url,
+)
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-PG_CONNECT_TIMEOUT_S = 10
+__all__ = [
+    "PG_CONNECT_TIMEOUT_S", "SAMPLE_COLUMNS", "SQLITE_BUSY_TIMEOUT_MS", "UNFINISHED_STATUSES",
+    "BaselineRow", "PointRow", "RunRow", "Store", "TrialRow", "baseline_scope",
+    "display_url", "resolve_url",
+]
 # A run is stored when it starts (provisioning: its VMs and guests are being set up),
 # runs its trials (running) and ends ok, failed or interrupted. Only a controller killed
 # outright leaves one of these behind, which `vbench cleanup RUN` then settles.
@@ -92,136 +101,6 @@ class BaselineRow:
     run_id: str
     set_at: float
     note: str | None
-
-
-# --- URLs -----------------------------------------------------------------------------
-
-_SCHEMES = {
-    "sqlite": "sqlite",
-    "sqlite+pysqlite": "sqlite",
-    "postgresql": "postgresql+psycopg",
-    "postgres": "postgresql+psycopg",
-    "postgresql+psycopg": "postgresql+psycopg",
-}
-
-
-def resolve_url(url: str | None, results_dir: Path) -> str:
-    """The URL the user meant: given, else ``$VBENCH_STORE``, else the default SQLite file.
-    A bare path (no ``://``) is taken as an SQLite file."""
-    if url is None:
-        url = os.environ.get("VBENCH_STORE") or None
-    if url is None:
-        url = str(Path(results_dir) / "vbench.db")
-    if "://" not in url:
-        return f"sqlite:///{Path(url).expanduser().absolute()}"
-    return url
-
-
-def display_url(url: str) -> str:
-    """``url`` without its password (in the authority or a ``password=`` parameter)."""
-    try:
-        parsed = sa.make_url(url)
-    except (sa.exc.ArgumentError, ValueError):  # unparseable: still shown, scrubbed
-        return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
-    if "password" in parsed.query:
-        parsed = parsed.update_query_dict({"password": "***"})
-    return parsed.render_as_string(hide_password=True)
-
-
-def _driver_url(url: str, where: str) -> sa.URL:
-    scheme = url.split("://", 1)[0].lower()
-    driver = _SCHEMES.get(scheme)
-    if driver is None:
-        raise StoreError(
-            f"{where}: unsupported store URL scheme {scheme!r}; "
-            "use sqlite:///PATH or postgresql://USER@HOST/DB"
-        )
-    try:
-        return sa.make_url(url).set(drivername=driver)
-    except (sa.exc.ArgumentError, ValueError) as exc:
-        raise StoreError(f"{where}: not a valid URL: {_one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException, secret: str | None = None) -> str:
-    """The root cause of ``exc`` on one line, without ``secret``."""
-    cause = getattr(exc, "orig", None) or exc
-    text = " ".join(str(cause).split()) or type(cause).__name__
-    if secret:
-        text = text.replace(secret, "***")
-    return text
-
-
-# --- engines --------------------------------------------------------------------------
-
-def _set_wal(cur: Any) -> None:
-    # Switching a new database to WAL needs an exclusive lock, and SQLite may answer
-    # "database is locked" at once instead of waiting on busy_timeout when another
-    # process is opening the same new file: retry for a while.
-    import sqlite3
-    import time
-
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            cur.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def _sqlite_engine(url: sa.URL, where: str) -> Engine:
-    database = url.database or ""
-    in_memory = database in ("", ":memory:")
-    if not in_memory:
-        parent = Path(database).parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"{where}: cannot create {parent}: {exc.strerror}") from None
-    engine = sa.create_engine(
-        url,
-        json_serializer=_json_dumps,
-        # An in-memory database lives in one connection, so share exactly one.
-        **({"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
-           if in_memory else {}),
-    )
-
-    @sa.event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Take transaction control away from the sqlite3 module; "begin" below issues it.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not in_memory:
-            _set_wal(cur)
-            cur.execute("PRAGMA synchronous = NORMAL")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # A deferred transaction that reads and then writes can fail at once with
-        # SQLITE_BUSY when another process wrote in between; busy_timeout cannot help it.
-        # Writers take the lock up front instead and queue on the busy timeout.
-        immediate = conn.get_execution_options().get("vbench_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
-
-
-def _pg_engine(url: sa.URL) -> Engine:
-    connect_args: dict[str, Any] = {"application_name": "vbench"}
-    if "connect_timeout" not in url.query:
-        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
-    return sa.create_engine(
-        url, json_serializer=_json_dumps, connect_args=connect_args, pool_pre_ping=True
-    )
-
-
-def _json_dumps(value: Any) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 # --- rows -----------------------------------------------------------------------------
@@ -298,14 +177,8 @@ class Store:
 
         ``None`` means ``$VBENCH_STORE`` if set, else ``sqlite:///<results_dir>/vbench.db``.
         """
-        full = resolve_url(url, results_dir)
-        shown = display_url(full)
-        driver_url = _driver_url(full, shown)
-        if driver_url.get_backend_name() == "sqlite":
-            engine = _sqlite_engine(driver_url, shown)
-        else:
-            engine = _pg_engine(driver_url)
-        store = cls(engine, shown, driver_url.password)
+        engine, shown, password = create_engine(url, results_dir)
+        store = cls(engine, shown, password)
         try:
             with store._write("open") as conn:
                 migrate(conn, shown)
@@ -336,7 +209,7 @@ class Store:
             yield
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(
-                f"{self.url_display}: {action}: {_one_line(exc, self._password)}"
+                f"{self.url_display}: {action}: {one_line(exc, self._password)}"
             ) from None
 
     @contextmanager
