@@ -28,7 +28,6 @@ of bookkeeping.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -36,36 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-TEMPLATE = "bench-tmpl"
-USER, PASSWORD = "bench", "bench-pw"
+from bench.clone_lab import TEMPLATE, clone_lab, make_template, start_slow_clones
+
 RUN_ID = "20250101-000000-bench"
-
-
-def _start(tmp: Path, delay_ms: int) -> Any:
-    from vbench.vsphere.simulator import VcsimOptions, start_vcsim
-
-    opts = VcsimOptions(
-        username=USER, password=PASSWORD, method_delay_ms=(("CloneVM_Task", delay_ms),)
-    )
-    return start_vcsim(opts, tmp / "vcsim.log")
-
-
-def _lab(proc: Any, vms: int) -> Any:
-    from vbench.config.lab import Lab
-    from vbench.vsphere.connection import server_thumbprint
-
-    os.environ["VBENCH_BENCH_VC_PASSWORD"] = PASSWORD
-    return Lab.model_validate({
-        "version": 1,
-        "name": "bench",
-        "vcenters": {"vc": {
-            "url": proc.url, "user": USER, "password": "${env:VBENCH_BENCH_VC_PASSWORD}",
-            "thumbprint": server_thumbprint(proc.address, proc.port),
-            "ip_pool": {"addresses": [f"10.60.0.10-10.60.0.{10 + vms}"]},
-        }},
-    })
-
-
 PARALLEL = 8
 
 
@@ -150,15 +122,11 @@ MODES: dict[str, Callable[[Any, int, Path], dict[str, float]]] = {
 
 
 def measure(mode: str, n: int, delay: int) -> dict[str, float]:
-    from vbench.vsphere.connection import SessionPool
-    from vbench.vsphere.simulator import ensure_templates
-
     with tempfile.TemporaryDirectory() as tmp:
-        proc = _start(Path(tmp), delay)
+        proc = start_slow_clones(Path(tmp), delay)
         try:
-            lab = _lab(proc, n)
-            with SessionPool.for_lab(lab) as pool:
-                ensure_templates(pool.get("vc"), [TEMPLATE])
+            lab = clone_lab(proc, n, "10.60")
+            make_template(lab)
             (Path(tmp) / "run").mkdir()
             return MODES[mode](lab, n, Path(tmp) / "run")
         finally:

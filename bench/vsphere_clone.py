@@ -35,48 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-TEMPLATE = "bench-tmpl"
-USER, PASSWORD = "bench", "bench-pw"
-
-
-def _start(tmp: Path, delay_ms: int) -> Any:
-    from vbench.vsphere.simulator import VcsimOptions, start_vcsim
-
-    opts = VcsimOptions(
-        username=USER, password=PASSWORD, method_delay_ms=(("CloneVM_Task", delay_ms),)
-    )
-    return start_vcsim(opts, tmp / "vcsim.log")
-
-
-def _lab(proc: Any, vms: int) -> Any:
-    from vbench.config.lab import Lab
-    from vbench.vsphere.connection import server_thumbprint
-
-    os.environ["VBENCH_BENCH_VC_PASSWORD"] = PASSWORD
-    last = 10 + vms
-    return Lab.model_validate(
-        {
-            "version": 1,
-            "name": "bench",
-            "vcenters": {
-                "vc": {
-                    "url": proc.url,
-                    "user": USER,
-                    "password": "${env:VBENCH_BENCH_VC_PASSWORD}",
-                    "thumbprint": server_thumbprint(proc.address, proc.port),
-                    "ip_pool": {"addresses": [f"10.50.0.10-10.50.{last // 256}.{last % 256}"]},
-                }
-            },
-        }
-    )
-
-
-def _templates(lab: Any) -> None:
-    from vbench.vsphere.connection import SessionPool
-    from vbench.vsphere.simulator import ensure_templates
-
-    with SessionPool.for_lab(lab) as pool:
-        ensure_templates(pool.get("vc"), [TEMPLATE])
+from bench.clone_lab import PASSWORD, TEMPLATE, USER, clone_lab, make_template, start_slow_clones
 
 
 def vbench_child(url_file: str, vms: int, parallel: int) -> None:
@@ -91,7 +50,7 @@ def vbench_child(url_file: str, vms: int, parallel: int) -> None:
     from vbench.vsphere.simulator import VcsimProcess
 
     proc = VcsimProcess(info["pid"], info["address"], info["port"], Path(info["log"]))
-    lab = _lab(proc, vms)
+    lab = clone_lab(proc, vms, "10.50")
     guests = {"web": [f"web-{i + 1}" for i in range(vms)]}
     spec = VmSpec(template=TEMPLATE, ip_timeout=120)
     requests = plan_requests("bench", {"web": spec}, guests, {"web": "vc"}, "20250101-000000-bench")
@@ -123,9 +82,9 @@ def vbench_child(url_file: str, vms: int, parallel: int) -> None:
 
 
 def measure_vbench(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, Any]:
-    proc = _start(tmp / "vb", delay)
+    proc = start_slow_clones(tmp / "vb", delay)
     try:
-        _templates(_lab(proc, vms))
+        make_template(clone_lab(proc, vms, "10.50"))
         info = tmp / "vcsim.json"
         info.write_text(
             json.dumps(
@@ -161,10 +120,10 @@ def measure_floor(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, A
     from vbench.vsphere.inventory import Inventory
     from vbench.vsphere.tasks import Watcher
 
-    proc = _start(tmp / "floor", delay)
+    proc = start_slow_clones(tmp / "floor", delay)
     try:
-        lab = _lab(proc, vms)
-        _templates(lab)
+        lab = clone_lab(proc, vms, "10.50")
+        make_template(lab)
         with SessionPool.for_lab(lab, pool_size=parallel + 4) as pool:
             session = pool.get("vc")
             inv = Inventory.load(session)
@@ -190,9 +149,9 @@ def measure_govc(tmp: Path, vms: int, parallel: int, delay: int) -> dict[str, An
     from vbench.vsphere.simulator import find_tool
 
     govc = find_tool("govc")
-    proc = _start(tmp / "govc", delay)
+    proc = start_slow_clones(tmp / "govc", delay)
     try:
-        _templates(_lab(proc, vms))
+        make_template(clone_lab(proc, vms, "10.50"))
         env = {
             **os.environ,
             "GOVC_URL": f"https://{USER}:{PASSWORD}@{proc.address}:{proc.port}/sdk",
