@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from vbench.analysis.comparable import comparable_json
-from vbench.cli.options import json_option, open_store, output_width, store_options
+from vbench.cli.options import (
+    json_option,
+    open_store,
+    output_width,
+    store_options,
+    write_report,
+)
 
 metric_option = click.option(
     "--metric",
@@ -149,12 +155,7 @@ def trend_report(
         raise RunNotFound(f"no stored run of scenario {scenario!r} matches "
                           f"({'; '.join(chosen)})")
     text = render_trend(hist, chosen)
-    if str(output) == "-":
-        click.echo(text, nl=False)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    click.echo(f"report: {output}")
+    write_report(text, output)
 
 
 @click.command()

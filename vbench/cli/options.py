@@ -71,3 +71,14 @@ def output_width() -> int | None:
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return None
+
+
+def write_report(text: str, output: Path) -> None:
+    """``text`` to standard output for ``-``, else to the file ``output`` (its folder made),
+    which is then named on standard output."""
+    if str(output) == "-":
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"report: {output}")

@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from vbench.cli.analysis_cmds import HISTORY_FILTERS, history_filters, trend_report
-from vbench.cli.options import json_option, open_store, store_options
+from vbench.cli.options import json_option, open_store, store_options, write_report
 
 
 def _run_dict(row: Any) -> dict[str, Any]:
@@ -161,12 +161,7 @@ def report(
         text = render_report(store, run_ids, kind, template=template, baseline=baseline)
     finally:
         store.close()
-    if str(output) == "-":
-        click.echo(text, nl=False)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    click.echo(f"report: {output}")
+    write_report(text, output)
 
 
 def _trend_or_refuse(
