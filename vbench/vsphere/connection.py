@@ -134,15 +134,27 @@ class ThumbprintMismatch(ssl.SSLError):
         self.expected, self.actual = expected, actual
 
 
+def _check_pin(tls: ssl.SSLSocket | ssl.SSLObject) -> None:
+    pin = getattr(tls.context, "vbench_pin", None)
+    der = tls.getpeercert(binary_form=True)
+    if pin and (der is None or der_thumbprint(der) != pin):
+        raise ThumbprintMismatch(pin, der_thumbprint(der or b""))
+
+
 class _PinnedSocket(ssl.SSLSocket):
     """Checks the peer certificate against the context's pin after every handshake."""
 
     def do_handshake(self, block: bool = False) -> None:
         super().do_handshake(block)
-        pin = getattr(self.context, "vbench_pin", None)
-        der = self.getpeercert(binary_form=True)
-        if pin and (der is None or der_thumbprint(der) != pin):
-            raise ThumbprintMismatch(pin, der_thumbprint(der or b""))
+        _check_pin(self)
+
+
+class _PinnedObject(ssl.SSLObject):
+    """The same check for TLS done in memory BIOs (bulk downloads, vsphere/memory_tls)."""
+
+    def do_handshake(self) -> None:
+        super().do_handshake()
+        _check_pin(self)
 
 
 def tls_context(target: VCenterTarget) -> ssl.SSLContext:
@@ -157,6 +169,7 @@ def tls_context(target: VCenterTarget) -> ssl.SSLContext:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         ctx.sslsocket_class = _PinnedSocket
+        ctx.sslobject_class = _PinnedObject
         ctx.vbench_pin = target.thumbprint  # type: ignore[attr-defined]
         return ctx
     try:

@@ -49,6 +49,7 @@ from vbench.vsphere.content_library import (
     client_token,
     item_files,
 )
+from vbench.vsphere.memory_tls import HTTPSBulkConnection
 
 UPDATE_SESSION = f"{ITEM}/update-session"
 UPDATE_FILE = f"{ITEM}/updatesession/file"
@@ -344,14 +345,16 @@ def fetch(s: RestSession, uri: str, name: str, dest: Path | None, *, checksum: b
     """Stream one file to ``dest`` (or count and discard it when ``dest`` is None).
 
     The body is read with the standard library's ``http.client`` into one reused 1 MiB
-    buffer, on the session's TLS settings. Why not httpx here: its HTTP/1.1 parser
-    (h11) handles every TLS record (at most 16 KiB) as a Python-level event, which
-    measured about half the throughput of this path on loopback (docs/performance.md).
+    buffer, on the session's TLS settings, through :class:`HTTPSBulkConnection` (TLS
+    decrypted in memory from large socket reads, see ``memory_tls``). Why not httpx
+    here: its HTTP/1.1 parser (h11) handles every TLS record (at most 16 KiB) as a
+    Python-level event, which measured about half the throughput of this path on
+    loopback (docs/performance.md).
     """
     digest = hashlib.sha256() if checksum else None
     got = 0
     parts = urlsplit(uri)
-    conn = http.client.HTTPSConnection(
+    conn = HTTPSBulkConnection(
         parts.hostname or s.target.host,
         parts.port or 443,
         context=tls_context(s.target),
