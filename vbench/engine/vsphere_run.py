@@ -168,6 +168,7 @@ class VSphereRun:
         self.run_resources = RunResources(
             self.lab, self.sessions, self.watcher, journal, run_id, self.cancel
         )
+        self._remove_leftovers()
         if not self.placements:
             return {}
         requests = [
@@ -197,6 +198,23 @@ class VSphereRun:
             [r for r in requests if r.guest not in self.units or r.guest in first]
         )
         return {vm.guest: self._guest_spec(vm) for vm in self.vms}
+
+    def _remove_leftovers(self) -> None:
+        """A resumed run whose earlier session was killed (kill -9, no `vbench cleanup`)
+        finds that session's VMs still in vCenter under the names it clones again: they
+        are removed first, as `vbench cleanup` would, and the run starts from a clean lab."""
+        assert self.journal is not None and self.run_id is not None
+        left = pending(self.journal.read())
+        if not left:
+            return
+        self.notice(f"removing {len(left)} vSphere objects an earlier session of run "
+                    f"{self.run_id} left")
+        report = cleanup_journal(self.sessions.get, self.watcher, self.journal, self.run_id,
+                                 left, parallel=self.parallel)
+        if report.errors or report.skipped:
+            raise LabError("vSphere", "removing what an earlier session of the run left: "
+                           + "; ".join(report.errors + report.skipped)
+                           + f" (finish with `vbench cleanup {self.run_id}`)")
 
     def _guest_spec(self, vm: ProvisionedVm) -> GuestSpec:
         spec = vm_guest_spec(self.lab, vm.guest, vm.vm_name, vm.ip)
