@@ -153,3 +153,48 @@ def test_a_vm_count_matrix_killed_with_kill_9_resumes_the_rest_and_leaves_nothin
     moves = [e for e in events[at:] if e.get("event") == "point_vms"]
     assert [(e["point"], len(e["vms"])) for e in moves] == [(1, 2)]
     assert scalelab.ours() == set()
+
+
+def test_a_vm_count_search_killed_with_kill_9_resumes_to_its_answer_and_leaves_nothing(
+    scalelab: ScaleLab, vbench_home: Path  # noqa: F811
+) -> None:
+    doc = yaml.safe_load(scalelab.scenario([1, 2]).read_text())
+    del doc["factors"]
+    doc["workload"]["params"]["rate_iops"] = 100  # per VM: 1 VM ≈ 100 IO/s, 2 VMs ≈ 200
+    doc["qos"] = [{"name": "total", "metric": "total_iops", "op": "<=", "threshold": 150}]
+    doc["search"] = {"factor": "workers", "path": "topology.workers.count", "min": 1,
+                     "max": 2, "trials": 1, "verify_trials": 1}
+    doc["phases"]["steady"] = "2s"
+    path = scalelab.tmp / "search.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = vbench_popen("run", str(path), "--lab", str(scalelab.lab), "--no-report")
+    try:
+        # The second level (2 VMs) is measuring: kill the run there, no cleanup after.
+        wait_for_log(vbench_home, "phase_mark", timeout=120, proc=proc, mark="steady_start",
+                     point=1, trial=1)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    run_dir = next((vbench_home / "results").glob("*/log.jsonl")).parent
+    run_id = run_dir.name
+    assert len(scalelab.ours()) == 2
+
+    res = vbench("run", "--resume", run_id, "--lab", str(scalelab.lab), "--no-report")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = " ".join((res.stdout + res.stderr).split())
+    assert "find-max workers: highest pass 1 · lowest fail 2" in out, out[-3000:]
+    data = show(run_id)
+    assert data["run"]["status"] == "ok"
+    levels = {p["point"]: int(p["labels"]["workers"]) for p in data["points"]}
+    # The first level's trial from before the kill is kept, not run again.
+    first_level = [t for t in data["trials"] if levels[t["point"]] == 1]
+    assert min(t["started"] for t in first_level) < min(
+        e["ts"] for e in _log(run_dir, "run_resumed"))
+    events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    at = max(i for i, e in enumerate(events) if e.get("event") == "run_resumed")
+    moves = [e for e in events[at:] if e.get("event") == "point_vms"]
+    # The resumed session goes on at level 2 and verifies level 1, each on its own VMs.
+    assert [levels[e["point"]] for e in moves][:1] == [2]
+    assert all(len(e["vms"]) == levels[e["point"]] for e in moves)
+    assert 1 in [levels[e["point"]] for e in moves]
+    assert scalelab.ours() == set()
