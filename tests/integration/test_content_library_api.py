@@ -6,6 +6,7 @@ one-line errors a user sees."""
 from __future__ import annotations
 
 import hashlib
+import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -80,6 +81,26 @@ def test_import_of_generated_bytes_streams_what_it_says(one: tuple, tmp_path: Pa
     assert done[0].sha256 == hashlib.sha256(expected).hexdigest()
     out = tr.export_item(s, item, None, checksum=True)  # counted and discarded
     assert out[0].bytes == size and out[0].sha256 == done[0].sha256
+
+
+def test_exports_reuse_the_sessions_tls_context(
+    one: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Making a context loads the system's CA store (~16 ms): a download made one each.
+    _server, s, ids = one
+    item = cl.create_item(s, _library(s, ids), "ctx")
+    tr.import_files(s, item, lambda sid: [tr.push(s, sid, tr.Source("c.bin", size=4096))])
+    made: list[object] = []
+    real = ssl.create_default_context
+
+    def counting(*args: object, **kw: object) -> ssl.SSLContext:
+        made.append(args)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    for _ in range(3):
+        assert tr.export_item(s, item, tmp_path / "out")[0].bytes == 4096
+    assert made == []
 
 
 def test_import_by_pull_from_a_web_server_in_the_lab(one: tuple, tmp_path: Path) -> None:

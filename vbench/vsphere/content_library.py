@@ -127,10 +127,13 @@ class RestSession:
     def __init__(self, target: VCenterTarget, *, pool_size: int = 16) -> None:
         self.target = target
         self.base = f"https://{target.host}:{target.port}"
+        # One context for every connection of the session (REST calls and transfers):
+        # making one loads the system's CA store, about 16 ms.
+        self.tls = tls_context(target)
         limits = httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
         self.http = httpx.Client(
             base_url=self.base,
-            verify=tls_context(target),
+            verify=self.tls,
             timeout=httpx.Timeout(target.timeout, connect=target.timeout),
             limits=limits,
             headers={"vmware-use-header-authn": "true", "Accept": "application/json"},

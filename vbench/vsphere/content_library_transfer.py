@@ -41,7 +41,6 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from vbench.vsphere.connection import tls_context
 from vbench.vsphere.content_library import (
     ITEM,
     ContentLibraryError,
@@ -357,7 +356,7 @@ def fetch(s: RestSession, uri: str, name: str, dest: Path | None, *, checksum: b
     conn = HTTPSBulkConnection(
         parts.hostname or s.target.host,
         parts.port or 443,
-        context=tls_context(s.target),
+        context=s.tls,
         timeout=s.target.timeout,
     )
     out = dest.open("wb") if dest is not None else None

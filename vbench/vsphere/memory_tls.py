@@ -6,8 +6,8 @@ through three Python-level frames, and OpenSSL reads each record from the socket
 two system calls (header, then body). Whenever the sender is a little behind, each of
 those calls may sleep and wake again. Here one ``recv_into`` takes all the kernel holds
 (up to :data:`RECV_BLOCK`), and the records are decrypted from memory until none is
-left. On loopback against vcsim this cost 0.8x curl's CPU per GiB downloaded where the
-socket path cost 1.07x on a quiet machine and 1.15x beside a CPU hog
+left. On loopback against vcsim this costs 0.87x curl's CPU per GiB downloaded (0.82x
+beside four CPU hogs) where the socket path cost 1.05-1.12x (1.14x)
 (docs/performance.md, "Content Library transfers").
 
 HTTP framing (status line, headers, chunked or sized bodies) stays ``http.client``'s:
