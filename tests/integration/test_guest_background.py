@@ -136,3 +136,29 @@ def test_lost_connection_during_wait_is_a_guest_error(
         assert proc.is_running()
         proc.kill()
         assert _group_members(g, proc.pid) == []
+
+
+def test_a_child_slow_to_make_its_group_is_not_reported_gone(
+    guest_pool: GuestPool, log: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """setsid(2) runs a moment after the fork. A start that returned before it, probed at
+    once, found no group and no exit status and called the process gone (seen under a CPU
+    hog: "ended without an exit status (killed outside vbench?)"). Here a stand-in
+    `setsid` first in PATH holds the child outside its own group for half a second —
+    a starved scheduler made deterministic — before running the real one."""
+    import shutil
+
+    from vbench.guest import shell
+    from vbench.guest.process import RemoteProcess
+
+    slow = tmp_path_factory.mktemp("slow-setsid")
+    real = shutil.which("setsid")
+    assert real is not None
+    (slow / "setsid").write_text(f'#!/bin/sh\nsleep 0.5\nexec {real} "$@"\n')
+    (slow / "setsid").chmod(0o755)
+    g = guest_pool.get("guest1")
+    argv = ["sh", "-c", "exit 5"]
+    script = f"PATH={slow}:$PATH\n" + shell.background(argv, log, None, None)
+    pid = int(g.run_script(script, timeout=30).stdout.split()[0])
+    proc = RemoteProcess(g, pid, tuple(argv), log)
+    assert proc.wait(timeout=30) == 5  # its own status, not "ended without an exit status"

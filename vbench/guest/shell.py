@@ -92,6 +92,13 @@ def background(
         # the new session's leader, i.e. the process group to signal later.
         f"setsid /bin/sh -c {shlex.quote(inner)} >/dev/null 2>&1 </dev/null &",
         "p=$!",
+        # Until the child has made its own group (setsid(2) runs a moment after the
+        # fork): a probe in between would find no group -p and no exit status, and
+        # report a process that has not even started as gone. Bounded: ~5 s.
+        "i=0",
+        "while [ $i -lt 500 ] && ! kill -0 -$p 2>/dev/null && kill -0 $p 2>/dev/null; do",
+        "  sleep 0.01 2>/dev/null || sleep 1; i=$((i + 1))",
+        "done",
         # Field 22 of /proc/PID/stat is ${20} once "pid (comm) " is cut off (comm may
         # hold spaces). It does not change when the process execs, so reading it late is
         # fine; a process already gone reports no start time.
