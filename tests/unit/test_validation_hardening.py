@@ -311,3 +311,15 @@ def test_a_message_quoting_a_hostile_value_stays_one_line_without_escapes() -> N
     assert code == EXIT_CONFIG
     assert "\x1b" not in err and "[global]" in err
     assert all(line.startswith("--set qos=") for line in err.splitlines()), err
+
+
+def test_an_unknown_default_jump_host_is_refused_in_a_lab_without_nodes(tmp_path: Path) -> None:
+    # A lab of cloned VMs only: the default jump reaches the clones, so a name that is not
+    # in jump_hosts is refused at load, not after the run has cloned (issue 28, item 1).
+    text = ("version: 1\nname: lab\ndefaults:\n  jump: nope\n" + VCENTER)
+    assert lab_issues(tmp_path, text) == [
+        "lab.yaml:4:9: defaults.jump: jump host 'nope' is not in jump_hosts (none)"]
+    (tmp_path / "lab.yaml").write_text(text)
+    code, err = run_cli("validate", str(QUICKSTART), "--lab", str(tmp_path / "lab.yaml"))
+    assert code == EXIT_CONFIG
+    assert f"{tmp_path / 'lab.yaml'}:4:9: defaults.jump: jump host 'nope'" in err

@@ -250,12 +250,15 @@ class Lab(Strict):
     def _jump_issues(self) -> list[tuple[tuple[str | int, ...], str]]:
         issues: list[tuple[tuple[str | int, ...], str]] = []
         known = ", ".join(self.jump_hosts) or "none"
+        # The default reaches the run's cloned VMs too, so it is checked even in a lab
+        # without nodes or hosts (else the run clones, then fails on the unknown name).
+        refs: list[tuple[str | None, tuple[str | int, ...]]] = [
+            (self.defaults.jump, ("defaults", "jump"))]
         for kind, items in (("nodes", self.nodes), ("hosts", self.hosts)):
-            for name, ep in items.items():
-                jump, path = (ep.jump, (kind, name, "jump")) if ep.jump else (
-                    self.defaults.jump, ("defaults", "jump"))
-                if jump and jump not in self.jump_hosts:
-                    issues.append((path, f"jump host {jump!r} is not in jump_hosts ({known})"))
+            refs += [(ep.jump, (kind, name, "jump")) for name, ep in items.items()]
+        for jump, path in refs:
+            if jump and jump not in self.jump_hosts:
+                issues.append((path, f"jump host {jump!r} is not in jump_hosts ({known})"))
         # vbench connects through one jump host: a jump host's own `jump` would be ignored.
         for name, ep in self.jump_hosts.items():
             if ep.jump is None:
