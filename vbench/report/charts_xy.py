@@ -19,6 +19,7 @@ from vbench.report.svg import (
     Legend,
     Scale,
     domain,
+    fitting_labels,
     left_margin,
     tick_texts,
     ticks,
@@ -92,9 +93,11 @@ def line_chart_svg(
     canvas.y_axis(ys, marks, ylabel)
     canvas.line(canvas.x0, canvas.y0, canvas.x1, canvas.y0, MUTED, 0.8)
     texts = [f"{x:g}" for x in x_marks] if level_ticks else tick_texts(x_marks)
-    for x, text in zip(x_marks, texts, strict=True):
+    shown = fitting_labels([xs(x) for x in x_marks], texts)
+    for x, text, show in zip(x_marks, texts, shown, strict=True):
         canvas.line(xs(x), canvas.y0, xs(x), canvas.y0 + 4, MUTED, 0.8)
-        canvas.text(xs(x), canvas.y0 + 15, text, size=SMALL)
+        if show:
+            canvas.text(xs(x), canvas.y0 + 15, text, size=SMALL)
     for k, ln in enumerate(ideal):
         pts = [(xs(x), ys(y)) for x, y in zip(ln.xs, ln.ys, strict=True) if _finite(y)]
         canvas.polyline(pts, _IDEAL[min(k, 1)], 1.1, "5 3")

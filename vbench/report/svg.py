@@ -107,6 +107,31 @@ def _fixed(value: float, step: float) -> str:
     return "0" if text.strip("-0.,") == "" else text
 
 
+def fitting_labels(centres: Sequence[float], texts: Sequence[str], size: float = SMALL,
+                   gap: float = 4.0) -> list[bool]:
+    """Which of the axis labels centred at ``centres`` (pixels, increasing) to print so
+    that no two overlap: the first and the last always, then every label that keeps
+    ``gap`` clear of the ones kept. Levels crowded together (a find-max search's 400,
+    412, 425, 450 on an axis to 1,600) keep their tick marks; the tables carry every
+    level."""
+    n = len(centres)
+    keep = [False] * n
+    if not n:
+        return keep
+    half = [text_width(t, size) / 2 for t in texts]
+
+    def clear(i: int, j: int) -> bool:
+        return abs(centres[j] - centres[i]) >= half[i] + half[j] + gap
+
+    keep[0] = True
+    keep[-1] = n == 1 or clear(0, n - 1)
+    last = 0
+    for i in range(1, n - 1):
+        if clear(last, i) and clear(i, n - 1):
+            keep[i], last = True, i
+    return keep
+
+
 @dataclass(frozen=True)
 class Scale:
     """Maps values of [lo, hi] onto pixels [p0, p1] (log2 when ``log``)."""
