@@ -209,6 +209,7 @@ def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpe
     data = dict(src.data)
     copied: set[int] = {id(data)}
     positions: dict[tuple[str | int, ...], tuple[int, int]] = {}
+    made_by_set: dict[tuple[str | int, ...], str] = {}
     for path, value, origin in spec.overrides:
         parts = path_parts(path)
         if parts[0] in ("factors", "zip", "exclude", "version", "name"):
@@ -220,11 +221,14 @@ def _with_scenario(spec: PointSpec, scenario: Scenario, src: Source) -> PointSpe
             set_path(data, parts, value)
         except PathError as exc:
             raise ConfigValidationError([src.issue(origin, exc.reason, key=True)]) from None
-        _file, line, col = src.locate(origin)
-        positions[parts] = (line or 1, col or 1)
+        where, line, col = src.locate(origin)
+        if line is None and where != src.file:  # the level came from a --set: name it
+            made_by_set[parts] = where
+        else:
+            positions[parts] = (line or 1, col or 1)
     point_src = Source(
         src.file, data, ChainMap(positions, src.values), ChainMap({}, src.keys),
-        dict(src.overridden),
+        {**src.overridden, **made_by_set},
     )
     # Sections no override touches are handed over validated (pydantic takes a model
     # instance as it is), so a point re-checks what its levels change, and the

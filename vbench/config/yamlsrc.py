@@ -57,8 +57,21 @@ class Source:
                 return (self.file, line, col)
             if not p:
                 return (self.file, None, None)
+            made_by = self._made_by(p)
+            if made_by is not None:
+                return (made_by, None, None)
             p = p[:-1]
             key = False
+
+    def _made_by(self, path: PathT) -> str | None:
+        """The ``--set`` that created ``path`` (not in the file) as a parent of its own
+        path, e.g. ``nope`` of ``--set nope.x=1``: an error there is that --set's."""
+        if path in self.values or path in self.keys:
+            return None
+        for over, what in self.overridden.items():
+            if over[: len(path)] == path:
+                return what
+        return None
 
     def override(self, path: PathT, what: str) -> None:
         """``what`` (a ``--set``) replaced the value at ``path``: it is where anything
