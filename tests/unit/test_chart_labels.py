@@ -7,8 +7,11 @@ from __future__ import annotations
 import itertools
 import re
 
+from vbench.analysis.stats import summarize
+from vbench.report.chartplan import ChartIds, Series, draw_series
 from vbench.report.charts_xy import Line, line_chart_svg
-from vbench.report.svg import SMALL, fitting_labels, text_width
+from vbench.report.ops_section import OpFigures, PointOps, ops_section
+from vbench.report.svg import MAX_LABEL, SMALL, fitting_labels, text_width
 
 FINDMAX_LEVELS = [50.0, 150.0, 250.0, 350.0, 387.0, 400.0, 412.0, 425.0, 450.0, 750.0,
                   1600.0]
@@ -46,3 +49,48 @@ def test_the_first_and_last_labels_win_over_crowded_middle_ones() -> None:
     keep = fitting_labels([0.0, 5.0, 10.0, 100.0], ["400", "412", "425", "1600"])
     assert keep == [True, False, False, True]
     assert fitting_labels([0.0, 3.0], ["400", "412"]) == [True, False]
+
+
+# ------------------------------------------------------------------ legends
+
+VCB_POINTS = [{"vcenter": vc, "sessions": n, "profile": vc}
+              for vc in ("baseline", "candidate") for n in ("8", "32")]
+
+
+def legend_texts(svg: str) -> list[str]:
+    return re.findall(r'text-anchor="start" font-size="9.5" fill="#222222"[^>]*>([^<]*)<',
+                      svg)
+
+
+def _point_ops(point: int, title: str) -> PointOps:
+    s = summarize([0.5 + point, 0.6 + point])
+    ops = tuple(OpFigures(op, s, s, s, s, s, 0.0) for op in ("PowerOn", "CloneVm"))
+    return PointOps(point, title, 2, {"latency": "s"}, ops, ())
+
+
+def test_latency_per_operation_legend_tells_every_point_apart() -> None:
+    titles = [", ".join(f"{k}={v}" for k, v in lab.items()) for lab in VCB_POINTS]
+    points = [_point_ops(i, t) for i, t in enumerate(titles)]
+    view = ops_section(points, ChartIds(), "range", dict(enumerate(VCB_POINTS)))
+    assert view is not None
+    texts = legend_texts(str(view["chart"]))
+    # The legend's title names the factors once; the profile follows the vcenter level.
+    assert texts == ["vcenter, sessions", "baseline, 8", "baseline, 32", "candidate, 8",
+                     "candidate, 32"]
+
+
+def test_a_legend_never_cuts_two_entries_into_the_same_text() -> None:
+    names = ["vcenter=baseline, sessions=8, profile=baseline",
+             "vcenter=baseline, sessions=32, profile=baseline"]
+    svg = line_chart_svg([Line(n, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) for n in names],
+                         "ops/s", chart_id="c")
+    texts = legend_texts(svg)
+    assert len(set(texts)) == 2 and all(len(t) <= MAX_LABEL for t in texts)
+
+
+def test_curves_of_two_other_factors_name_them_in_the_legend_title() -> None:
+    rows = [(lab, summarize([10.0 * int(lab["sessions"])] * 2)) for lab in VCB_POINTS]
+    series = Series("vcbench.ops_per_s", "ops/s", "higher", rows)
+    svg, _ = draw_series(series, ["vcenter", "sessions", "profile"], ChartIds(),
+                         mode="range", x="sessions")
+    assert legend_texts(svg) == ["vcenter", "baseline", "candidate"]

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded
@@ -51,6 +51,10 @@ from vbench.config.scenario import Scenario
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.results.records import TrialResult
 from vbench.results.store import Store
+
+if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,14 @@ class Schedule(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """What to record in plan.json so the schedule can be understood and reproduced."""
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """The study's answer as this schedule reads a stored run (a search: its bracket);
+        none by default (then the driver's, else the headline at the best point). A
+        classmethod: a stored run is answered without running anything
+        (vbench/analysis/verdict_build.py)."""
+        return ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,15 @@ class MatrixSchedule(Schedule):
         if self._skipped:
             doc["already_done"] = self._skipped
         return doc
+
+
+def schedule_class(scenario: Mapping[str, Any]) -> type[Schedule]:
+    """The schedule a (stored) scenario ran with: its find-max search, else the matrix."""
+    if scenario.get("search"):
+        from vbench.engine.search import SearchSchedule
+
+        return SearchSchedule
+    return MatrixSchedule
 
 
 def make_schedule(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.findmax import FindMax, Request, replay
 from vbench.analysis.findmax_qos import level_verdicts, search_params, selected_criteria
@@ -36,6 +36,10 @@ from vbench.engine.plan import (
 from vbench.engine.schedule import Schedule, Step
 from vbench.results.records import TrialResult
 from vbench.results.store import Store
+
+if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
 
 
 @dataclass
@@ -105,6 +109,14 @@ class SearchSchedule(Schedule):
 
     def finished(self, result: TrialResult) -> None:
         self._done.setdefault(result.point, []).append((result.trial, result.status))
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """Per search: the bracket, its gap, the binding criterion and the path, with the
+        headline figures at the highest pass (vbench/analysis/findmax_answer.py)."""
+        from vbench.analysis.findmax_answer import findmax_answers
+
+        return findmax_answers(inputs)
 
     def describe(self) -> dict[str, Any]:
         return {

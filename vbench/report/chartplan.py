@@ -30,6 +30,7 @@ from vbench.config.labels import render_label
 from vbench.report.charts import Bar, bar_chart_svg, grouped_bar_chart_svg
 from vbench.report.charts_xy import Line, line_chart_svg
 from vbench.report.data import MISSING, ReportView
+from vbench.report.svg import MAX_LABEL
 from vbench.report.units import choose
 
 MIN_CURVE_LEVELS = 3
@@ -103,6 +104,40 @@ def _ylabel(name: str, unit: str) -> str:
 
 def _group_title(labels: Mapping[str, str], keys: Sequence[str]) -> str:
     return ", ".join(f"{k}={labels.get(k, MISSING)}" for k in keys) or "all"
+
+
+def _follows(labels: Sequence[Mapping[str, str]], lead: str, key: str) -> bool:
+    """Whether the level of ``key`` is known from that of ``lead`` at every point (a
+    factor level's lab profile follows the level)."""
+    seen: dict[str, str] = {}
+    return all(seen.setdefault(lab.get(lead, MISSING), lab.get(key, MISSING))
+               == lab.get(key, MISSING) for lab in labels)
+
+
+def telling_keys(labels: Sequence[Mapping[str, str]]) -> list[str]:
+    """The factors that tell points apart, in order, leaving out one whose level follows
+    from a factor kept before it."""
+    kept: list[str] = []
+    for key in dict.fromkeys(k for lab in labels for k in lab):
+        if len({lab.get(key, MISSING) for lab in labels}) < 2:
+            continue
+        if not any(_follows(labels, k, key) for k in kept):
+            kept.append(key)
+    return kept
+
+
+def point_legend(labels: Sequence[Mapping[str, str]], titles: Sequence[str]
+                 ) -> tuple[str, list[str]]:
+    """(legend title, one entry per point): the points' titles when they fit a legend
+    as they are (a label template's names), else the levels of the factors telling
+    the points apart, named once in the title ("vcenter, sessions": "baseline, 8"),
+    so that no two entries are cut into the same text."""
+    if len(set(titles)) == len(titles) and all(len(t) <= MAX_LABEL for t in titles):
+        return "point", list(titles)
+    keys = telling_keys(labels)
+    if not keys:
+        return "point", list(titles)
+    return ", ".join(keys), [", ".join(lab.get(k, MISSING) for k in keys) for lab in labels]
 
 
 def draw_series(
@@ -190,11 +225,12 @@ def _grouped(series: Series, vary: Sequence[str], ids: ChartIds, mode: str, ylab
 def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str, ylabel: str,
            reference: float | None, reference_label: str, title: str, *, linear: bool,
            declared: bool) -> tuple[str, str]:
-    others = [f for f in vary if f != x]
+    others = telling_keys([{f: lab.get(f, MISSING) for f in vary if f != x}
+                           for lab, _ in series.rows]) or [f for f in vary if f != x]
     groups: dict[str, list[int]] = {}
     for i, (lab, _) in enumerate(series.rows):
-        # One other factor: the legend's title names it, entries show its levels.
-        name = lab.get(others[0], MISSING) if len(others) == 1 else _group_title(lab, others)
+        # The legend's title names the other factors, entries show their levels.
+        name = ", ".join(lab.get(f, MISSING) for f in others) or "all"
         groups.setdefault(name, []).append(i)
     lines, ideal = [], []
     for name, idx in groups.items():

@@ -22,6 +22,7 @@ from vbench.analysis.figures import factor_order
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
+from vbench.analysis.verdict import Verdict
 from vbench.config.labels import render_label
 from vbench.report.units import Scale
 from vbench.results.stored import StoredRun, StoredScenario
@@ -53,11 +54,31 @@ class ReportData:
     regression: RegressionResult | None = None
     series: pd.DataFrame | None = None  # collectors' time series, when stored
     others: tuple[ReportData, ...] = ()  # further runs overlaid on this one
+    # The run's verdict (vbench/analysis/verdict.py), as the engine computed it with the
+    # schedule's and the driver's answers; see :meth:`verdicted`.
+    verdict: Verdict | None = None
 
     @property
     def stored(self) -> StoredRun:
         """The run record, typed (what a renderer should read instead of ``run``)."""
         return StoredRun.of(self.run)
+
+    def verdicted(self) -> Verdict:
+        """The run's verdict: the one attached (vbench/engine/verdict.py), else the one
+        stored in its run directory, else one computed here without the schedule's and
+        driver's answers (the headline at the best point)."""
+        if self.verdict is not None:
+            return self.verdict
+        from vbench.analysis.verdict import read_stored
+        from vbench.analysis.verdict_build import AnswerInputs, build_verdict, simulated_text
+
+        found = read_stored(self.run.get("run_dir"), str(self.run.get("status")))
+        if found is not None:
+            return found
+        inputs = AnswerInputs(self.run, self.points, self.trials, self.analyzed(),
+                              tuple(self.headline_metrics),
+                              simulated_text(self.run) is not None)
+        return build_verdict(inputs, (), warnings=self.warnings)
 
     def analyzed(self) -> RunAnalysis:
         if self.analysis is not None:

@@ -223,7 +223,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
         "operations": ops_section(operation_figures(
             view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
-            cv_threshold=view.cv_threshold), ids, mode),
+            cv_threshold=view.cv_threshold), ids, mode, {p.point: p.labels for p in view.points}),
         "sources": _sources(view),
         "guests": guest_table(view, choice),
         "trial_phases": phase_names,

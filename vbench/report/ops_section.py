@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from vbench.analysis.figures import parse_labels
 from vbench.analysis.stats import Summary, summarize
-from vbench.report.chartplan import ChartIds, error_text, whiskers
+from vbench.report.chartplan import ChartIds, error_text, point_legend, whiskers
 from vbench.report.charts import Bar, grouped_bar_chart_svg
 from vbench.report.data import MISSING, NO_DATA, fmt_mean_ci, fmt_num, fmt_value
 
@@ -212,9 +212,11 @@ def _count(x: float | None) -> str:
 
 
 def ops_section(
-    points: Sequence[PointOps], ids: ChartIds, mode: str = "range"
+    points: Sequence[PointOps], ids: ChartIds, mode: str = "range",
+    labels: Mapping[int, Mapping[str, str]] | None = None,
 ) -> dict[str, Any] | None:
-    """What the template shows (None: no run point has per-operation figures)."""
+    """What the template shows (None: no run point has per-operation figures).
+    ``labels``: each point's factor levels, naming the chart's legend entries."""
     if not points:
         return None
     tables = []
@@ -239,27 +241,30 @@ def ops_section(
         } for f in p.faults]
         tables.append({"title": p.title, "trials": p.trials, "rows": rows, "faults": faults,
                        "counted": any(o.failures is not None for o in p.ops)})
-    return {"points": tables, "chart": _latency_chart(points, ids, mode),
+    return {"points": tables, "chart": _latency_chart(points, ids, mode, labels or {}),
             "error_bars": error_text(mode)}
 
 
-def _latency_chart(points: Sequence[PointOps], ids: ChartIds, mode: str) -> Markup | None:
+def _latency_chart(points: Sequence[PointOps], ids: ChartIds, mode: str,
+                   labels: Mapping[int, Mapping[str, str]]) -> Markup | None:
     ops = sorted({o.op for p in points for o in p.ops})
     if not ops:
         return None
+    heading, names = point_legend([labels.get(p.point, {}) for p in points],
+                                  [p.title for p in points])
     series = []
-    for p in points:
+    for p, name in zip(points, names, strict=True):
         mine = {o.op: o.latency for o in p.ops}
         bars = []
         for op in ops:
             s = mine.get(op)
             low, high = whiskers(s, mode)
             bars.append(Bar(op, s.mean if s is not None and s.n else None, low, high))
-        series.append((p.title, bars))
+        series.append((name, bars))
     unit = next((p.units["latency"] for p in points if p.units.get("latency")), "")
     svg = grouped_bar_chart_svg(
         ops, series, f"mean latency ({unit})" if unit else "mean latency",
         chart_id=ids.next(), xlabel="operation", title="Mean latency per operation",
-        legend_title="point",
+        legend_title=heading,
     )
     return Markup(svg)

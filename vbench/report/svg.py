@@ -42,6 +42,27 @@ def short(label: str, limit: int = MAX_LABEL) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+def distinct_short(labels: Sequence[str], limit: int = MAX_LABEL) -> list[str]:
+    """``labels`` cut to ``limit`` characters, still telling apart the labels that differ:
+    when cutting the end would make two the same ("vcenter=baseline, sessions=…" twice),
+    the part they all share is cut from the front instead ("…sessions=8, profile=ba…"),
+    and failing that the middle."""
+    cut = [short(lab, limit) for lab in labels]
+    if len(set(cut)) == len(set(labels)):
+        return cut
+    # The characters every label starts with (a string prefix, not path components).
+    same = next((i for i, c in enumerate(zip(*labels, strict=False)) if len(set(c)) > 1),
+                min(map(len, labels)))
+    shared = labels[0][:same]
+    start = shared.rfind(", ") + 2 if ", " in shared else max(0, len(shared) - 8)
+    cut = [lab if len(lab) <= limit else short("…" + lab[start:], limit) for lab in labels]
+    if len(set(cut)) == len(set(labels)):
+        return cut
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    return [lab if len(lab) <= limit else f"{lab[:head]}…{lab[-tail:]}" for lab in labels]
+
+
 def text_width(text: str, size: float = FONT) -> float:
     return len(text) * size * CHAR_W
 
@@ -167,9 +188,13 @@ class Legend:
     def width(self) -> float:
         if not self.entries:
             return 0.0
-        longest = max([text_width(short(e[0]), SMALL) for e in self.entries]
+        longest = max([text_width(t, SMALL) for t in self.texts()]
                       + [text_width(self.title, SMALL)])
         return min(200.0, longest + 34.0)
+
+    def texts(self) -> list[str]:
+        """The entries as drawn: cut to fit, but never cut into the same text."""
+        return distinct_short([e[0] for e in self.entries])
 
 
 @dataclass
@@ -284,13 +309,13 @@ class Canvas:
         if legend.title:
             self.text(x, y + 8, short(legend.title), anchor="start", size=SMALL, bold=True)
             y += 15
-        for label, color, kind in legend.entries:
+        for (_, color, kind), label in zip(legend.entries, legend.texts(), strict=True):
             if kind == "box":
                 self.rect(x, y + 1, 11, 9, color)
             else:
                 self.line(x, y + 5.5, x + 16, y + 5.5, color, 1.6,
                           "5 3" if kind == "dash" else "")
-            self.text(x + 21, y + 9, short(label), anchor="start", size=SMALL)
+            self.text(x + 21, y + 9, label, anchor="start", size=SMALL)
             y += 15
 
     def svg(self, chart_id: str, title: str = "", extra: str = "") -> str:

@@ -29,6 +29,8 @@ from vbench.plugins import Registry
 
 if TYPE_CHECKING:
     from vbench.analysis.catalogue import Metric
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
     from vbench.vsphere.resources import VSphereResources
@@ -175,6 +177,16 @@ class Workload(ABC):
         """Pitfalls that depend on what the lab's guests are (role -> its guests; checked
         by the plan when a lab is given)."""
         return []
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """The study's answer this driver reads from a stored run (vcbench: ops/s against
+        Little's law; DVD Store: OPM against native …): :class:`Answer` s built with the
+        helpers of ``inputs`` (``inputs.figure(point, metric)`` gives unit, n, CI, window
+        and the simulated-lab flag). Default: none, so the schedule's answer or the
+        headline figures at the best point lead. Called on a stored run, never during a
+        trial (see vbench/analysis/verdict_build.py)."""
+        return ()
 
     def tools(self) -> Mapping[str, tuple[str, ...]]:
         """Role -> commands these parameters need in its guests (default: required_tools)."""

@@ -1,0 +1,121 @@
+"""The run's verdict, computed once (vbench/analysis/verdict.py says what it holds).
+
+:func:`verdict_of` asks the run's schedule, then its workload driver, for the study's
+answer (their ``answer`` hooks; the headline at the best point when neither answers),
+adds what the run created and removed in vSphere (its journal) and builds the
+:class:`Verdict`. The run's finish step stores it as ``verdict.json`` in the run
+directory; :func:`attach` gives a command the stored verdict, or computes it for a run
+stored without one (an older version, a run killed before its end) or whose status has
+changed since (``vbench cleanup`` settled it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+
+from vbench.analysis.verdict import (
+    VERDICT_FILE,
+    Answer,
+    Effects,
+    Verdict,
+    read_stored,
+    verdict_to_json,
+)
+from vbench.analysis.verdict_build import AnswerInputs, build_verdict, simulated_text
+from vbench.engine.schedule import schedule_class
+from vbench.report.data import ReportData
+from vbench.vsphere.journal import FINAL, JOURNAL_FILE, items, parse_lines
+
+# What the journal's kinds are called in a sentence (other kinds print as they are).
+KIND_NAMES = {
+    "vm": "VM", "snapshot": "snapshot", "cl_library": "library", "cl_item": "library item",
+    "cl_session": "transfer session", "cl_vm": "deployed VM",
+}  # fmt: skip
+
+
+def answer_inputs(data: ReportData) -> AnswerInputs:
+    return AnswerInputs(
+        run=data.run, points=data.points, trials=data.trials, analysis=data.analyzed(),
+        headline=tuple(data.headline_metrics), simulated=simulated_text(data.run) is not None,
+    )
+
+
+def answers_for(inputs: AnswerInputs) -> tuple[tuple[Answer, ...], list[str]]:
+    """The schedule's answers, then the driver's; and why a driver gave none (a driver
+    of another installation, or one whose hook failed on this run)."""
+    scenario = inputs.run.get("scenario") or {}
+    out = list(schedule_class(scenario).answer(inputs))
+    problems: list[str] = []
+    name = (scenario.get("workload") or {}).get("driver")
+    if name:
+        from vbench.errors import VbenchError
+        from vbench.workloads.base import get_driver
+
+        try:
+            driver = get_driver(str(name))
+        except VbenchError as exc:
+            problems.append(f"driver {name} not installed here, its answer is not shown: {exc}")
+        else:
+            try:
+                out.extend(driver.answer(inputs))
+            except Exception as exc:  # a plugin's bug must not hide the run's figures
+                problems.append(f"the {name} driver's answer failed: {exc!r}")
+    return tuple(out), problems
+
+
+def effects_of(run_dir: str | Path | None) -> Effects | None:
+    """What the run created in vSphere and removed, from its journal (None: no journal,
+    the run reached no vCenter)."""
+    if not run_dir:
+        return None
+    path = Path(run_dir) / JOURNAL_FILE
+    try:
+        entries = parse_lines(path.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return None
+    created: Counter[str] = Counter()
+    removed: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    for e in entries:
+        kind = KIND_NAMES.get(str(e.get("kind") or "vm"), str(e.get("kind")))
+        event = e.get("event")
+        if event == "created":
+            created[kind] += 1
+        elif event in ("destroyed", "missing"):
+            removed[kind] += 1
+        elif event == "kept":
+            kept[kind] += 1
+    left: Counter[str] = Counter(
+        KIND_NAMES.get(i.kind, i.kind) for i in items(entries)
+        if i.state not in FINAL and (i.moid is not None or i.state in ("started", "created"))
+    )
+    return Effects(dict(created), dict(removed), dict(kept), dict(left))
+
+
+def verdict_of(data: ReportData, *, exit_code: int | None = None,
+               exit_reason: str = "") -> Verdict:
+    """The verdict of a stored run (see the module docstring)."""
+    inputs = answer_inputs(data)
+    answers, problems = answers_for(inputs)
+    return build_verdict(
+        inputs, answers, exit_code=exit_code, exit_reason=exit_reason,
+        warnings=[*data.warnings, *problems], effects=effects_of(data.run.get("run_dir")),
+    )
+
+
+def store_verdict(run_dir: str | Path, verdict: Verdict) -> Path:
+    path = Path(run_dir) / VERDICT_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(verdict_to_json(verdict), indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def attach(data: ReportData) -> ReportData:
+    """``data`` with its run's verdict: the stored one, else computed now."""
+    if data.verdict is not None:
+        return data
+    stored = read_stored(data.run.get("run_dir"), str(data.run.get("status")))
+    return dataclasses.replace(data, verdict=stored or verdict_of(data))
