@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = Callable[..., Any]
 
@@ -57,10 +60,11 @@ def open_store(store_url: str | None, results_dir: Path | None) -> tuple[Any, Pa
     return Store.open(store_url, rdir), rdir
 
 
-def output_width() -> int | None:
+def output_width(stream: TextIO | None = None) -> int | None:
     """Columns that text output fits (tables fold columns, prose wraps between words):
-    ``$COLUMNS`` when set, else the terminal's when standard output is one; None — no
-    fitting — in a pipe or a cron log, so those read the same everywhere."""
+    ``$COLUMNS`` when set, else the terminal's when ``stream`` (standard output by
+    default) is one; None — no fitting — in a pipe or a cron log, so those read the same
+    everywhere."""
     import os
     import shutil
     import sys
@@ -68,9 +72,22 @@ def output_width() -> int | None:
     env = os.environ.get("COLUMNS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    if sys.stdout.isatty():
+    if (stream or sys.stdout).isatty():
         return shutil.get_terminal_size().columns
     return None
+
+
+def text_console(stderr: bool = False) -> Console:
+    """A rich console for standard output (or error) fitted to :func:`output_width`; in a
+    pipe or a cron log so wide that rich cuts and wraps nothing (not its default 80)."""
+    import sys
+
+    from rich.console import Console
+
+    from vbench.report.fit import UNFITTED
+
+    width = output_width(sys.stderr if stderr else sys.stdout)
+    return Console(stderr=stderr, width=width or UNFITTED)
 
 
 def write_report(text: str, output: Path) -> None:

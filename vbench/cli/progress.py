@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from vbench.cli.eta import Eta
-from vbench.cli.options import counted
+from vbench.cli.options import counted, text_console
 from vbench.config.types import format_duration
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.engine.runner import ProgressSink
@@ -45,7 +45,7 @@ def headline_text(result: TrialResult, metric: str | None) -> str | None:
 
 class RichProgress(ProgressSink):
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or text_console(stderr=True)
         self.live = self.console.is_terminal
         self._progress: Progress | None = None
         self._task: int | None = None

@@ -63,8 +63,7 @@ def ls_cmd(
 @json_option
 def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: bool) -> None:
     """Describe one stored run: context, points, trials and the summary table."""
-    from rich.console import Console
-
+    from vbench.cli.options import text_console
     from vbench.report.build import show_json, show_text
     from vbench.results.collected import series_listing
 
@@ -75,7 +74,7 @@ def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: 
             doc = {**show_json(store, run_id), "collectors": series}
             click.echo(json.dumps(doc, indent=2, default=str))
         else:
-            show_text(store, run_id, Console())
+            show_text(store, run_id, text_console())
             _print_series(series)
     finally:
         store.close()

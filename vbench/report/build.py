@@ -136,9 +136,18 @@ def render_report(
 
 
 def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
+    print_summary(report_data(store, run_id), console)
+
+
+def print_summary(data: ReportData, console: Console) -> None:
+    """The summary table of a run already loaded, fitted to the console (see
+    :func:`vbench.report.fit.fit_table`)."""
+    from vbench.report.fit import console_width, fit_table
     from vbench.report.terminal import summary_table
 
-    console.print(summary_table(report_data(store, run_id)))
+    # Too narrow even with cells wrapped: the spread and the cv leave before any name.
+    table = fit_table(summary_table(data), console_width(console), drop=("min–max", "cv"))
+    console.print(table)
 
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
@@ -158,7 +167,7 @@ def show_json(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def show_text(store: Store, run_id: str, console: Console) -> None:
-    from vbench.report.terminal import summary_table
+    from vbench.report.fit import console_width
 
     data = report_data(store, run_id)
     r = data.run
@@ -197,13 +206,13 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
                 f"point {t['point'] + 1} trial {t['trial']}: {t['status']} — {t['error']}",
                 highlight=False,
             )
-    console.print(summary_table(data))
+    print_summary(data, console)
     qos = data.analyzed().qos
     if qos.declared:
         from vbench.report.textfmt import format_qos
 
-        width = console.width if console.is_terminal else None
-        console.print(format_qos(qos, width), highlight=False, markup=False, end="")
+        console.print(format_qos(qos, console_width(console)), highlight=False, markup=False,
+                      end="")
 
 
 def run_summary_json(

@@ -9,8 +9,13 @@ and nothing wraps: cron logs and golden files read the same everywhere.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 GAP = "  "  # between columns
 INDENT = "    "  # of the lines a row's folded cells go to
@@ -125,3 +130,81 @@ def wrap(text: str, width: int | None, first: str = "", rest: str | None = None)
     return textwrap.wrap(text, width=width, initial_indent=first,
                          subsequent_indent=first if rest is None else rest,
                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+# The width of a console off a terminal (a pipe, a cron log): wider than any line, so
+# rich cuts and wraps nothing there (its own default would be 80 columns).
+UNFITTED = 1 << 16
+
+
+def console_width(console: Console) -> int | None:
+    """The width ``console`` fits text to; None for one made :data:`UNFITTED`."""
+    return None if console.width >= UNFITTED else console.width
+
+
+def fit_table(table: Table, width: int | None, drop: Sequence[str] = ()) -> Table:
+    """``table`` laid out for ``width`` columns: as it is when it fits; narrower, with light
+    borders and each column as narrow as its longest word (headers included), the room
+    left going to the columns that then fit on one line — cells wrap between words and
+    no name or figure is cut. When even that is too wide, the columns headed ``drop``
+    leave, in that order, as many as it takes, and a caption says which. Without a
+    width nothing moves and the title stays on one line too."""
+    from rich import box
+    from rich.text import Text
+
+    if isinstance(table.title, str | Text):
+        title = Text(table.title) if isinstance(table.title, str) else table.title.copy()
+        if width is None:
+            title.no_wrap, title.overflow = True, "ignore"
+        table.title = title
+    for column in table.columns:
+        column.overflow = "fold"  # a word longer than a whole screen: never an ellipsis
+    # The default box: an edge each side, a rule and padding 1 each side between columns.
+    if width is None or sum(_needs(table, _longest)) + 3 * len(table.columns) + 1 <= width:
+        return table
+    table.box, table.show_edge, table.pad_edge = box.SIMPLE_HEAD, False, False
+    table.padding = (0, 1, 0, 0)  # with the box's blank rule: columns two spaces apart
+    dropped = []
+    for header in drop:
+        if sum(_needs(table, _word)) + 2 * len(table.columns) - 2 <= width:
+            break
+        table.columns = [c for c in table.columns if _plain(c.header) != header]
+        dropped.append(header)
+    if dropped:
+        table.caption = Text(f"{' and '.join(dropped)} left out to fit {width} columns "
+                             "(a wider terminal or COLUMNS shows them)", style="dim")
+        table.caption_justify = "left"
+    _spread(table, width)
+    return table
+
+
+def _needs(table: Table, measure: Callable[[object], int]) -> list[int]:
+    return [max(measure(c.header), *map(measure, c.cells)) for c in table.columns]
+
+
+def _spread(table: Table, width: int) -> None:
+    """Each column as wide as its longest word, then the room left to the columns that
+    it makes fit on one line, the nearest to it first."""
+    longest, words = _needs(table, _longest), _needs(table, _word)
+    room = width - sum(words) - 2 * len(words) + 2
+    widths = list(words)
+    for i in sorted(range(len(words)), key=lambda i: longest[i] - words[i]):
+        grow = longest[i] - words[i]
+        if 0 < grow <= room:
+            widths[i], room = longest[i], room - grow
+    for column, w in zip(table.columns, widths, strict=True):
+        column.width = w
+
+
+def _plain(cell: object) -> str:
+    from rich.text import Text
+
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def _longest(cell: object) -> int:
+    return max((len(line) for line in _plain(cell).splitlines()), default=0)
+
+
+def _word(cell: object) -> int:
+    return max((len(w) for w in _plain(cell).split()), default=0)
