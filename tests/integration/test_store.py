@@ -292,6 +292,17 @@ def test_a_run_stored_before_schema_4_reads_without_the_comparison_keys(
         row = s.get_run("old")
     assert (row.scenario_hash, row.base_scenario_hash, row.overrides) == (None, None, ())
     assert row.scenario == {"name": "s"}
+    assert row.metrics is None  # no catalogue: directions are guessed for such a run
+
+
+def test_the_metric_catalogue_is_stored_with_the_run(store: Store) -> None:
+    catalogue = [{"pattern": "client_cpu", "unit": "fraction", "better": "none", "choices": {}},
+                 {"pattern": "<op>_rt", "unit": "ms", "better": "lower",
+                  "choices": {"op": ["get", "set"]}}]
+    store.create_run(run_info("r-cat", metrics=catalogue))
+    store.create_run(run_info("r-none", started=2000.0))
+    assert store.get_run("r-cat").metrics == catalogue
+    assert store.get_run("r-none").metrics is None
 
 
 def test_schema_matches_migrations_and_reopen_is_idempotent(url: str, tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ def test_unit_problem_accepts_the_family_and_unknown_units() -> None:
     assert unit_problem("x", "Gbps", "Mbit/s") is None
     assert unit_problem("x", "ops/s", "kops/s") == (
         "unit 'kops/s' does not fit x (stored in ops/s); accepted: ops/s")
-    assert metric("<d>_x", "ms", d=("a", "b")).names() == ["a_x", "b_x"]
+    assert metric("<d>_x", "ms", "lower", d=("a", "b")).names() == ["a_x", "b_x"]
 
 
 def test_invalid_driver_parameters_are_not_buried_under_unknown_metric_names(

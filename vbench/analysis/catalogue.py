@@ -6,7 +6,11 @@ A catalogue entry is a name or a *pattern*: ``<direction>_clat_p99`` with the va
 ``<direction>`` may take (``read``, ``write`` …), or with none for a free part
 (``<step>_time`` where the steps come from the scenario; ``<object>(<instance>)\\<counter>``
 for counters named by the tool). Every entry carries the unit its samples are stored
-in, or None when the unit varies (told by each sample).
+in, or None when the unit varies (told by each sample), and its direction of
+improvement (:data:`BETTER`): ``higher`` (throughput), ``lower`` (latency, errors) or
+``none`` — a figure that is context, not a score (a load generator's CPU, a count of
+instances, a mix share, a tool's counter). Nothing ranks a ``none`` metric: no "best"
+point, no better/worse in compare, history or regression checks.
 
 Tests hold each catalogue against the samples its driver or collector makes from real
 outputs (tests/unit/test_metric_catalogues.py), so a catalogue cannot drift.
@@ -19,10 +23,13 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from vbench.analysis.figures import unit_family
 
 _PLACEHOLDER = re.compile(r"<([a-z_]+)>")
+Better = Literal["higher", "lower", "none"]
+BETTER: tuple[str, ...] = get_args(Better)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class Metric:
 
     pattern: str
     unit: str | None  # None: the unit varies from sample to sample
+    better: Better  # direction of improvement; "none": never ranked
     # (placeholder, the values it takes); a placeholder without choices is free
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -64,14 +72,18 @@ class Metric:
         return out
 
 
-def metric(pattern: str, unit: str | None, **choices: Iterable[str]) -> Metric:
-    """A catalogue entry: ``metric("<dir>_iops", "IO/s", dir=("read", "write"))``."""
-    return Metric(pattern, unit, tuple((k, tuple(v)) for k, v in choices.items()))
+def metric(pattern: str, unit: str | None, better: Better, **choices: Iterable[str]) -> Metric:
+    """A catalogue entry: ``metric("<dir>_iops", "IO/s", "higher", dir=("read", "write"))``."""
+    if better not in BETTER:  # a typo would otherwise rank the metric the wrong way
+        raise ValueError(f"metric {pattern}: better must be one of {', '.join(BETTER)}")
+    return Metric(pattern, unit, better, tuple((k, tuple(v)) for k, v in choices.items()))
 
 
-def same_unit(patterns: Iterable[str], unit: str | None, **choices: Iterable[str]) -> list[Metric]:
-    """Several entries of one unit."""
-    return [metric(p, unit, **choices) for p in patterns]
+def same_unit(
+    patterns: Iterable[str], unit: str | None, better: Better, **choices: Iterable[str]
+) -> list[Metric]:
+    """Several entries of one unit and direction."""
+    return [metric(p, unit, better, **choices) for p in patterns]
 
 
 @dataclass(frozen=True)

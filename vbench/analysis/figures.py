@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import pandas as pd
 
@@ -234,14 +234,31 @@ _LOWER_WORDS = re.compile(
 )
 
 
-def better(metric: str, unit: str, overrides: Mapping[str, str] | None = None) -> str:
-    """``higher`` or ``lower``: from ``overrides`` (``report.better``), else a time unit
-    or a latency-like name means lower is better, anything else higher."""
-    if overrides and metric in overrides:
-        return overrides[metric]
+class DirectionSource(Protocol):
+    """What :func:`better` asks first: ``vbench.analysis.direction.Directions``."""
+
+    def of(self, metric: str, unit: str = "") -> Any: ...
+
+
+def guess_better(metric: str, unit: str) -> Literal["higher", "lower"]:
+    """The guess for a run stored before catalogues declared directions: a time unit or
+    a latency-like name means lower is better, anything else higher."""
     if unit in _TIME:
         return "lower"
     return "lower" if _LOWER_WORDS.search(metric.lower()) else "higher"
+
+
+def better(
+    metric: str, unit: str, overrides: Mapping[str, str] | DirectionSource | None = None
+) -> str:
+    """``higher``, ``lower`` or ``none`` (never ranked). Given a run's ``Directions``
+    (vbench/analysis/direction.py), its answer; given a plain mapping (``report.better``),
+    that, else :func:`guess_better`."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        return str(overrides.of(metric, unit))
+    if overrides and metric in overrides:
+        return overrides[metric]
+    return guess_better(metric, unit)
 
 
 # ----------------------------------------------------------- scenario identity

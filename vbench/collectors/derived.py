@@ -27,9 +27,9 @@ SOURCE = "derived"
 # Trial-wide figures made when collectors ran (host_* from esxtop, the others from the
 # cores used by hosts or guests).
 METRICS: tuple[Metric, ...] = (
-    entry("host_cpu_util", "%"), entry("host_cores_used", "cores"),
-    entry("cpu_efficiency", None),  # <headline unit>/core
-    entry("cpu_cost_per_1k_iops", "% of a core per 1K IO/s"),
+    entry("host_cpu_util", "%", "none"), entry("host_cores_used", "cores", "none"),
+    entry("cpu_efficiency", None, "higher"),  # <headline unit>/core
+    entry("cpu_cost_per_1k_iops", "% of a core per 1K IO/s", "lower"),
 )  # fmt: skip
 _IOPS = ("total_iops", "iops")
 

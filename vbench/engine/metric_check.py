@@ -26,6 +26,7 @@ from vbench.analysis.catalogue import (
     unit_problem,
     unknown_metric_message,
 )
+from vbench.analysis.direction import to_stored
 from vbench.collectors.base import get_collector
 from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
 from vbench.config.scenario import Scenario
@@ -61,9 +62,31 @@ def run_catalogues(
     if scenario.collectors:
         out.append(Catalogue("derived", COLLECTOR_DERIVED, "the collectors' derived figures"))
     if scenario.derived:
-        out.append(Catalogue("scenario", tuple(metric(d.name, d.unit) for d in scenario.derived),
+        out.append(Catalogue("scenario", tuple(metric(d.name, d.unit, d.better or "none")
+                                               for d in scenario.derived),
                              "the scenario's derived figures"))
     return out
+
+
+def stored_catalogue(
+    scenario: Scenario, driver: type[Workload], params: Iterable[Params]
+) -> list[dict[str, Any]]:
+    """What the run stores of its producers' catalogues (``runs.metrics``): every
+    declared entry with its unit and direction. A producer without a catalogue adds
+    nothing, so its metrics are never ranked (vbench/analysis/direction.py)."""
+    entries: dict[Metric, None] = {}
+    for p in params:
+        entries.update(dict.fromkeys(driver.metric_catalogue(p) or ()))
+    for spec in scenario.collectors:
+        try:
+            cls = get_collector(spec.kind)
+            declared = cls.metric_catalogue(cls.Options.model_validate(spec.options))
+        except (ConfigError, ValueError):
+            continue
+        entries.update(dict.fromkeys(declared or ()))
+    if scenario.collectors:
+        entries.update(dict.fromkeys(COLLECTOR_DERIVED))
+    return to_stored(entries)
 
 
 def metric_issues(

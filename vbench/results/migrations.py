@@ -138,12 +138,22 @@ def _v4_comparable(conn: Connection) -> None:
         conn.execute(sa.text(f"ALTER TABLE runs ADD COLUMN {column} TEXT"))
 
 
+def _v5_metrics(conn: Connection) -> None:
+    """Schema version 5, frozen: the metric catalogues of a run (each entry's name or
+    pattern, unit and direction of improvement), stored when the run starts, so that
+    what is ranked higher- or lower-is-better never needs the driver's code. A JSON list
+    as text; NULL for runs stored before it."""
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN metrics TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: runs, run_tags, points, trials, samples", _v1_initial),
     Migration(2, "baselines: the reference run of a scenario per lab", _v2_baselines),
     Migration(3, "runs.headline: the metrics a report leads with", _v3_headline),
     Migration(4, "runs.scenario_hash, base_scenario_hash, overrides: what makes runs "
               "comparable", _v4_comparable),
+    Migration(5, "runs.metrics: the run's metric catalogues with their directions",
+              _v5_metrics),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

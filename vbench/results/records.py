@@ -121,6 +121,8 @@ class RunInfo:
     scenario_hash: str | None = None
     base_scenario_hash: str | None = None
     overrides: tuple[str, ...] = ()
+    # The metric catalogues (vbench/analysis/direction.py: to_stored); None: not known.
+    metrics: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

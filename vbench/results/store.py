@@ -75,6 +75,8 @@ class RunRow:
     scenario_hash: str | None = None  # NULL for runs stored before schema 4
     base_scenario_hash: str | None = None
     overrides: tuple[str, ...] = ()  # the run's --set arguments
+    # The run's metric catalogues with their directions (schema 5; None before it).
+    metrics: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ def _run_row(m: Mapping[str, Any]) -> RunRow:
         scenario_hash=m.get("scenario_hash"),
         base_scenario_hash=m.get("base_scenario_hash"),
         overrides=tuple(json.loads(m["overrides"])) if m.get("overrides") else (),
+        metrics=json.loads(m["metrics"]) if m.get("metrics") else None,
     )
 
 
@@ -256,6 +259,7 @@ class Store:
                 scenario_hash=info.scenario_hash,
                 base_scenario_hash=info.base_scenario_hash,
                 overrides=json.dumps(list(info.overrides)),
+                metrics=None if info.metrics is None else json.dumps(info.metrics),
             ))
             if tags:
                 conn.execute(

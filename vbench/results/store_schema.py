@@ -63,6 +63,9 @@ runs = sa.Table(
     sa.Column("scenario_hash", sa.Text, nullable=True),
     sa.Column("base_scenario_hash", sa.Text, nullable=True),
     sa.Column("overrides", sa.Text, nullable=True),
+    # Added by migration 5 (NULL for runs stored before it): the run's metric catalogues
+    # (pattern, unit, direction of improvement) as a JSON list as text.
+    sa.Column("metrics", sa.Text, nullable=True),
     sa.Index("ix_runs_scenario_started", "scenario_name", "started"),
     sa.Index("ix_runs_started", "started"),
 )

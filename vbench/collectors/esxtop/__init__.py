@@ -96,10 +96,11 @@ class Esxtop(Collector):
         # Counter units follow the counter's name (%, ms, MB/s …): not checked here.
         objects = {} if options.allow_unknown_counters else {"object": tuple(KNOWN_COUNTERS)}
         return (
+            # A counter's direction is the reader's to say (report.better): none here.
             *same_unit(("<object>(<instance>)\\<counter>", "<object>\\<counter>"), None,
-                       **objects),
-            metric("host_cpu_util", "%"), metric("host_cores_used", "cores"),
-            *same_unit(("vdisk_read_latency", "vdisk_write_latency"), "ms"),
+                       "none", **objects),
+            metric("host_cpu_util", "%", "none"), metric("host_cores_used", "cores", "none"),
+            *same_unit(("vdisk_read_latency", "vdisk_write_latency"), "ms", "lower"),
         )  # fmt: skip
 
     @classmethod

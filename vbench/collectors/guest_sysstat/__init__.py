@@ -86,9 +86,11 @@ class GuestSysstat(Collector):
     def metric_catalogue(cls, options: CollectorOptions) -> tuple[Metric, ...]:
         # sadf's own names (docs/metrics.md#guest_sysstat); units follow the counter.
         return (
-            *same_unit(("<object>(<instance>)\\<counter>", "<object>\\<counter>"), None),
-            *same_unit(("collector_cpu", "guest_cpu_util"), "%"), metric("guest_cpus", "CPUs"),
-            metric("guest_cores_used", "cores"),
+            # A counter's direction is the reader's to say (report.better): none here.
+            *same_unit(("<object>(<instance>)\\<counter>", "<object>\\<counter>"), None, "none"),
+            metric("collector_cpu", "%", "lower"),  # the collector's own overhead
+            metric("guest_cpu_util", "%", "none"), metric("guest_cpus", "CPUs", "none"),
+            metric("guest_cores_used", "cores", "none"),
         )  # fmt: skip
 
     @classmethod

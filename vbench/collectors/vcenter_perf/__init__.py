@@ -100,9 +100,10 @@ class VCenterPerf(Collector):
         assert isinstance(options, VCenterPerfOptions)
         # The counters read, with an instance when instances are asked for; vSphere
         # gives the unit (a counter's unit is known only once vCenter is asked).
-        out = [metric(c, None) for c in options.counters]
+        # A counter's direction is the reader's to say (report.better): none here.
+        out = [metric(c, None, "none") for c in options.counters]
         if options.instances:
-            out += [metric(f"{c}(<instance>)", None) for c in options.counters]
+            out += [metric(f"{c}(<instance>)", None, "none") for c in options.counters]
         return tuple(out)
 
     @classmethod

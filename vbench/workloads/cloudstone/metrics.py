@@ -198,14 +198,19 @@ _UNITS = {"ops_per_sec": "ops/s", "rt_avg": "ms", "rt_p90": "ms", "rt_p95": "ms"
           "rt_p99": "ms", "rt_max": "ms", "errors": "count", "operations": "count",
           "mix": "%", "mix_required": "%", "mix_outside_tolerance": "flag",
           "ops_per_sec_subwindow_sd": "ops/s", "rt_avg_subwindow_sd": "ms"}  # fmt: skip
+# Response times, errors, spreads over sub-windows and being outside the mix tolerance
+# are lower-is-better; the mix shares are the validity criterion's inputs, not scores.
+_BETTER: dict[str, mc.Better] = {
+    "ops_per_sec": "higher", "operations": "higher", "mix": "none", "mix_required": "none"}
 
 
 # Per operation (label `operation`, `all` for the whole mix) and instance; and per trial.
 METRICS: tuple[mc.Metric, ...] = (
-    *(mc.metric(name, unit) for name, unit in _UNITS.items()),
-    mc.metric("client_cpu", "fraction"), mc.metric("client_users_min", "count"),
-    mc.metric("client_saturated", "flag"), mc.metric("instances", "count"),
-    mc.metric("sut_deploy_seconds", "s"), mc.metric("sut_load_seconds", "s"),
+    *(mc.metric(name, unit, _BETTER.get(name, "lower")) for name, unit in _UNITS.items()),
+    # The load generator's own CPU and users: whether the client kept up, not a score.
+    mc.metric("client_cpu", "fraction", "none"), mc.metric("client_users_min", "count", "none"),
+    mc.metric("client_saturated", "flag", "lower"), mc.metric("instances", "count", "none"),
+    mc.metric("sut_deploy_seconds", "s", "lower"), mc.metric("sut_load_seconds", "s", "lower"),
 )  # fmt: skip
 
 

@@ -58,10 +58,14 @@ class ContentLibraryWorkload(Workload):
         """``<step>_<figure>`` for the steps of these parameters (see batch_samples)."""
         step = tuple(s.name for s in params.steps)
         return (
-            *same_unit(("<step>_time", "<step>_time_max", "<step>_batch_time"), "s", step=step),
-            metric("<step>_ops", "ops", step=step), metric("<step>_bytes", "B", step=step),
-            metric("<step>_throughput", "MB/s", step=step),
-            metric("<step>_overhead", "ms", step=step), metric("<step>_items", "items", step=step),
+            *same_unit(("<step>_time", "<step>_time_max", "<step>_batch_time"), "s", "lower",
+                       step=step),
+            # How many operations, bytes and items a step did is set by the scenario.
+            metric("<step>_ops", "ops", "none", step=step),
+            metric("<step>_bytes", "B", "none", step=step),
+            metric("<step>_throughput", "MB/s", "higher", step=step),
+            metric("<step>_overhead", "ms", "lower", step=step),
+            metric("<step>_items", "items", "none", step=step),
         )  # fmt: skip
 
     def __init__(self, params: ContentLibraryParams) -> None:  # type: ignore[override]

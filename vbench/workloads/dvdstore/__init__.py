@@ -61,10 +61,10 @@ class DvdStoreWorkload(Workload):
         "opm", "opm_per_instance", "rt_avg_ms", "rt_max_ms", "rollback_rate_pct",
     )
     metrics: ClassVar[tuple[Metric, ...]] = (
-        *same_unit(("opm", "opm_per_instance"), "orders/min"),
-        *same_unit(("rt_avg_ms", "rt_max_ms", "op_rt_avg_ms"), "ms"),
-        metric("rollback_rate_pct", "%"), metric("orders", "orders"),
-        *same_unit(("instances", "operations"), "count"),
+        *same_unit(("opm", "opm_per_instance"), "orders/min", "higher"),
+        *same_unit(("rt_avg_ms", "rt_max_ms", "op_rt_avg_ms"), "ms", "lower"),
+        metric("rollback_rate_pct", "%", "lower"), metric("orders", "orders", "higher"),
+        metric("instances", "count", "none"), metric("operations", "count", "higher"),
     )  # fmt: skip
 
     params: DvdStoreParams

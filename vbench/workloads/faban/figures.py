@@ -15,7 +15,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from vbench.analysis.catalogue import Metric, metric
+from vbench.analysis.catalogue import Better, Metric, metric
 from vbench.parsers.faban import FabanOperationFigures, FabanRun
 from vbench.results.records import Sample
 
@@ -26,10 +26,13 @@ UNITS = {"ops_per_sec": "ops/s", "rt_avg": "ms", "rt_p90": "ms", "rt_p95": "ms",
          "operations": "count", "mix": "%", "mix_required": "%", "op_passed": "flag",
          "ops_per_sec_interval_sd": "ops/s"}  # fmt: skip
 SUMMED = frozenset({"ops_per_sec", "errors", "operations"})
+# Not listed: lower is better (response times, errors, spreads).
+_BETTER: dict[str, Better] = {"ops_per_sec": "higher", "operations": "higher", "mix": "none",
+                              "mix_required": "none", "op_passed": "higher"}  # fmt: skip
 METRICS: tuple[Metric, ...] = (
-    *(metric(name, unit) for name, unit in UNITS.items()),
-    metric("faban_passed", "flag"), metric("steady_seconds", "s"), metric("users", "count"),
-    metric("instances", "count"),
+    *(metric(name, unit, _BETTER.get(name, "lower")) for name, unit in UNITS.items()),
+    metric("faban_passed", "flag", "higher"), metric("steady_seconds", "s", "none"),
+    metric("users", "count", "none"), metric("instances", "count", "none"),
 )  # fmt: skip
 
 

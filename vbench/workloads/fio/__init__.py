@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from vbench.analysis.catalogue import Metric, metric, same_unit
+from vbench.analysis.catalogue import Better, Metric, metric, same_unit
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import (
     DIRECTIONS,
@@ -62,19 +62,25 @@ PREPARE_LOG = "prepare.log"
 GRACE_SECONDS = 120.0
 T = TypeVar("T")
 
+# Directions of the per-job figures that are not latencies (those are lower-is-better);
+# the bytes, I/Os and runtime of a job follow from its size or time limit: context.
+_BETTER: dict[str, Better] = {"iops": "higher", "bw": "higher", "io_bytes": "none",
+                              "ios": "none", "runtime": "none"}  # fmt: skip
 
 METRICS: tuple[Metric, ...] = (
     # Per job, guest and trial (drivers/fio/README.md#metrics).
-    *(metric(f"<direction>_{name}", unit, direction=DIRECTIONS) for name, unit in UNITS.items()),
+    *(metric(f"<direction>_{name}", unit, _BETTER.get(name, "lower"), direction=DIRECTIONS)
+      for name, unit in UNITS.items()),
     *same_unit(("<direction>_lat_mean_median", "<direction>_clat_mean_median",
-              *(f"<direction>_{p}_max" for p in PERCENTILES)), "ms", direction=DIRECTIONS),
-    metric("total_iops", UNITS["iops"]),
-    metric("total_bw", UNITS["bw"]),
+              *(f"<direction>_{p}_max" for p in PERCENTILES)), "ms", "lower",
+               direction=DIRECTIONS),
+    metric("total_iops", UNITS["iops"], "higher"),
+    metric("total_bw", UNITS["bw"], "higher"),
     # From the per-second logs (per_second_logs: true).
-    *same_unit(("iops_ts_mean", "iops_ts_min", "iops_ts_max"), "1/s"),
-    metric("iops_ts_cv", "ratio"),
-    metric("ts_seconds", "s"),
-    metric("<direction>_lat_ts_mean", "ms", direction=("read", "write")),
+    *same_unit(("iops_ts_mean", "iops_ts_min", "iops_ts_max"), "1/s", "higher"),
+    metric("iops_ts_cv", "ratio", "lower"),  # the rate's variability over the seconds
+    metric("ts_seconds", "s", "none"),
+    metric("<direction>_lat_ts_mean", "ms", "lower", direction=("read", "write")),
 )  # fmt: skip
 
 

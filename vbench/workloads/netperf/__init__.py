@@ -75,11 +75,13 @@ class NetperfWorkload(PairWorkload):
         "gbps", "transactions_per_sec", "p99_latency_us_max", "client_cpu_pct", "server_cpu_pct",
     )
     metrics: ClassVar[tuple[mc.Metric, ...]] = (
-        mc.metric("gbps", "Gbps"), mc.metric("transactions_per_sec", "trans/s"),
-        *mc.same_unit(("<pct>_latency_us", "<pct>_latency_us_max"), "us",
+        mc.metric("gbps", "Gbps", "higher"), mc.metric("transactions_per_sec", "trans/s", "higher"),
+        *mc.same_unit(("<pct>_latency_us", "<pct>_latency_us_max"), "us", "lower",
                       pct=("p50", "p90", "p99")),
-        mc.metric("mean_latency_us", "us"),
-        *mc.same_unit(("client_cpu_pct", "server_cpu_pct"), "%"), mc.metric("retransmits", "count"),
+        mc.metric("mean_latency_us", "us", "lower"),
+        # CPU busy on each end: the cost of the throughput, read beside it, not a score.
+        *mc.same_unit(("client_cpu_pct", "server_cpu_pct"), "%", "none"),
+        mc.metric("retransmits", "count", "lower"),
     )  # fmt: skip
 
     params: NetperfParams

@@ -38,15 +38,17 @@ def catalogue(params: RedisParams) -> tuple[Metric, ...]:
     the mix (drivers/redis/README.md#metrics)."""
     ops = tuple(params.mix)
     return (
-        *same_unit(("ops_per_sec", "<op>_ops_per_sec"), OPS_UNIT, op=ops),
+        *same_unit(("ops_per_sec", "<op>_ops_per_sec"), OPS_UNIT, "higher", op=ops),
         *same_unit((*(f"latency_{n}" for n in _LATENCY), "<op>_latency_avg",
-                    "<op>_latency_<pct>_max", "<op>_latency_max"), "ms",
+                    "<op>_latency_<pct>_max", "<op>_latency_max"), "ms", "lower",
                    op=ops, pct=("p50", "p95", "p99")),
-        metric("mix_<op>_pct", "%", op=ops),
-        *same_unit(("dbsize", "keys_total"), "keys"),
-        metric("servers_with_keys", "servers"), metric("key_spread", "ratio"),
-        metric("server_instances", "instances"), metric("client_processes", "processes"),
-        metric("client_connections", "connections"),
+        metric("mix_<op>_pct", "%", "none", op=ops),
+        *same_unit(("dbsize", "keys_total"), "keys", "none"),
+        metric("servers_with_keys", "servers", "none"),
+        metric("key_spread", "ratio", "higher"),  # 1: the keys spread evenly
+        metric("server_instances", "instances", "none"),
+        metric("client_processes", "processes", "none"),
+        metric("client_connections", "connections", "none"),
     )  # fmt: skip
 
 

@@ -28,14 +28,15 @@ OPS_FILE = "ops.csv"
 SERIES_FILE = "ops_per_second.csv"
 # Per trial, and per operation (label `op`) for the vcbench.op_* and mix figures.
 METRICS: tuple[Metric, ...] = (
-    *same_unit(("vcbench.ops_per_s", "vcbench.littles_ideal_ops_per_s",
-                "vcbench.op_ops_per_s"), "ops/s"),
-    *same_unit(("vcbench.completed", "vcbench.failed", "vcbench.failures",
-                "vcbench.late_starts"), "ops"),
-    metric("vcbench.sessions", "sessions"),
-    *same_unit(("vcbench.latency_avg", "vcbench.op_latency_<stat>"), "s",
+    *same_unit(("vcbench.ops_per_s", "vcbench.op_ops_per_s"), "ops/s", "higher"),
+    # Little's law's ideal is the reference the measured rate is read against.
+    metric("vcbench.littles_ideal_ops_per_s", "ops/s", "none"),
+    metric("vcbench.completed", "ops", "higher"),
+    *same_unit(("vcbench.failed", "vcbench.failures", "vcbench.late_starts"), "ops", "lower"),
+    metric("vcbench.sessions", "sessions", "none"),
+    *same_unit(("vcbench.latency_avg", "vcbench.op_latency_<stat>"), "s", "lower",
                stat=("avg", "p50", "p95", "p99", "max")),
-    *same_unit(("vcbench.mix_share", "vcbench.mix_target"), "%"),
+    *same_unit(("vcbench.mix_share", "vcbench.mix_target"), "%", "none"),
 )  # fmt: skip
 _COLUMNS = ("op", "session", "vcenter", "vm", "start", "end", "ok", "fault_type", "fault")
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, field_validator
 
-from vbench.analysis.catalogue import Metric, metric
+from vbench.analysis.catalogue import Better, Metric, metric
 from vbench.errors import GuestError, ParseError, VbenchError
 from vbench.parsers.vdbench import FIGURES, parse_flatfile, samples
 from vbench.results.records import Sample
@@ -57,6 +57,12 @@ class VdbenchParams(Params):
 def vdbench_argv(command: str, d: str) -> list[str]:
     return [command, "-f", f"{d}/{PARMFILE}", "-o", f"{d}/{OUTPUT}"]
 
+# The read share, queue depth and CPU of a run definition are its setting or its cost.
+_BETTER: dict[str, Better] = {
+    "iops": "higher", "mb_per_sec": "higher", "resp": "lower", "read_resp": "lower",
+    "write_resp": "lower", "resp_max": "lower", "resp_std": "lower", "read_pct": "none",
+    "queue_depth": "none", "read_rate": "higher", "write_rate": "higher", "cpu_used": "none"}
+
 
 @register
 class VdbenchWorkload(Workload):
@@ -67,9 +73,9 @@ class VdbenchWorkload(Workload):
     roles: ClassVar[tuple[str, ...]] = (ROLE,)
     headline_metrics: ClassVar[tuple[str, ...]] = ("total_iops", "resp", "total_mb_per_sec")
     metrics: ClassVar[tuple[Metric, ...]] = (
-        *(metric(name, unit) for name, _column, unit in FIGURES),
-        metric("total_iops", "1/s"), metric("total_mb_per_sec", "MiB/s"),
-        metric("resp_median", "ms"),
+        *(metric(name, unit, _BETTER[name]) for name, _column, unit in FIGURES),
+        metric("total_iops", "1/s", "higher"), metric("total_mb_per_sec", "MiB/s", "higher"),
+        metric("resp_median", "ms", "lower"),
     )  # fmt: skip
 
     params: VdbenchParams
