@@ -3,6 +3,7 @@ points matched by labels, testbed differences, and the CLI output (golden files)
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -14,11 +15,21 @@ from click.testing import CliRunner
 from scipy import stats as sp
 
 from tests.analysis_runs import T0, add_run, scenario_doc
-from vbench.analysis.compare import compare_figures, min_p_value, significance
+from vbench.analysis.compare import (
+    CompareRow,
+    compare_figures,
+    min_effects,
+    min_p_value,
+    qos_caps,
+    significance,
+)
+from vbench.analysis.direction import directions_of, to_stored
 from vbench.analysis.figures import fact_differences
 from vbench.analysis.run_analysis import load_figures
+from vbench.analysis.stats import summarize
 from vbench.cli import cli
 from vbench.results.store import Store
+from vbench.workloads.fio import FioWorkload
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("VBENCH_UPDATE_GOLDEN") == "1"
@@ -121,7 +132,7 @@ def test_points_are_matched_by_labels_and_differences_listed(tmp_path: Path) -> 
     assert rows[("bs=4k", "ops")].ratio == pytest.approx(901.8 / 1000.0)
     assert rows[("bs=4k", "ops")].verdict == "worse"
     assert rows[("bs=4k", "lat")].verdict == "worse"  # latency up: lower is better
-    assert rows[("bs=64k", "ops")].verdict == "not significant"
+    assert rows[("bs=64k", "ops")].verdict == "same"  # +0.13 %: within the minimum effect
     assert res.only_a == ("bs=1m",) and res.only_b == ()
     diffs = {d.key: (d.a, d.b, d.hardware) for d in res.differences}
     assert diffs["testbed.hosts[esx1].build"] == ("100", "200", False)
@@ -158,7 +169,7 @@ def test_compare_cli_text_matches_golden_file(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["compare", a, b, "--store", url])
     assert out.exit_code == 0, out.output
     _golden("compare.txt", out.output)
-    assert "not significant" in out.output and "testbeds differ (3 facts" in out.output
+    assert "same     within ±3 %" in out.output and "testbeds differ (3 facts" in out.output
 
 
 def test_compare_cli_json_matches_golden_file(tmp_path: Path) -> None:
@@ -185,3 +196,52 @@ def test_vm_names_carrying_the_run_id_are_the_same_vm() -> None:
     assert fact_differences(run("r1", 2), run("r2", 2)) == []  # ip is volatile
     [diff] = fact_differences(run("r1", 2), run("r2", 4))
     assert diff.key == "testbed.vms[vbench-RUN-web1].vcpus" and diff.hardware
+
+
+def _row(a: list[float], b: list[float], **kw: object) -> CompareRow:
+    fields: dict[str, object] = {"labels": {}, "title": "rate_iops=400", "metric": "total_iops",
+                                 "unit": "IO/s", "better": "higher"} | kw
+    return CompareRow(**fields, a=summarize(a), b=summarize(b),  # type: ignore[arg-type]
+                      sig=significance(a, b))
+
+
+def test_a_significant_change_within_the_minimum_effect_is_the_same() -> None:
+    # Issue 22: 400.3 vs 399.9 IO/s (0.1 %) was 'worse' because the 95 % CIs were disjoint.
+    a, b = [400.30, 400.31, 400.29], [399.90, 399.91, 399.89]
+    row = _row(a, b)
+    assert row.sig.significant is True
+    assert row.verdict == "same" and row.reason.startswith("within ±3 %")
+    assert _row(a, [388.0, 388.1, 387.9]).verdict == "worse"  # -3.1 %: beyond it
+    assert _row(a, b, min_effect=0.0).verdict == "worse"  # a scenario may ask for any change
+    assert _row([100.0, 101.0, 99.0], [90.0, 150.0, 30.0]).verdict == "not significant"
+
+
+def test_a_metric_without_direction_changes_but_is_never_better_or_worse() -> None:
+    row = _row([0.05, 0.051, 0.049], [0.09, 0.091, 0.089], metric="client_cpu",
+               unit="fraction", better="none")
+    assert row.verdict == "changed"
+
+
+def test_a_qos_capped_metric_is_not_compared_as_performance() -> None:
+    scenario = {"qos": [{"name": "total under 400 IO/s", "metric": "total_iops", "op": "<=",
+                         "threshold": 400},
+                        {"metric": "read_clat_p99_max", "op": "<=", "threshold": 50}]}
+    d = directions_of({"scenario": scenario, "metrics": to_stored(FioWorkload.metrics or ())})
+    caps = qos_caps(scenario, d)
+    # The latency bound is the metric's own better direction: a limit, not a cap.
+    assert caps == {"total_iops": "QoS 'total under 400 IO/s': total_iops <= 400"}
+    row = _row([380.0, 381.0, 379.0], [300.0, 301.0, 299.0], capped=caps["total_iops"])
+    assert row.verdict == "capped" and row.reason.startswith("capped: QoS")
+
+
+def test_the_scenario_sets_the_minimum_effect_per_metric(tmp_path: Path) -> None:
+    assert min_effects({"report": {"min_effect": {"ops": 0.2, "bad": "x"}}}) == {"ops": 0.2}
+    with _store(tmp_path) as store:
+        a, b = _two_runs(store)
+        fa, fb = load_figures(store, a), load_figures(store, b)
+    # ops at bs=4k: 1000 -> 901.8 (-9.8 %), significant: worse by default, same within 20 %.
+    before = compare_figures(fa, fb, ["ops"])
+    assert next(r.verdict for r in before.rows) == "worse"
+    scenario = {**fa.scenario, "report": {"min_effect": {"ops": 0.2}}}
+    wide = dataclasses.replace(fa, run={**fa.run, "scenario": scenario})
+    assert next(r.verdict for r in compare_figures(wide, fb, ["ops"]).rows) == "same"

@@ -8,6 +8,14 @@ threshold at all — with 3 trials against 3 the smallest possible two-sided p-v
 difference is called significant when they do not overlap. With fewer than two
 trials on a side there is no interval and the answer is "cannot tell".
 
+Better or worse also needs a difference larger than a minimum effect: a relative change
+of :data:`DEFAULT_MIN_EFFECT` (3 %) unless the scenario's ``report.min_effect`` sets
+another for the metric. Within it the runs are the "same", whatever the test says:
+with many trials a 0.1 % difference is significant and still no change worth a word. A
+metric without a direction of improvement (vbench/analysis/direction.py) is "changed"
+at most, never better or worse; a metric the scenario's QoS caps in its better direction
+(``total_iops <= 400``: a rate limit) is "capped", not compared as a performance figure.
+
 Points are matched by their labels (factor → level), not by their index. What the runs
 measured and where (scenario after ``--set``, overrides, lab) is compared too, so that a
 difference in the figures is never read without the difference in the experiment.
@@ -18,12 +26,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vbench.analysis.comparable import Comparability, compare_runs
+from vbench.analysis.direction import DirectionSource, directions_with
 from vbench.analysis.figures import FactDiff, RunFigures, better, fact_differences, present
 from vbench.analysis.stats import Summary, summarize
 
 DEFAULT_ALPHA = 0.05
+# The smallest relative change called better or worse: below it, trial-to-trial noise of
+# a few percent is usual on shared labs and no reader acts on it.
+DEFAULT_MIN_EFFECT = 0.03
 MANN_WHITNEY = "mann-whitney"
 CI_OVERLAP = "ci-overlap"
 NO_TEST = "none"
@@ -93,6 +106,8 @@ class CompareRow:
     a: Summary
     b: Summary
     sig: Significance
+    min_effect: float = DEFAULT_MIN_EFFECT  # relative change below which it is "same"
+    capped: str | None = None  # why the metric is no performance figure here (QoS cap)
 
     @property
     def ratio(self) -> float | None:
@@ -107,13 +122,31 @@ class CompareRow:
 
     @property
     def verdict(self) -> str:
-        """``better``/``worse`` (significant), ``not significant`` or ``cannot tell``."""
+        """``better``/``worse`` (significant and beyond the minimum effect), ``same``
+        (within it), ``changed`` (no direction), ``capped``, ``not significant``,
+        ``cannot tell`` or ``no data``."""
         if self.a.n == 0 or self.b.n == 0:
             return "no data"
+        if self.capped:
+            return "capped"
+        change = self.change
+        if change is not None and abs(change) <= self.min_effect:
+            return "same"
         if not self.sig.significant:
             return self.sig.text
+        if self.better not in ("higher", "lower"):
+            return "changed"
         up = (self.b.mean or 0) > (self.a.mean or 0)
         return "better" if up == (self.better == "higher") else "worse"
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict: the test, and the minimum effect or the cap when they decide."""
+        if self.capped and self.a.n and self.b.n:
+            return f"capped: {self.capped}"
+        if self.verdict == "same":
+            return f"within ±{self.min_effect * 100:g} % ({self.sig.reason})"
+        return self.sig.reason
 
 
 @dataclass(frozen=True)
@@ -128,6 +161,7 @@ class CompareResult:
     alpha: float
     # What each run measured and where: scenario (after --set), overrides, lab.
     comparability: Comparability | None = None
+    min_effect: float = DEFAULT_MIN_EFFECT  # the default; a row holds its metric's own
 
     @property
     def hardware_differs(self) -> bool:
@@ -152,11 +186,19 @@ def compare_figures(
     metrics: Sequence[str],
     *,
     alpha: float = DEFAULT_ALPHA,
-    better_overrides: Mapping[str, str] | None = None,
+    better_overrides: Mapping[str, str] | DirectionSource | None = None,
+    min_effect: float | None = None,
 ) -> CompareResult:
-    """Compare ``metrics`` (names present in either run) at every common point."""
+    """Compare ``metrics`` (names present in either run) at every common point, in the
+    directions of run A (its stored catalogue; ``better_overrides`` on top) with A's
+    scenario's minimum effects (``min_effect``: the default for metrics it does not
+    name) and QoS caps."""
     pairs = match_points(a, b)
     rows: list[CompareRow] = []
+    directions = directions_with(a.run, better_overrides)
+    scenario = a.scenario
+    default = DEFAULT_MIN_EFFECT if min_effect is None else min_effect
+    effects, caps = min_effects(scenario), qos_caps(scenario, directions)
     for pa, pb in pairs:
         for m in metrics:
             va, vb = present(a.trial_values(pa, m)), present(b.trial_values(pb, m))
@@ -165,8 +207,9 @@ def compare_figures(
             unit = a.units.get(m) or b.units.get(m) or ""
             rows.append(CompareRow(
                 labels=dict(a.points[pa]), title=a.title(pa), metric=m, unit=unit,
-                better=better(m, unit, better_overrides), a=summarize(va), b=summarize(vb),
-                sig=significance(va, vb, alpha),
+                better=better(m, unit, directions), a=summarize(va), b=summarize(vb),
+                sig=significance(va, vb, alpha), min_effect=effects.get(m, default),
+                capped=caps.get(m),
             ))
     matched_a = {p for p, _ in pairs}
     matched_b = {p for _, p in pairs}
@@ -182,4 +225,31 @@ def compare_figures(
                           if not d.key.startswith("lab.")),
         alpha=alpha,
         comparability=compare_runs(a.run, b.run),
+        min_effect=default,
     )
+
+
+def min_effects(scenario: Mapping[str, Any]) -> dict[str, float]:
+    """``report.min_effect`` of a stored scenario: metric -> smallest relative change."""
+    report = scenario.get("report") if isinstance(scenario.get("report"), Mapping) else {}
+    raw = report.get("min_effect") if isinstance(report.get("min_effect"), Mapping) else {}
+    return {str(k): float(v) for k, v in raw.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0}  # fmt: skip
+
+
+_CAPS = {"higher": ("<=", "<"), "lower": (">=", ">")}
+
+
+def qos_caps(scenario: Mapping[str, Any], directions: DirectionSource) -> dict[str, str]:
+    """Metric -> the QoS criterion that bounds it in its better direction (a higher-is-
+    better rate held ``<= 400``): its value follows the cap, so a difference in it is no
+    difference in performance."""
+    out: dict[str, str] = {}
+    for c in scenario.get("qos") or ():
+        if not isinstance(c, Mapping) or not c.get("metric"):
+            continue
+        m, op = str(c["metric"]), str(c.get("op") or "")
+        if op in _CAPS.get(str(directions.of(m, str(c.get("unit") or ""))), ()):
+            name = f"QoS {c['name']!r}: " if c.get("name") else "QoS "
+            out.setdefault(m, f"{name}{m} {op} {c.get('threshold')}")
+    return out

@@ -20,14 +20,16 @@ it is shown, never ranked.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from vbench.analysis.catalogue import BETTER, Better, Catalogue, Metric
-from vbench.analysis.figures import guess_better
+from vbench.analysis.figures import DirectionSource, guess_better
 
 HIGHER, LOWER, NONE = "higher", "lower", "none"
+__all__ = ["DirectionSource", "Directions", "directions_of", "directions_with"]
 _INHERITING = ("normalize", "speedup", "geomean")  # derived kinds that keep their source's way
 
 
@@ -96,6 +98,18 @@ def scenario_directions(scenario: Mapping[str, Any]) -> tuple[dict[str, str], di
             if source:
                 sources[name] = str(source)
     return overrides, sources
+
+
+def directions_with(run: Mapping[str, Any] | Any, given: Any = None) -> Directions:
+    """:func:`directions_of` ``run``, with ``given`` on top: a ``Directions`` replaces
+    them, a mapping (``report.better``-like) overrides single metrics."""
+    if isinstance(given, Directions):
+        return given
+    d = directions_of(run)
+    if isinstance(given, Mapping) and given:
+        extra = {str(k): str(v) for k, v in given.items() if v in BETTER}
+        return dataclasses.replace(d, overrides={**d.overrides, **extra})
+    return d
 
 
 def directions_of(run: Mapping[str, Any] | Any) -> Directions:

@@ -68,7 +68,7 @@ def format_compare(result: CompareResult, width: int | None = None) -> str:
         rows = [
             [r.title, r.metric, _with_n(fmt_mean_ci(r.a, r.unit), r.a.n),
              _with_n(fmt_mean_ci(r.b, r.unit), r.b.n),
-             f"{r.ratio:.3f}" if r.ratio is not None else MISSING, r.verdict, r.sig.reason]
+             f"{r.ratio:.3f}" if r.ratio is not None else MISSING, r.verdict, r.reason]
             for r in result.rows
         ]
         # Narrow: the test, then the two figures, go under their row; the verdict stays.
@@ -81,7 +81,10 @@ def format_compare(result: CompareResult, width: int | None = None) -> str:
     out += wrap(
         f"significance: two-sided Mann–Whitney U at α = {result.alpha:g}; where the trial "
         "counts are too small for the test to reach α, the 95 % confidence intervals are "
-        "compared (disjoint = significant). better/worse only when significant.", width)
+        "compared (disjoint = significant). better/worse only when significant and the "
+        f"change is larger than ±{result.min_effect * 100:g} % (report.min_effect sets it "
+        "per metric); within it: same. A metric the QoS caps (a rate limit) is not compared; "
+        "one without a direction of improvement is changed at most.", width)
     if result.only_a:
         out += wrap("only in A: " + "; ".join(result.only_a), width, "", "  ")
     if result.only_b:
