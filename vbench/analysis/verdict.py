@@ -102,6 +102,21 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class AnswerChart:
+    """A chart an answer is read from, drawn by the report from the run's stored figures
+    (so a report needs no driver code): ``metric`` over the factor ``x`` (None: a bar
+    per point), with ``ideal`` drawn over the measured curve — ``"linear"`` (scaling in
+    proportion to ``x`` from its smallest level) or the name of a metric whose mean at
+    each point is the ideal there (vcbench: Little's law) — labelled ``ideal_label``."""
+
+    metric: str
+    x: str | None = None
+    ideal: str | None = None
+    ideal_label: str = "ideal"
+    title: str = ""
+
+
+@dataclass(frozen=True)
 class Answer:
     """The study's answer, as its schedule or workload driver declares it.
 
@@ -123,6 +138,7 @@ class Answer:
     how_to_read: str = ""
     qos_expected: tuple[int, ...] = ()
     ok: bool | None = None  # the answer is a good one (None: the study does not judge)
+    charts: tuple[AnswerChart, ...] = ()  # what the report draws first, beside the answer
 
     def line(self) -> str:
         return f"{self.title}: {self.text}"
@@ -246,8 +262,10 @@ def _answer(d: Mapping[str, Any]) -> Answer:
     figures = tuple(_figure(f) for f in d.get("figures") or ())
     rest = {k: d[k] for k in ("status", "how_to_read", "ok") if k in d}
     rest["qos_expected"] = tuple(int(p) for p in d.get("qos_expected") or ())
+    charts = tuple(AnswerChart(**c) for c in d.get("charts") or ())
     return Answer(str(d["kind"]), str(d["title"]), str(d["text"]), facts=facts,
-                  figures=figures, details=tuple(d.get("details") or ()), **rest)
+                  figures=figures, details=tuple(d.get("details") or ()), charts=charts,
+                  **rest)
 
 
 def verdict_from_json(doc: Mapping[str, Any]) -> Verdict | None:

@@ -89,6 +89,7 @@ class Series:
     rows: list[tuple[Mapping[str, str], Summary | None]]
     ideals: list[float | None] | None = None
     points: tuple[int | None, ...] = ()  # the point of each row (pairs two series)
+    ideal_name: str = ""  # what the ideals are ("Little's law"); default: a speedup's
 
 
 def _n_text(rows: Sequence[tuple[Mapping[str, str], Summary | None]]) -> str:
@@ -247,8 +248,10 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
         ideal = [Line("ideal", ideal[0].xs, ideal[0].ys)]  # the same for every line
     note = "line = mean per point"
     if ideal:
-        note += "; dashed = ideal " + (
-            "speedup" if series.ideals is not None else "linear scaling from the smallest level"
+        note += "; dashed = " + (
+            series.ideal_name if series.ideals is not None and series.ideal_name
+            else "ideal speedup" if series.ideals is not None
+            else "ideal linear scaling from the smallest level"
         )
     svg = line_chart_svg(lines, ylabel, chart_id=ids.next(), xlabel=x, ideal=ideal,
                          threshold=reference, title=title, legend_title=", ".join(others),
@@ -260,7 +263,8 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
 
 def _ideal_line(series: Series, idx: list[int], xs: list[float], ys: list[float | None],
                 name: str, many: bool) -> list[Line]:
-    label = "ideal" + (f" ({name})" if many else "")
+    label = (series.ideal_name if series.ideals is not None and series.ideal_name
+             else "ideal") + (f" ({name})" if many else "")
     if series.ideals is not None:
         ideal = [series.ideals[i] for i in idx]
         return [Line(label, xs, ideal)] if any(v is not None for v in ideal) else []

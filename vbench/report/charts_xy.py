@@ -74,8 +74,8 @@ def line_chart_svg(
         if len(lines) > 1:
             legend.add(ln.name, PALETTE[k % len(PALETTE)], "line")
     for k, ln in enumerate(ideal):
-        if k == 0 or len(ideal) <= 3:
-            legend.add(ln.name, _IDEAL[min(k, 1)], "dash")
+        if k == 0 or len(ideal) <= 3 or len(ideal) == len(lines):
+            legend.add(ln.name, _ideal_color(k, ideal, lines), "dash")
     if threshold is not None:
         legend.add(threshold_label, _FAIL, "dash")
     canvas = Canvas(width=0.0, height=320.0, left=60.0, right=16.0 + legend.width(),
@@ -98,16 +98,26 @@ def line_chart_svg(
         canvas.line(xs(x), canvas.y0, xs(x), canvas.y0 + 4, MUTED, 0.8)
         if show:
             canvas.text(xs(x), canvas.y0 + 15, text, size=SMALL)
-    for k, ln in enumerate(ideal):
-        pts = [(xs(x), ys(y)) for x, y in zip(ln.xs, ln.ys, strict=True) if _finite(y)]
-        canvas.polyline(pts, _IDEAL[min(k, 1)], 1.1, "5 3")
     if threshold is not None:
         canvas.line(canvas.x0, ys(threshold), canvas.x1, ys(threshold), _FAIL, 1.3, "5 3")
     for k, ln in enumerate(lines):
         _curve(canvas, ln, xs, ys, PALETTE[k % len(PALETTE)])
+    # The ideal last, over the measured curves: dashed, it never hides them, and where
+    # a measured curve sits on its ideal the ideal still shows.
+    for k, ln in enumerate(ideal):
+        pts = [(xs(x), ys(y)) for x, y in zip(ln.xs, ln.ys, strict=True) if _finite(y)]
+        canvas.polyline(pts, _ideal_color(k, ideal, lines), 1.1, "5 3")
     canvas.x_label(xlabel)
     canvas.legend(legend)
     return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))
+
+
+def _ideal_color(k: int, ideal: Sequence[Line], lines: Sequence[Line]) -> str:
+    """An ideal per measured curve (Little's law per vCenter) takes its curve's colour,
+    dashed; one shared ideal is grey."""
+    if len(lines) > 1 and len(ideal) == len(lines):
+        return PALETTE[k % len(PALETTE)]
+    return _IDEAL[min(k, 1)]
 
 
 def _x_scale(canvas: Canvas, all_x: list[float], level_ticks: bool

@@ -11,6 +11,7 @@ for it with ``ideal: linear``. ``ideal: none`` removes any.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -84,10 +85,12 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
     asked = list(dict.fromkeys(view.data.headline_metrics)) or list(view.headline)
     lead = [m for m in asked if (m in view.headline and m in choice.shown)
             or m in derived_names]
-    charts: list[dict[str, Any]] = []
-    problems: list[str] = []
+    charts, problems = answer_charts(view, lookup, ids, mode, counts)
+    answered = {c["metric"] for c in charts}
     for name in lead:
         mine = [c for c in specs if c.get("metric") == name]
+        if name in answered and not mine:
+            continue  # the answer's chart is this figure's chart
         # An entry over a factor (or none) is this figure's chart; one against another
         # metric (latency vs IOPS) is drawn beside it.
         beside = [c for c in mine if c.get("x_metric")
@@ -106,6 +109,48 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
                                  counts=counts)
     return LeadCharts(charts, extra, {n for n in lead if n in derived_names},
                       problems + why)
+
+
+def answer_charts(view: ReportView, lookup: Callable[[str], Series | None], ids: ChartIds,
+                  mode: str, counts: Collection[str]
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The charts the study's answer is read from (its plugin declares them with the
+    answer: vcbench's ops/s with Little's law over it), first on the page; a chart
+    whose figure has no data is said to be left out, never silently dropped."""
+    out: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for spec in (c for a in view.data.verdicted().answers for c in a.charts):
+        series = lookup(spec.metric)
+        if series is None:
+            problems.append(f"the answer's chart of {spec.metric}: no data; left out")
+            continue
+        ideal: str | None = spec.ideal if spec.ideal in ("linear", "none") else None
+        if spec.ideal and ideal is None:
+            series = _with_ideal(series, lookup(spec.ideal), spec.ideal_label)
+            if series.ideals is None:
+                problems.append(f"the answer's chart of {spec.metric}: no data for its "
+                                f"ideal {spec.ideal}; drawn without it")
+        shown = scaled(series)
+        x = spec.x if spec.x in view.factors else None
+        svg, shows = draw_series(shown, view.factors, ids, mode=mode, x=x,
+                                 prefer="line" if x else "bar", title=spec.title,
+                                 ideal=ideal, counts=counts)
+        cap = caption(shown, shows, mode, _ci_text(series), view.window_text)
+        out.append({**chart(svg, cap, spec.title or spec.metric, "answer"),
+                    "metric": spec.metric})
+    return out, problems
+
+
+def _with_ideal(series: Series, ideal: Series | None, label: str) -> Series:
+    """``series`` with the mean of ``ideal`` at each of its points as its ideals."""
+    if ideal is None:
+        return series
+    at = {p: s.mean for p, (_, s) in zip(ideal.points, ideal.rows, strict=False)
+          if s is not None and s.n}
+    values = [at.get(p) for p in series.points]
+    if all(v is None for v in values):
+        return series
+    return dataclasses.replace(series, ideals=values, ideal_name=label or "ideal")
 
 
 def _figure_chart(view: ReportView, analysis: RunAnalysis, name: str,

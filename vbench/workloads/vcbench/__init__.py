@@ -32,6 +32,8 @@ from vbench.workloads.vcbench import metrics
 from vbench.workloads.vcbench.params import VcbenchParams, mix_findings
 
 if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
     from vbench.results.records import Sample
     from vbench.vsphere.connection import VSphereSession
     from vbench.vsphere.operations import Site
@@ -76,6 +78,13 @@ class VcbenchWorkload(Workload):
     @classmethod
     def findings(cls, params: VcbenchParams) -> list[Finding]:  # type: ignore[override]
         return mix_findings(params)
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """ops/s against Little's law (see :mod:`.answer`)."""
+        from vbench.workloads.vcbench.answer import vcbench_answer
+
+        return vcbench_answer(inputs)
 
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
         p = self.p

@@ -1,0 +1,129 @@
+"""Each study's answer, as its workload driver declares it, read from hand-made stored
+runs whose figures are chosen here: vcbench's ops/s against Little's law (one chart,
+the law dashed over the measured curve), and the answers of the other studies."""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.analysis_runs import add_run, scenario_doc
+from vbench.analysis.verdict import Verdict, verdict_from_json, verdict_to_json
+from vbench.engine.verdict import attach, verdict_of
+from vbench.report.build import report_data
+from vbench.report.html import render_html
+from vbench.results.store import Store
+
+Point = tuple[Mapping[str, str], Mapping[str, Sequence[float | None]]]
+
+
+def stored(tmp: Path, points: Sequence[Point], **scenario: Any) -> tuple[Verdict, str]:
+    """The run's verdict and its HTML report."""
+    factors: dict[str, list[str]] = {}
+    for labels, _ in points:
+        for k, v in labels.items():
+            factors.setdefault(k, [])
+            if v not in factors[k]:
+                factors[k].append(v)
+    doc = scenario_doc("study", factors, **scenario)
+    with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
+        add_run(store, "r1", points, scenario=doc)
+        data = report_data(store, "r1")
+    data = attach(data)
+    return verdict_of(data), render_html(data)
+
+
+def summary_charts(html: str) -> list[tuple[str, str]]:
+    summary = re.search(r'<section id="summary">(.*?)</section>', html, re.DOTALL)
+    assert summary
+    return re.findall(r"<figure>\s*(<svg.*?</svg>)\s*<figcaption>(.*?)</figcaption>",
+                      summary.group(1), re.DOTALL)
+
+
+def title_of(svg: str) -> str:
+    found = re.search(r"<title>(.*?)</title>", svg)
+    return html_lib.unescape(found.group(1)) if found else ""
+
+
+def legend(svg: str) -> list[str]:
+    return [html_lib.unescape(t) for t in re.findall(
+        r'text-anchor="start" font-size="9.5" fill="#222222"[^>]*>([^<]*)<', svg)]
+
+
+# ------------------------------------------------------------------ vcbench
+
+# (vcenter, sessions) -> per-trial ops/s and mean latency (s); Little's law = N / L.
+VCB = {("baseline", 8): ([12.0, 12.2], [0.66, 0.65]),
+       ("baseline", 32): ([31.8, 32.8], [0.99, 0.97]),
+       ("candidate", 8): ([8.85, 9.0], [0.89, 0.88]),
+       ("candidate", 32): ([28.9, 29.3], [1.09, 1.08])}  # fmt: skip
+
+
+def vcbench_points() -> list[Point]:
+    out: list[Point] = []
+    for (vc, n), (ops, lat) in VCB.items():
+        out.append(({"vcenter": vc, "sessions": str(n)}, {
+            "vcbench.ops_per_s": ops, "vcbench.latency_avg": lat,
+            "vcbench.sessions": [float(n)] * 2,
+            "vcbench.littles_ideal_ops_per_s": [n / x for x in lat],
+            "vcbench.failed": [0.0, 0.0]}))
+    return out
+
+
+def vcbench_run(tmp: Path, **params: Any) -> tuple[Verdict, str]:
+    return stored(tmp, vcbench_points(),
+                  workload={"driver": "vcbench", "roles": {},
+                            "params": {"template": "t", **params}},
+                  report={"headline": ["vcbench.ops_per_s", "vcbench.latency_avg",
+                                       "vcbench.failed"], "charts": []})
+
+
+def test_vcbench_answers_ops_per_s_against_littles_law(tmp_path: Path) -> None:
+    verdict, _ = vcbench_run(tmp_path)
+    answer = verdict.answer
+    assert answer is not None and answer.kind == "vcbench"
+    # The best point is baseline at 32 sessions: 32.3 ops/s against 32 / 0.98 = 32.65.
+    ideal = sum(32 / x for x in (0.99, 0.97)) / 2
+    assert "at vcenter=baseline, sessions=32" in answer.text
+    assert f"{32.3 / ideal * 100:.3g} % of Little's law" in answer.text
+    ratios = [sum(ops) / sum(n / x for x in lat) for (_, n), (ops, lat) in VCB.items()]
+    assert f"over {len(VCB)} points" in answer.text
+    assert f"{min(ratios) * 100:.3g}–{max(ratios) * 100:.3g} %" in answer.text
+    assert [c.metric for c in answer.charts] == ["vcbench.ops_per_s"]
+    assert answer.charts[0].x == "sessions"
+    assert answer.charts[0].ideal == "vcbench.littles_ideal_ops_per_s"
+
+
+def test_vcbench_report_leads_with_ops_per_s_and_littles_law_on_one_chart(
+    tmp_path: Path,
+) -> None:
+    _, html = vcbench_run(tmp_path)
+    charts = summary_charts(html)
+    svg, cap = charts[0]
+    assert title_of(svg) == "ops/s against Little's law"
+    entries = legend(svg)
+    assert entries[:3] == ["vcenter", "baseline", "candidate"]
+    assert sum("Little's law" in e for e in entries) == 2  # one per vCenter, dashed
+    assert "dashed = Little's law" in html_lib.unescape(cap)
+    # No second chart of the law on its own, and ops/s is not drawn twice.
+    assert not any("littles_ideal" in title_of(s) for s, _ in charts)
+    assert [title_of(s) for s, _ in charts].count("vcbench.ops_per_s") == 0
+
+
+def test_vcbench_open_loop_answers_against_the_offered_rate(tmp_path: Path) -> None:
+    verdict, _ = vcbench_run(tmp_path, loop="open", rate=40)
+    answer = verdict.answer
+    assert answer is not None
+    assert answer.text.startswith(f"32.30 ± 6.353 ops/s of 40 ops/s offered "
+                                  f"({32.3 / 40 * 100:.3g} %) at vcenter=baseline")
+    assert answer.charts[0].ideal is None
+
+
+def test_the_answers_chart_survives_the_stored_verdict(tmp_path: Path) -> None:
+    verdict, _ = vcbench_run(tmp_path)
+    back = verdict_from_json(json.loads(json.dumps(verdict_to_json(verdict))))
+    assert back is not None and back.answers == verdict.answers
