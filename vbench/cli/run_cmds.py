@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from vbench.cli.failure_json import one_json_document
 from vbench.cli.options import counted, json_option, open_store, set_option, store_options
 from vbench.config.types import format_duration
 
@@ -209,6 +210,7 @@ def _plan_text(
 )
 @json_option
 @click.pass_context
+@one_json_document
 def run(
     ctx: click.Context,
     scenario: Path | None,

@@ -275,10 +275,16 @@ class ReportSpec(Strict):
     error_bars: Literal["range", "ci"] = Field(
         "range", description="whiskers of bar charts: min–max over trials, or the 95 % CI"
     )
-    better: dict[str, Literal["higher", "lower"]] = Field(
+    better: dict[str, Literal["higher", "lower", "none"]] = Field(
         default_factory=dict,
-        description="metric -> direction of improvement, where the name and unit do not "
-        "tell (latency and time units are lower-is-better, the rest higher-is-better)",
+        description="metric -> direction of improvement, over what its driver's or "
+        "collector's catalogue declares (none: never ranked, never better or worse)",
+    )
+    min_effect: dict[str, Annotated[float, Field(ge=0, lt=10)]] = Field(
+        default_factory=dict,
+        description="metric -> smallest relative change (0.03 = 3 %) that compare calls "
+        "better or worse and a regression check counts (default: 0.03 in compare, "
+        "regression.min_effect in checks); a smaller change is the same",
     )
 
 

@@ -7,7 +7,14 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from vbench.config.yamlsrc import shown
@@ -96,6 +103,43 @@ Duration = Annotated[
         }
     ),
 ]
+
+# Free text a terminal, a report or an export shows. A control character there could
+# colour or clear the screen, set a window title (ESC, BEL) or make an XML export
+# ill-formed (NUL): refused at load, at its line. C1 controls act as ESC sequences on
+# some terminals; bidi overrides and line separators make a shown text lie.
+_UNSHOWN = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_NOT_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSHOWN}]")  # tab, newline ok
+_NOT_ONE_LINE = re.compile(f"[\x00-\x1f{_UNSHOWN}]")
+
+
+def text_problem(value: str, *, one_line: bool = True) -> str | None:
+    """Why ``value`` cannot be shown as free text (a label, a title, a tag), or None."""
+    found = (_NOT_ONE_LINE if one_line else _NOT_TEXT).search(value)
+    if found is None:
+        return None
+    return (f"control character {found.group()!r} at position {found.start() + 1} "
+            "(not allowed in text vbench shows)")
+
+
+def _one_line(value: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _free_text(value: str) -> str:
+    problem = text_problem(value, one_line=False)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# A label, title or name: one line of printable text.
+OneLine = Annotated[str, AfterValidator(_one_line)]
+# A description: lines of printable text (newlines and tabs allowed).
+Text = Annotated[str, AfterValidator(_free_text)]
 
 # A file reference may name its path under vbench's data directory: ${file:${vbench:x}}.
 _SECRET_REF = re.compile(r"^\$\{(env|file):((?:[^${}]|\$\{vbench:[^}]*\})+)\}$")

@@ -168,6 +168,18 @@ def to_json(datas: Sequence[ReportData]) -> str:
 
 # -------------------------------------------------------------------- CSV
 
+# What no export writes as it is: C0 controls (but tab, newline and CR), DEL and C1.
+# XML 1.0 cannot hold most of them even as a character reference, and an ESC in a
+# Markdown or CSV file read in a terminal moves the cursor. A label of a run stored
+# before they were refused, or a guest's error text, may hold one: written as \xNN.
+_UNSHOWN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def shown_text(text: str) -> str:
+    """``text`` with every control character an export cannot hold written as ``\\xNN``."""
+    return _UNSHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 # A spreadsheet runs a cell that begins with one of these as a formula (OWASP, "CSV
 # Injection"): a point label "=HYPERLINK(…)" would become a live link.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -229,7 +241,7 @@ def to_csv(datas: Sequence[ReportData]) -> str:
             r.pop("title", None)
         out.append({**r, **{f: labels.get(f, "") for f in factors}})
     write_csv(buf, head, out)
-    return buf.getvalue()
+    return shown_text(buf.getvalue())
 
 
 # -------------------------------------------------------------------- JUnit
@@ -298,7 +310,8 @@ def to_junit(datas: Sequence[ReportData]) -> str:
     for key in ("tests", "failures", "skipped"):
         root.set(key, str(sum(int(s.get(key, "0")) for s in root)))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    return shown_text('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode")
+                      + "\n")
 
 
 # ----------------------------------------------------------------- Markdown
@@ -378,4 +391,4 @@ def to_markdown(datas: Sequence[ReportData]) -> str:
             comp = res.comparability
             if comp is not None and not comp.alike:
                 out.append(f"The experiments differ: {_md(comp.summary())}.")
-    return "\n".join(out) + "\n" if out else f"{MISSING}\n"
+    return shown_text("\n".join(out) + "\n") if out else f"{MISSING}\n"

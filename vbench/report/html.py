@@ -38,6 +38,7 @@ from vbench.report.data import (
     scalar_text,
     tabulate,
 )
+from vbench.report.exports import shown_text
 from vbench.report.findmax import findmax_reports, findmax_section
 from vbench.report.lead import lead_charts
 from vbench.report.ops_section import operation_figures, ops_section
@@ -293,4 +294,6 @@ def render_html(data: ReportData, template: Path | None = None) -> str:
         raise ConfigError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from exc
     view = ReportView(data, cv_threshold=cv_threshold_of(data.run.get("scenario") or {}))
     context = build_context(view)
-    return tpl.render(css=Markup(_css_for(path)), **context)
+    # A control character in a value (a stored label, a guest's error) is shown, not
+    # written: the document stays one a parser reads.
+    return shown_text(tpl.render(css=Markup(_css_for(path)), **context))
