@@ -6,14 +6,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
-from vbench.config.hookspec import HookSpec
-from vbench.config.types import Duration, Strict
+from vbench.config.hookspec import HookSpec, value_text
+from vbench.config.types import Duration, OneLine, Strict, Text, located
 from vbench.config.vmspec import (  # noqa: F401 (the VM models, re-exported from here)
     DataDisk,
     MemoryMiB,
     Reservations,
     VmSpec,
 )
+from vbench.templates import has_control
 
 Scalar = str | int | float | bool
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -71,7 +72,7 @@ class WorkloadSpec(Strict):
 class Level(Strict):
     """One level of a factor with an explicit label."""
 
-    label: str = Field(description="the name this level has in reports and --set/exclude")
+    label: OneLine = Field(description="the name this level has in reports and --set/exclude")
     value: Any = Field(None, description="value written to the factor's path (if any)")
     set: dict[str, Any] = Field(
         default_factory=dict, description="further dotted-path overrides for this level"
@@ -115,6 +116,20 @@ class Factor(Strict):
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
             raise ValueError(f"level labels must be unique, repeated: {', '.join(dup)}")
+        return self
+
+    @model_validator(mode="after")
+    def _hook_values(self) -> Factor:
+        # A hook's value goes into a command's argument: refused here, at its level, so
+        # that validate says what plan and run would refuse.
+        if self.hook is None:
+            return self
+        issues: list[tuple[tuple[str | int, ...], str]] = [
+            (("levels", i, "value"), "control characters cannot go into a hook command")
+            for i, lv in enumerate(self.levels)
+            if lv.value is not None and has_control(value_text(lv.value, lv.label))]
+        if issues:
+            raise located(issues)
         return self
 
 
@@ -164,7 +179,7 @@ class CollectorSpec(Strict):
 class QosCriterion(Strict):
     """A pass/fail criterion on one metric (or derived figure), checked at every point."""
 
-    name: str | None = Field(None, description="label in reports (default: derived)")
+    name: OneLine | None = Field(None, description="label in reports (default: derived)")
     metric: str = Field(
         description="metric or derived figure name, e.g. read_clat_p99 or response_time_avg"
     )
@@ -225,7 +240,7 @@ class Derived(Strict):
     better: Literal["higher", "lower"] | None = Field(
         None, description="direction of improvement (default: from the metric it is built on)"
     )
-    unit: str = Field("", description="unit of the result")
+    unit: OneLine = Field("", description="unit of the result")
 
     @model_validator(mode="after")
     def _needs(self) -> Derived:
@@ -257,7 +272,7 @@ class Chart(Strict):
         None, description="reference line: linear scaling from the smallest level of x, or "
         "none (also hides a derived speedup's ideal); default: linear only when x is a "
         "factor setting a topology group's count (workers, VMs, clients)")
-    title: str | None = Field(None, description="chart title (default: the metric)")
+    title: OneLine | None = Field(None, description="chart title (default: the metric)")
 
     @model_validator(mode="after")
     def _one_x(self) -> Chart:
@@ -267,7 +282,7 @@ class Chart(Strict):
 
 
 class ReportSpec(Strict):
-    title: str | None = Field(None, description="report title (default: scenario name)")
+    title: OneLine | None = Field(None, description="report title (default: scenario name)")
     headline: list[str] = Field(
         default_factory=list, description="metrics to lead with (default: the driver's)"
     )
@@ -408,13 +423,13 @@ class Scenario(Strict):
 
     version: Literal[1] = Field(description="scenario format version")
     name: str = Field(pattern=NAME, description="scenario name (used to find history)")
-    description: str = Field("", description="free text shown in reports")
+    description: Text = Field("", description="free text shown in reports")
     topology: dict[str, GroupSpec] = Field(
         default_factory=dict, description="guest groups (none when the driver needs no guests)"
     )
     workload: WorkloadSpec = Field(description="the workload driver and its parameters")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
-    label: str | None = Field(
+    label: OneLine | None = Field(
         None, max_length=200,
         description="point name template over factor levels, e.g. \"{mode}-{vms}VMs-{instances}S\" "
         "(used in plans, tables, charts and exports; default: factor=level pairs)",
