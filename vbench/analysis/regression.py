@@ -21,8 +21,11 @@ diff with the verdict.
 
 A check (one metric at one point) is a regression when the run is worse than the
 baseline by more than ``min_effect`` (relative to the baseline mean, in the metric's
-direction of improvement) *and* the difference is significant (see
-:func:`vbench.analysis.compare.significance`).
+direction of improvement; the scenario's ``report.min_effect`` sets it per metric)
+*and* the difference is significant (see :func:`vbench.analysis.compare.significance`).
+A metric without a direction of improvement (vbench/analysis/direction.py), or one the
+scenario's QoS caps in its better direction (a rate limit), is never a regression: its
+check says why it was not judged.
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from vbench.analysis.comparable import Comparability, compare_runs
-from vbench.analysis.compare import Significance, match_points, significance
+from vbench.analysis.compare import (
+    Significance,
+    match_points,
+    min_effects,
+    qos_caps,
+    significance,
+)
+from vbench.analysis.direction import directions_with
 from vbench.analysis.figures import (
     RunFigures,
     better,
@@ -70,6 +80,7 @@ class RegressionCheck:
     sig: Significance
     worse_by: float | None  # relative, > 0 when worse than the baseline
     status: str  # regression | improved | ok | missing
+    note: str = ""  # why the check was not judged (no direction, a QoS cap)
 
     @property
     def change(self) -> float | None:
@@ -84,6 +95,8 @@ class RegressionCheck:
             return "no data on one side"
         change = self.change
         pct = f"{change * 100:+.1f} %" if change is not None else "n/a"
+        if self.note:
+            return f"{pct}; not judged: {self.note}"
         return f"{pct} ({self.better} is better); {self.sig.reason}"
 
 
@@ -241,6 +254,8 @@ def check_regression(
 ) -> list[RegressionCheck]:
     """One check per metric and point the current run shares with the baseline(s)."""
     checks: list[RegressionCheck] = []
+    directions = directions_with(current.run, better_overrides)
+    effects, caps = min_effects(current.scenario), qos_caps(current.scenario, directions)
     shared = set()
     for base in baselines:
         shared |= {p for p, _ in match_points(current, base)}
@@ -254,9 +269,15 @@ def check_regression(
             unit = current.units.get(m) or next(
                 (b.units[m] for b in baselines if m in b.units), ""
             )
-            direction = better(m, unit, better_overrides)
-            checks.append(_judge(current.title(p), labels, m, unit, direction, base, cur,
-                                 min_effect, alpha))
+            direction = better(m, unit, directions)
+            check = _judge(current.title(p), labels, m, unit, direction, base, cur,
+                           effects.get(m, min_effect), alpha)
+            note = (f"capped by {caps[m]}" if m in caps else
+                    "no direction of improvement" if direction not in ("higher", "lower")
+                    else "")  # fmt: skip
+            if note and check.status != MISSING:
+                check = dataclasses.replace(check, status=OK, worse_by=None, note=note)
+            checks.append(check)
     return checks
 
 
