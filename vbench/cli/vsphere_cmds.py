@@ -83,9 +83,14 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
 def _warning_checks(warnings: list[str]) -> list[Any]:
     from vbench.vsphere.checks import Check
 
-    return [
-        Check(w.split(":", 1)[0], "warning", True, w.split(":", 1)[-1].strip()) for w in warnings
-    ]
+    out = []
+    for w in warnings:
+        # "TARGET: detail"; the target may hold a colon of its own
+        # (``vcenter sim (127.0.0.1:18542)``): it ends at the first ": ".
+        target, sep, detail = w.partition(": ")
+        out.append(Check(target if sep else "lab", "warning", True,
+                         detail.strip() if sep else w, level="warning"))
+    return out
 
 
 def _ssh_checks(lab: Any, plan: Any, src: Any = None) -> list[Any]:
