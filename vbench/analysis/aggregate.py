@@ -4,6 +4,12 @@ Trials are the unit of repetition. The figure of a trial is its *aggregate* samp
 ``guest`` is None (summed/averaged over guests by the driver) and ``labels`` is empty
 (not a per-job or per-operation figure). With ``per_guest=True`` the same is done per
 guest instead, from the samples that carry a guest name and no labels.
+
+A label that only says where a figure came from (``from``: "per-second log") is no
+breakdown, so it does not hide the figure. A figure a driver makes only per guest (fio's
+``iops_ts_cv``) is the trial's figure when one guest made it in that trial — several
+guests' ratios do not combine, so then the trial has none (issue 22: the Iometer
+example's headline was in samples.csv and in no output).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ SUMMARY_COLUMNS = (
 )  # fmt: skip
 
 _EMPTY_LABELS = frozenset({"", "{}", "null", "None"})
+_PROVENANCE = frozenset({"from"})  # label keys that say where a figure came from
 
 
 @dataclass(frozen=True)
@@ -46,9 +53,10 @@ def _has_no_labels(labels: pd.Series) -> pd.Series:
         if text in _EMPTY_LABELS:
             return True
         try:  # tolerate spacing differences such as "{ }"
-            return not json.loads(text)
+            parsed = json.loads(text)
         except ValueError:
             return False
+        return not parsed or (isinstance(parsed, dict) and set(parsed) <= _PROVENANCE)
 
     return labels.map(empty).astype(bool)
 
@@ -70,7 +78,10 @@ def trial_values(
         return pd.DataFrame(columns=[*keys, "value"])
     df = samples
     guest_missing = df["guest"].isna()
-    mask = _has_no_labels(df["labels"]) & (~guest_missing if per_guest else guest_missing)
+    plain = _has_no_labels(df["labels"])
+    mask = plain & (~guest_missing if per_guest else guest_missing)
+    if not per_guest:
+        mask |= _only_guest(df, plain & ~guest_missing, mask)
     if metrics is not None:
         mask &= df["metric"].isin(list(metrics))
     if include_trials is not None:
@@ -81,6 +92,21 @@ def trial_values(
     df["unit"] = df["unit"].fillna("").astype(str)
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     return df.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
+
+
+def _only_guest(df: pd.DataFrame, per_guest: pd.Series, aggregate: pd.Series) -> pd.Series:
+    """The per-guest rows standing for a trial's figure: the trial has no aggregate
+    row of the metric and exactly one guest made it."""
+    key = ["point", "trial", "metric"]
+    if not per_guest.any():
+        return per_guest
+    have = set(map(tuple, df.loc[aggregate, key].itertuples(index=False, name=None)))
+    rows = df.loc[per_guest, [*key, "guest"]]
+    guests = rows.groupby(key)["guest"].nunique()
+    single = {k for k, n in guests.items() if n == 1 and k not in have}
+    keys = rows[key].itertuples(index=False, name=None)
+    picked = pd.Series([k in single for k in keys], index=rows.index, dtype=bool)
+    return per_guest & picked.reindex(df.index, fill_value=False)
 
 
 def summarize_points(
