@@ -109,3 +109,47 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
 def test_layer_order_matches_the_design_doc(layer: str) -> None:
     doc = (ROOT.parent / "docs" / "design.md").read_text(encoding="utf-8")
     assert f"`vbench/{layer}/`" in doc
+
+
+# Plugin packages: one package per plugin under these folders (flat modules beside
+# them are the shared helpers plugins build on).
+PLUGIN_FOLDERS = ("workloads", "collectors", "parsers")
+
+
+def _plugin_of(module: str) -> tuple[str, str] | None:
+    """(folder, plugin) of a module inside a plugin package, else None."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in PLUGIN_FOLDERS:
+        return None
+    if not (ROOT / parts[1] / parts[2] / "__init__.py").exists():
+        return None  # a flat shared module
+    return parts[1], parts[2]
+
+
+def _plugin_crossings() -> list[str]:
+    out: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        me = _plugin_of(_module_name(path))
+        if me is None:
+            continue
+        for line, target in _imports(path):
+            them = _plugin_of(target)
+            if them is not None and them != me and them[0] == me[0]:
+                out.append(f"{path.relative_to(ROOT.parent)}:{line}: the {me[1]} plugin "
+                           f"imports the {them[1]} plugin ({target})")
+    return out
+
+
+def test_plugins_never_import_another_plugin() -> None:
+    """A plugin may go away (or be replaced by a lab's own): what two plugins share lives
+    a layer down, in a flat module beside them (e.g. workloads/pairs.py)."""
+    problems = _plugin_crossings()
+    assert not problems, "plugins importing plugins:\n" + "\n".join(problems)
+
+
+def test_the_plugin_rule_sees_a_sibling_import() -> None:
+    assert _plugin_of("vbench.workloads.netperf") == ("workloads", "netperf")
+    assert _plugin_of("vbench.workloads.iperf3.params") == ("workloads", "iperf3")
+    assert _plugin_of("vbench.workloads.pairs") is None  # shared, flat
+    assert _plugin_of("vbench.parsers.fio") == ("parsers", "fio")
+    assert _plugin_of("vbench.report.build") is None

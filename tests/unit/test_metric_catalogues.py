@@ -75,7 +75,7 @@ def test_a_metric_the_driver_does_not_declare_is_caught() -> None:
 
 def test_iperf3_catalogue_covers_the_corpus_json() -> None:
     from vbench.workloads.iperf3 import Iperf3Params, Iperf3Workload
-    from vbench.workloads.iperf3.pairs import Pair
+    from vbench.workloads.pairs import Pair
 
     name = "kfirtoledo_CloudPilot_Project__iperf-3.9_baseline_host_target_direct_12.json"
     text = need(SHARED / "netperf_iperf3" / name).read_text()
@@ -86,8 +86,8 @@ def test_iperf3_catalogue_covers_the_corpus_json() -> None:
 
 
 def test_netperf_catalogue_covers_the_corpus_result() -> None:
-    from vbench.workloads.iperf3.pairs import Pair
     from vbench.workloads.netperf import NetperfParams, NetperfWorkload
+    from vbench.workloads.pairs import Pair
 
     # One client's log holds one result, as pair_samples reads it.
     name = "GoogleCloudPlatform_PerfKitBenchmarker__netperf_results.txt"

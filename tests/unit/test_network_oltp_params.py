@@ -12,7 +12,7 @@ from vbench.engine.plan import build_plan
 from vbench.errors import ConfigValidationError
 from vbench.workloads.base import get_driver
 from vbench.workloads.dvdstore.params import DvdStoreParams, driver_argv, minutes
-from vbench.workloads.iperf3.pairs import Pair, make_pairs, size_bytes
+from vbench.workloads.pairs import Pair, make_pairs, size_bytes
 
 PAIR = Pair(3, "c1", "s1", "10.0.0.5", 5204)
 

@@ -9,7 +9,7 @@ import yaml
 
 from vbench.errors import ConfigError
 from vbench.parsers.redis_benchmark import RedisBenchTest
-from vbench.workloads.redis_scaleout.guest import conflicts, is_listening, parse_listeners
+from vbench.workloads.listening import conflicts, is_listening, parse_listeners
 from vbench.workloads.redis_scaleout.metrics import ClientFigures, samples_for
 from vbench.workloads.redis_scaleout.params import RedisParams
 from vbench.workloads.redis_scaleout.topology import (

@@ -1,7 +1,8 @@
 """The ``iperf3`` workload driver: network throughput between guest pairs.
 
 One ``iperf3 -s -1`` per client instance on a ``servers`` guest, one ``iperf3 -c … -J``
-per instance on a ``clients`` guest (pairing and directories: :mod:`.pairs`). The warm-up
+per instance on a ``clients`` guest (pairing and directories:
+:mod:`vbench.workloads.pairs`). The warm-up
 is iperf3's own ``--omit`` (its intervals are flagged and left out of the summary), the
 steady state is ``-t``. Figures per instance and summed: Gbps (receiver side),
 retransmits, packets/s and average packet size (UDP: iperf3 counts datagrams; for TCP
@@ -26,7 +27,7 @@ from vbench.errors import GuestError
 from vbench.parsers.iperf3 import parse_iperf3
 from vbench.results.records import Sample
 from vbench.workloads.base import Finding, register
-from vbench.workloads.iperf3.pairs import (
+from vbench.workloads.pairs import (
     CLIENTS,
     SERVERS,
     Pair,

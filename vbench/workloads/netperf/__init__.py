@@ -1,7 +1,7 @@
 """The ``netperf`` workload driver: netperf between guest pairs (the LRO study).
 
 One ``netserver -D`` per client instance on a ``servers`` guest and one ``netperf``
-per instance on a ``clients`` guest (pairing: :mod:`vbench.workloads.iperf3.pairs`).
+per instance on a ``clients`` guest (pairing: :mod:`vbench.workloads.pairs`).
 netperf has no warm-up option, so a warm-up of ``phases.warmup`` is a netperf run of its
 own (kept in the raw outputs, not measured), then the measured run of ``phases.steady``.
 Results are asked for with ``-o SELECTORS`` and read by :mod:`vbench.parsers.netperf`.
@@ -23,7 +23,7 @@ from vbench.errors import GuestError
 from vbench.parsers.netperf import parse_netperf
 from vbench.results.records import Sample
 from vbench.workloads.base import Finding, register
-from vbench.workloads.iperf3.pairs import (
+from vbench.workloads.pairs import (
     CLIENTS,
     SERVERS,
     Pair,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from vbench.analysis.catalogue import Metric
 from vbench.errors import ConfigError, GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.redis_benchmark import combine_iterations, parse_redis_benchmark
+from vbench.workloads import listening
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.redis_scaleout import guest as redis_guest
 from vbench.workloads.redis_scaleout import pinning as redis_pinning
@@ -186,7 +187,7 @@ class RedisScaleout(Workload):
             self._apply_pinning(ctx, guests)
         busy = {g.name: self._ports_of(layout, g.name) for g in guests.values()}
         self._fan_out(ctx, list(guests.values()),
-                      lambda g: redis_guest.check_ports_free(g, busy[g.name]))
+                      lambda g: listening.check_ports_free(g, busy[g.name]))
         for kind in ("redis", "twemproxy", "haproxy"):
             self._start_tier(ctx, guests, layout, kind)
         client0 = ctx.guests[CLIENTS][0]
@@ -333,7 +334,7 @@ class RedisScaleout(Workload):
             guest = guests[name]
             pending = [self._start_instance(ctx, guest, inst, n)
                        for n, inst in enumerate(by_guest[name])]
-            redis_guest.wait_listening(guest, pending, self.params.start_timeout, ctx.cancel)
+            listening.wait_listening(guest, pending, self.params.start_timeout, ctx.cancel)
             pinned = self._pinned_cpus(SERVERS, name, 0) is not None
             if kind == "redis" and pinned and self.params.deployment == "native":
                 for item in pending:
@@ -344,7 +345,7 @@ class RedisScaleout(Workload):
 
     def _start_instance(
         self, ctx: TrialContext, guest: Guest, inst: topo.Instance, n: int
-    ) -> redis_guest.Pending:
+    ) -> listening.Pending:
         p = self.params
         _, d = self._dirs[guest.name]
         role = SERVERS if inst.kind == "redis" else PROXIES
@@ -365,7 +366,7 @@ class RedisScaleout(Workload):
         self._started.append(_Started(guest, proc, f"{what} {inst.endpoint}", container))
         ctx.log("redis_started", guest=guest.name, what=what, port=inst.port, pid=proc.pid,
                 container=container)
-        return redis_guest.Pending(f"{what} on {inst.endpoint}", inst.bind, inst.port, proc)
+        return listening.Pending(f"{what} on {inst.endpoint}", inst.bind, inst.port, proc)
 
     # ------------------------------------------------------------------ preload
 
@@ -389,7 +390,7 @@ class RedisScaleout(Workload):
                 raise Interrupted("interrupted during the preload")
             if status != 0:
                 raise GuestError(guest.name, f"preload via {target} failed (exit {status}):\n"
-                                 f"{redis_guest.tail(proc)}")
+                                 f"{listening.tail(proc)}")
         sizes = redis_guest.dbsize(clients[0], [s.endpoint for s in layout.servers])
         ctx.log("redis_preload", seconds=round(time.time() - started, 3), keys=p.keyspace,
                 dbsize=sizes)
@@ -437,7 +438,7 @@ class RedisScaleout(Workload):
                     raise Interrupted("redis run interrupted during the steady phase")
                 if status != 0:
                     raise GuestError(item.guest.name, f"redis-benchmark {cid} exited {status}:"
-                                     f"\n{redis_guest.tail(item.proc)}")
+                                     f"\n{listening.tail(item.proc)}")
             ctx.mark("steady_end")
 
     def _start_clients(
@@ -467,7 +468,7 @@ class RedisScaleout(Workload):
             if not item.proc.is_running():
                 status = item.proc.wait(timeout=5)
                 raise GuestError(item.guest.name, f"redis-benchmark {cid} stopped early "
-                                 f"(exit {status}):\n{redis_guest.tail(item.proc)}")
+                                 f"(exit {status}):\n{listening.tail(item.proc)}")
 
     def _stop(self, items: Sequence[_Started]) -> None:
         for item in items:

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field, field_validator
 
 from vbench.errors import GuestError, Interrupted, ParseError
-from vbench.workloads import guest_trial
+from vbench.workloads import guest_trial, listening
 from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload
-from vbench.workloads.redis_scaleout import guest as rguest
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest, RemoteProcess
@@ -165,7 +164,7 @@ class PairWorkload(Workload):
         for g in servers:
             wanted = [(p.address, p.port, f"{self.tool} server {p.index}")
                       for p in self._pairs if p.server == g.name]
-            rguest.check_ports_free(g, wanted)
+            listening.check_ports_free(g, wanted)
         ctx.log(f"{self.tool}_pairs", pairs=[
             {"client": p.client, "server": p.server, "address": p.address, "port": p.port}
             for p in self._pairs])
@@ -173,16 +172,17 @@ class PairWorkload(Workload):
     # -- run
     def run(self, ctx: TrialContext) -> None:
         guests = {g.name: g for g in ctx.all_guests()}
-        pending: dict[str, list[rguest.Pending]] = {}
+        pending: dict[str, list[listening.Pending]] = {}
         for p in self._pairs:
             g = guests[p.server]
             d = self._dir(ctx, g)
             proc = g.start(self.server_argv(p, d), log=f"{d}/server-{p.index}.log")
             self._started.append(Started(p, "server", g, proc))
             pending.setdefault(g.name, []).append(
-                rguest.Pending(f"{self.tool} server {p.address}:{p.port}", p.address, p.port, proc))
+                listening.Pending(f"{self.tool} server {p.address}:{p.port}", p.address, p.port,
+                                  proc))
         for name, items in pending.items():
-            rguest.wait_listening(guests[name], items, LISTEN_TIMEOUT, ctx.cancel)
+            listening.wait_listening(guests[name], items, LISTEN_TIMEOUT, ctx.cancel)
         if ctx.warmup > 0 and self.warmup_argv(self._pairs[0], "", ctx.warmup) is not None:
             self._run_warmup_apart(ctx, guests)
         else:
