@@ -106,7 +106,7 @@ def test_junit_marks_a_missing_baseline_as_skipped(store: Store) -> None:
 def test_markdown_summary_escapes_table_breakers(store: Store) -> None:
     md = render_report(store, [NEW, OLD], "markdown", baseline="last")
     assert "### exp — run `20270102-000000-00000002`" in md
-    assert "QoS FAIL" in md and "REGRESSION in 1 of 4 checks" in md
+    assert "QoS: FAIL" in md and "REGRESSION in 1 of 4 checks" in md
     assert "<script>" not in md and "&lt;script&gt;" in md and "\\|" in md
     table = [ln for ln in md.splitlines() if ln.startswith("| bs=4k")]
     assert table[0].count(" | ") == 2  # point + two metrics, pipes in labels escaped

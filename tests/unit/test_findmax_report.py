@@ -31,14 +31,16 @@ def latency(users: float, rng: random.Random) -> float:
 
 
 def stored_search(
-    tmp_path: Path, stop_after: int | None = None, pause_after: int | None = None
+    tmp_path: Path, stop_after: int | None = None, pause_after: int | None = None,
+    headline: tuple[str, ...] = ("ops",),
 ) -> tuple[Store, str, FindMax]:
     """Drive a search against the synthetic system, storing every trial as the engine
     does (one point per level); stop after ``stop_after`` trials (an interrupt); a day
     passes after ``pause_after`` trials (an interrupted run resumed the next day)."""
     store = Store.open(None, tmp_path)
     run_id = "run-findmax"
-    doc = scenario_doc("fm", qos=QOS, search=SEARCH, repeat=2)
+    doc = scenario_doc("fm", qos=QOS, search=SEARCH, repeat=2,
+                       report={"headline": list(headline), "charts": []})
     store.create_run(RunInfo(run_id=run_id, scenario_name="fm", started=T0, scenario=doc))
     spec = SearchSpec.model_validate(SEARCH)
     search, rng = FindMax(search_params(spec, 2)), random.Random(3)

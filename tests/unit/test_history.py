@@ -87,7 +87,12 @@ def test_history_cli(store: Store, tmp_path: Path) -> None:
     lines = out.output.splitlines()
     assert lines[0].startswith("history of trend: 4 runs")
     assert "ops (ops/s) — higher is better" in out.output
-    row = next(ln for ln in lines if ln.startswith("20270105"))
+    # First one row per run with its answer, then the figures per metric and point.
+    answers = [ln for ln in lines if ln.startswith("      best point: ops")]
+    assert len(answers) == 4 and lines[lines.index(answers[0]) - 1].startswith("  2027"), \
+        out.output
+    table = lines[next(i for i, ln in enumerate(lines) if ln.startswith("ops (ops/s)")):]
+    row = next(ln for ln in table if ln.startswith("20270105"))
     assert "1,005" in row and "300.0" in row
     assert any(ln.startswith("first → last") and "+0.4 %" in ln for ln in lines)
     js = CliRunner().invoke(cli, ["history", "trend", "--store", url, "--json", "--all"])

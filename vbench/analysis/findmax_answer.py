@@ -45,8 +45,9 @@ def _answer(inputs: AnswerInputs, r: FindMaxReport) -> Answer:
     hp_point = points.get(level_label(hp, r.integer)) if hp is not None else None
     above = tuple(sorted(p for label, p in points.items()
                          if hp is not None and float(label) > hp))
-    figures = tuple(inputs.figure(hp_point, m, missing="no level passed") if hp_point is
-                    not None else inputs.figure(None, m, missing="no level passed QoS")
+    # The headline at the answer; without a passing level there is no such point.
+    figures = tuple(inputs.figure(hp_point, m) if hp_point is not None
+                    else inputs.figure(None, m, missing="no level passed QoS")
                     for m in inputs.headline)
     bind = r.binding()
     facts = [

@@ -51,12 +51,15 @@ def compare(
     """Compare two runs point by point: values, ratio B/A and significance."""
     from vbench.analysis.compare import compare_figures
     from vbench.analysis.run_analysis import better_overrides, load_analysis
+    from vbench.engine.verdict import ensure_verdict
     from vbench.report.build import headline_metrics
     from vbench.report.textfmt import format_compare
+    from vbench.report.verdict_view import compare_answer_lines, compare_answers
 
     store, _ = open_store(store_url, results_dir)
     try:
         a, b = load_analysis(store, run_a), load_analysis(store, run_b)
+        answers = compare_answers(ensure_verdict(store, run_a), ensure_verdict(store, run_b))
     finally:
         store.close()
     chosen = list(metrics) or [
@@ -65,9 +68,14 @@ def compare(
     result = compare_figures(a.figures, b.figures, chosen, alpha=alpha,
                              better_overrides=better_overrides(a.figures.scenario))
     if not as_json:
+        # The study's answers first; a search's levels are not its answer.
+        click.echo("\n".join(["answers:", *compare_answer_lines(answers), ""]))
+        if answers["searches"]:
+            click.echo("(levels of a find-max search, compared where both runs ran them:)")
         click.echo(format_compare(result, output_width()), nl=False)
         return
     click.echo(json.dumps({
+        "answers": answers,
         "a": result.run_a.get("run_id"),
         "b": result.run_b.get("run_id"),
         "alpha": alpha,
@@ -172,11 +180,15 @@ def history(
 ) -> None:
     """Show the trend of a scenario's figures, per point, over its stored runs: which lab
     each ran in, which ran with --set, and how scenario variants differ."""
+    from vbench.engine.verdict import ensure_verdict
     from vbench.report.historyfmt import format_history
+    from vbench.report.verdict_view import answer_json
 
     store, _ = open_store(store_url, results_dir)
     try:
         hist = load_filtered_history(store, scenario, filters)
+        # One row per run with its answer (verdict.json; computed once for older runs).
+        verdicts = {r.run_id: ensure_verdict(store, r.run_id) for r in hist.runs}
     finally:
         store.close()
     if not as_json:
@@ -184,12 +196,12 @@ def history(
             click.echo(f"no stored run of scenario {scenario} matches "
                        f"({'; '.join(selection_text(filters))})")
             return
-        click.echo(format_history(hist), nl=False)
+        click.echo(format_history(hist, verdicts), nl=False)
         return
     click.echo(json.dumps({
         "scenario_name": hist.scenario,
         "scenario": hist.scenario,  # the same, under its first name (kept for scripts)
-        "runs": [dataclasses.asdict(r) for r in hist.runs],
+        "runs": [dataclasses.asdict(r) | answer_json(verdicts[r.run_id]) for r in hist.runs],
         "variants": [
             {"name": v.name, "lab": v.lab, "lab_kind": v.lab_kind,
              "lab_fingerprint": v.lab_fingerprint, "scenario_hash": v.scenario_hash,

@@ -64,11 +64,13 @@ def ls_cmd(
 def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: bool) -> None:
     """Describe one stored run: context, points, trials and the summary table."""
     from vbench.cli.options import text_console
+    from vbench.engine.verdict import ensure_verdict
     from vbench.report.build import show_json, show_text
     from vbench.results.collected import series_listing
 
     store, _ = open_store(store_url, results_dir)
     try:
+        ensure_verdict(store, run_id)  # a run stored without one gets its verdict once
         series = series_listing(store.get_run(run_id).run_dir)
         if as_json:
             doc = {**show_json(store, run_id), "collectors": series}
@@ -155,8 +157,12 @@ def report(
         trend_report(history_of, output, fmt, store_url, results_dir, filters)
         return
     kind = format_for(str(output), fmt)
+    from vbench.engine.verdict import ensure_verdict
+
     store, _ = open_store(store_url, results_dir)
     try:
+        for run_id in run_ids:  # a run stored without a verdict gets it once
+            ensure_verdict(store, run_id)
         text = render_report(store, run_ids, kind, template=template, baseline=baseline)
     finally:
         store.close()

@@ -10,10 +10,12 @@ changed since (``vbench cleanup`` settled it)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vbench.analysis.verdict import (
     VERDICT_FILE,
@@ -24,9 +26,11 @@ from vbench.analysis.verdict import (
     verdict_to_json,
 )
 from vbench.analysis.verdict_build import AnswerInputs, build_verdict, simulated_text
-from vbench.engine.schedule import schedule_class
 from vbench.report.data import ReportData
 from vbench.vsphere.journal import FINAL, JOURNAL_FILE, items, parse_lines
+
+if TYPE_CHECKING:
+    from vbench.results.store import Store
 
 # What the journal's kinds are called in a sentence (other kinds print as they are).
 KIND_NAMES = {
@@ -45,6 +49,9 @@ def answer_inputs(data: ReportData) -> AnswerInputs:
 def answers_for(inputs: AnswerInputs) -> tuple[tuple[Answer, ...], list[str]]:
     """The schedule's answers, then the driver's; and why a driver gave none (a driver
     of another installation, or one whose hook failed on this run)."""
+    # Imported here: `vbench show` reads stored verdicts without the engine's planning.
+    from vbench.engine.schedule import schedule_class
+
     scenario = inputs.run.get("scenario") or {}
     out = list(schedule_class(scenario).answer(inputs))
     problems: list[str] = []
@@ -119,3 +126,20 @@ def attach(data: ReportData) -> ReportData:
         return data
     stored = read_stored(data.run.get("run_dir"), str(data.run.get("status")))
     return dataclasses.replace(data, verdict=stored or verdict_of(data))
+
+
+def ensure_verdict(store: Store, run_id: str) -> Verdict:
+    """The verdict of a stored run: its ``verdict.json`` when current, else computed now
+    (with the schedule's and driver's answers) and stored in its run directory, so that
+    every later output of the run reads the same one without computing it again."""
+    from vbench.report.build import report_data
+
+    row = store.get_run(run_id)
+    found = read_stored(row.run_dir, row.status)
+    if found is not None:
+        return found
+    verdict = verdict_of(report_data(store, row.run_id))
+    if row.run_dir and Path(row.run_dir).is_dir():
+        with contextlib.suppress(OSError):  # a read-only copy of a run: computed each time
+            store_verdict(row.run_dir, verdict)
+    return verdict

@@ -139,12 +139,15 @@ def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
     print_summary(report_data(store, run_id), console)
 
 
-def print_summary(data: ReportData, console: Console) -> None:
+def print_summary(data: ReportData, console: Console, *, with_verdict: bool = True) -> None:
     """The summary table of a run already loaded, fitted to the console (see
     :func:`vbench.report.fit.fit_table`)."""
     from vbench.report.fit import console_width, fit_table
     from vbench.report.terminal import summary_table
+    from vbench.report.verdict_view import print_verdict
 
+    if with_verdict:  # the answer first, then the figures per point
+        print_verdict(data.verdicted(), console)
     # Too narrow even with cells wrapped: the spread and the cv leave before any name.
     table = fit_table(summary_table(data), console_width(console), drop=("min–max", "cv"))
     console.print(table)
@@ -152,6 +155,7 @@ def print_summary(data: ReportData, console: Console) -> None:
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
     from vbench.analysis.aggregate import point_summaries
+    from vbench.analysis.verdict import verdict_to_json
     from vbench.report.exports import qos_json
 
     data = report_data(store, run_id)
@@ -163,6 +167,7 @@ def show_json(store: Store, run_id: str) -> dict[str, Any]:
         "summary": json.loads(summary.to_json(orient="records")) if summary is not None else [],
         "qos": qos_json(data.analyzed().qos),
         "warnings": list(data.warnings),
+        "verdict": verdict_to_json(data.verdicted()),
     }
 
 
@@ -175,6 +180,10 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
         f"[bold]run {r['run_id']}[/]  scenario {r['scenario_name']}  status {r['status']}",
         highlight=False,
     )
+    from vbench.report.verdict_view import print_verdict
+
+    verdict = data.verdicted()
+    print_verdict(verdict, console)  # the study's answer before the details
     console.print(
         f"tags: {', '.join(r.get('tags') or ()) or '-'}  run dir: {r.get('run_dir')}",
         highlight=False,
@@ -206,9 +215,10 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
                 f"point {t['point'] + 1} trial {t['trial']}: {t['status']} — {t['error']}",
                 highlight=False,
             )
-    print_summary(data, console)
+    print_summary(data, console, with_verdict=False)
     qos = data.analyzed().qos
-    if qos.declared:
+    # A search's failing levels are its bracket (the verdict says so), not a QoS failure.
+    if qos.declared and verdict.qos.status != "bracket":
         from vbench.report.textfmt import format_qos
 
         console.print(format_qos(qos, console_width(console)), highlight=False, markup=False,

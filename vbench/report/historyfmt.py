@@ -5,7 +5,10 @@ arguments. Aligned columns, no colour, times in UTC (as textfmt)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from vbench.analysis.history import History, sparkline
+from vbench.analysis.verdict import Verdict
 from vbench.report.data import MISSING, fmt_num
 from vbench.report.textfmt import table, utc
 
@@ -41,7 +44,24 @@ def _override_lines(history: History) -> list[str]:
     return [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in out]
 
 
-def format_history(history: History) -> str:
+def _answer_lines(history: History, verdicts: Mapping[str, Verdict]) -> list[str]:
+    """One entry per run: its answer (the study's, as every output of the run leads with)
+    under the run, then its headline figures. Indented: a line that starts with a run id
+    is its row in a metric's table below."""
+    if not verdicts:
+        return []
+    out = ["answer of each run (oldest first):"]
+    for r in history.runs:
+        v = verdicts.get(r.run_id)
+        a = v.answer if v is not None else None
+        sim = " [simulated lab]" if v is not None and v.simulated else ""
+        out.append(f"  {r.run_id}  {utc(r.started)}  {r.status}{sim}")
+        out.append(f"      {a.line() if a is not None else MISSING}")
+        out += [f"        {f.text()}" for f in (v.headline if v is not None else ())]
+    return [*out, ""]
+
+
+def format_history(history: History, verdicts: Mapping[str, Verdict] | None = None) -> str:
     if not history.runs:
         return f"no stored run of scenario {history.scenario}\n"
     runs = history.runs
@@ -53,6 +73,7 @@ def format_history(history: History) -> str:
     out += _variant_lines(history)
     out += _override_lines(history)
     out.append("")
+    out += _answer_lines(history, verdicts or {})
     for m in history.metrics:
         series = history.for_metric(m)
         if not series:

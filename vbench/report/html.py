@@ -59,6 +59,7 @@ from vbench.report.series import flat_series, read_series, series_charts
 from vbench.report.shown import choose_metrics, families
 from vbench.report.svg import PALETTE
 from vbench.report.tables import guest_table, result_tables
+from vbench.report.verdict_view import html_context
 from vbench.resources import data_dir
 
 DEFAULT_TEMPLATE = "default.html.j2"
@@ -190,6 +191,9 @@ def build_context(view: ReportView) -> dict[str, Any]:
     series = _series(view, ids)
     others = [o.analyzed().figures for o in view.data.others]
     compared = list(dict.fromkeys([*view.headline, *analysis.derived.names()]))
+    verdict = view.data.verdicted()
+    # A search's best/worst levels are not its answer (the worst ones fail by design).
+    searched = any(a.qos_expected for a in verdict.answers)
     warnings = [*view.warnings(), *extra_warnings(view, analysis), *lead.problems,
                 *series["problems"]]
     return {
@@ -197,8 +201,9 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "heading": _scenario_title(view),
         "header": _header(view),
         "warnings": list(dict.fromkeys(warnings)),
-        "summary": {"badges": badges(view, analysis, view.data.regression),
-                    "headline": [*derived_headline_rows(
+        "verdict": html_context(verdict),
+        "summary": {"badges": badges(view, analysis, view.data.regression, verdict),
+                    "headline": [] if searched else [*derived_headline_rows(
                         view, analysis.derived, view.data.headline_metrics),
                         *headline_rows(view, overrides, choice.hidden())]},
         "scenario_info": scenario_section(view),

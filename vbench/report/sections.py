@@ -18,6 +18,7 @@ from vbench.analysis.figures import better, measurement_hash, scenario_hash
 from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis
+from vbench.analysis.verdict import Verdict
 from vbench.report.data import (
     MISSING,
     NO_DATA,
@@ -33,6 +34,7 @@ from vbench.report.data import (
     tabulate,
 )
 from vbench.report.units import Scale, choose
+from vbench.report.verdict_view import qos_badge
 
 # A guest clock this far from the controller's, relative to the window, skews windows.
 CLOCK_OFFSET_WARN_S = 0.5
@@ -49,7 +51,8 @@ class Badge:
 
 
 def badges(
-    view: ReportView, analysis: RunAnalysis, regression: RegressionResult | None
+    view: ReportView, analysis: RunAnalysis, regression: RegressionResult | None,
+    verdict: Verdict | None = None,
 ) -> list[Badge]:
     run = view.data.run
     status = str(run.get("status") or MISSING)
@@ -58,7 +61,12 @@ def badges(
     total = sum(p.total for p in view.points)
     out.append(Badge("trials", f"{ok}/{total} ok", "good" if ok == total and total else "bad"))
     qos = analysis.qos
-    if qos.declared:
+    if verdict is not None:  # QoS as the study reads it (a search's bracket is no fault)
+        text, kind = qos_badge(verdict)
+        out.append(Badge("QoS", text, kind))
+        if verdict.simulated:
+            out.append(Badge("lab", "SIMULATED", "warn"))
+    elif qos.declared:
         bad = len(qos.failures)
         out.append(Badge("QoS", "pass" if qos.passed else f"fail ({bad} of {len(qos.checks)})",
                          "good" if qos.passed else "bad"))

@@ -1,0 +1,139 @@
+"""The run's one verdict (vbench/analysis/verdict.py), computed once and rendered by every
+output: a synthetic find-max search with a known limit, a small matrix whose best point
+fails QoS, the JSON round trip, and what the journal says the run created and removed."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.analysis_runs import add_run, scenario_doc
+from tests.unit.test_findmax_report import stored_search
+from vbench.analysis.verdict import (
+    Answer,
+    Effects,
+    Fact,
+    Figure,
+    QosView,
+    Verdict,
+    read_stored,
+    verdict_from_json,
+    verdict_to_json,
+)
+from vbench.engine.verdict import effects_of, ensure_verdict, store_verdict, verdict_of
+from vbench.report import exports
+from vbench.report.build import report_data
+from vbench.report.html import render_html
+from vbench.results.store import Store
+from vbench.vsphere.journal import JOURNAL_FILE
+
+
+def _badge(page: str, label: str) -> tuple[str, str]:
+    m = re.search(r'<li class="badge (\w+)"><span class="badge-label">' + label +
+                  r'</span> <span class="badge-text">([^<]*)</span>', page)
+    assert m, f"no {label} badge"
+    return m.group(1), m.group(2)
+
+
+def test_a_converged_search_answers_with_its_bracket_not_a_qos_failure(tmp_path: Path) -> None:
+    store, run_id, search = stored_search(tmp_path, headline=("lat", "cpu"))
+    store.finish_run(run_id, "ok", 2e9)
+    data = report_data(store, run_id)
+    v = verdict_of(data)
+    truth = search.outcome()
+    assert truth.highest_pass is not None
+    hp = int(truth.highest_pass)
+    a = v.answer
+    assert a is not None and a.kind == "find-max" and a.status == "converged"
+    assert a.text.startswith(f"highest pass {hp} · lowest fail {int(truth.lowest_fail or 0)}")
+    assert "binding at" in " ".join(a.details) and a.details[0].startswith("path: ")
+    # The headline is measured at the answer, never at a failing level.
+    assert [f.metric for f in v.headline] == ["lat", "cpu"]
+    assert {f.where for f in v.headline} == {f"users={hp}"}
+    assert all(f.n >= 2 and f.ci_low is not None for f in v.headline)
+    # Failing levels above the answer are the search working.
+    assert v.qos.status == "bracket" and v.qos.failed > 0 and not v.qos.bad
+    assert v.exit_code == 0
+
+    import dataclasses
+
+    page = html.unescape(render_html(dataclasses.replace(data, verdict=v)))
+    assert page.index(a.text) < page.index('class="badges"')
+    kind, text = _badge(page, "QoS")
+    assert kind == "good" and "fail" not in text.split("(")[0], text
+    assert "best point" not in page.split('id="findmax"')[0]
+    md = exports.to_markdown([dataclasses.replace(data, verdict=v)])
+    assert a.text in md and "QoS FAIL" not in md
+    suite = ET.fromstring(exports.to_junit([dataclasses.replace(data, verdict=v)]))
+    assert suite.get("failures") == "0"
+
+
+def test_the_default_answer_is_the_best_point_that_passes_qos(tmp_path: Path) -> None:
+    store = Store.open(None, tmp_path)
+    qos = [{"name": "lat cap", "metric": "lat", "op": "<=", "threshold": 5.0, "stat": "mean"}]
+    doc = scenario_doc("m", factors={"bs": ["4k", "64k", "1m"]}, qos=qos,
+                       report={"headline": ["ops", "lat"], "charts": []})
+    add_run(store, "r1", [
+        ({"bs": "4k"}, {"ops": [100.0, 102.0], "lat": [1.0, 1.1]}),
+        ({"bs": "64k"}, {"ops": [300.0, 310.0], "lat": [2.0, 2.1]}),
+        ({"bs": "1m"}, {"ops": [900.0, 905.0], "lat": [9.0, 9.5]}),  # fastest, fails QoS
+    ], scenario=doc)
+    v = verdict_of(report_data(store, "r1"))
+    a = v.answer
+    assert a is not None and a.kind == "best point"
+    assert [f.where for f in v.headline] == ["bs=64k", "bs=64k"]
+    assert "1 point(s) failing QoS left out" in a.text
+    # A real QoS failure of a matrix stays a failure.
+    assert v.qos.status == "fail" and v.qos.bad
+
+
+def test_a_headline_metric_without_data_says_why(tmp_path: Path) -> None:
+    store = Store.open(None, tmp_path)
+    doc = scenario_doc("m", report={"headline": ["ops", "nothing"], "charts": []})
+    add_run(store, "r1", [({}, {"ops": [1.0, 2.0]})], scenario=doc)
+    v = verdict_of(report_data(store, "r1"))
+    missing = [f for f in v.headline if f.metric == "nothing"]
+    assert missing and missing[0].value is None
+    assert missing[0].text() == "nothing: no data: no trial of the run recorded it"
+
+
+def test_a_verdict_survives_its_json_and_a_stale_one_is_computed_again(tmp_path: Path) -> None:
+    v = Verdict("r", "s", "t", "ok", 0, "", (Answer("k", "t", "x", facts=(Fact("a", "1", 1.0),),
+                figures=(Figure("m", 1.0, "ms", 2, 0.5, 1.5, "60 s", "p", "lower"),),
+                qos_expected=(3,)),), (Figure("m", None, missing="why"),), QosView("none", "-"),
+                simulated="simulated vCenter (vcsim): sim", effects=Effects({"VM": 2}, {"VM": 2}))
+    doc = json.loads(json.dumps(verdict_to_json(v)))
+    assert verdict_from_json(doc) == v
+    assert verdict_from_json({**doc, "version": 0}) is None
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    store_verdict(run_dir, v)
+    assert read_stored(run_dir, "ok") == v
+    # A verdict stored for another status (the run was settled since) is not used.
+    assert read_stored(run_dir, "interrupted") is None
+    store = Store.open(None, tmp_path)
+    add_run(store, "r2", [({}, {"ops": [1.0, 2.0]})], scenario=scenario_doc("m"))
+    assert ensure_verdict(store, "r2").run_id == "r2"
+
+
+def test_effects_count_what_the_run_created_and_removed(tmp_path: Path) -> None:
+    lines = [
+        {"event": "intent", "vcenter": "vc1", "name": "pub", "kind": "cl_library"},
+        {"event": "created", "vcenter": "vc1", "name": "pub", "kind": "cl_library", "moid": "l1"},
+        {"event": "intent", "vcenter": "vc1", "name": "i1", "kind": "cl_item"},
+        {"event": "created", "vcenter": "vc1", "name": "i1", "kind": "cl_item", "moid": "i1"},
+        {"event": "destroyed", "vcenter": "vc1", "name": "i1", "kind": "cl_item"},
+        {"event": "intent", "vcenter": "vc2", "name": "vm1"},
+        {"event": "created", "vcenter": "vc2", "name": "vm1", "moid": "vm-1"},
+        {"event": "destroyed", "vcenter": "vc2", "name": "vm1"},
+        {"event": "destroyed", "vcenter": "vc1", "name": "pub", "kind": "cl_library"},
+    ]
+    (tmp_path / JOURNAL_FILE).write_text("".join(json.dumps(e) + "\n" for e in lines))
+    eff = effects_of(tmp_path)
+    assert eff is not None
+    assert eff.created == {"library": 1, "library item": 1, "VM": 1}
+    assert eff.text() == "created 1 library, 1 library item, 1 VM; removed all of it"
+    assert effects_of(tmp_path / "nowhere") is None
