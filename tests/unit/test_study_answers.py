@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.analysis_runs import add_run, scenario_doc
+import pytest
+
+from tests.analysis_runs import UNITS, add_run, scenario_doc
 from vbench.analysis.verdict import Verdict, verdict_from_json, verdict_to_json
 from vbench.engine.verdict import attach, verdict_of
 from vbench.report.build import report_data
@@ -127,3 +129,80 @@ def test_the_answers_chart_survives_the_stored_verdict(tmp_path: Path) -> None:
     verdict, _ = vcbench_run(tmp_path)
     back = verdict_from_json(json.loads(json.dumps(verdict_to_json(verdict))))
     assert back is not None and back.answers == verdict.answers
+
+
+# ------------------------------------------------------------------ CloudStone
+
+OPS_MIX = {"HomePage": 30.0, "TagSearch": 40.0, "AddEvent": 30.0}  # required, %
+CS_UNITS = {"rt_avg": "ms", "mix": "%", "mix_required": "%", "mix_outside_tolerance": "flag",
+            "client_saturated": "flag"}
+
+
+@pytest.fixture
+def cs_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The units the cloudstone driver gives its figures (the hand-made run's default is
+    ops/s)."""
+    for metric, unit in CS_UNITS.items():
+        monkeypatch.setitem(UNITS, metric, unit)
+
+
+def cloudstone_run(tmp: Path, achieved: Sequence[Mapping[str, float]],
+                   rt: Sequence[float]) -> tuple[Verdict, str]:
+    """One point per instances level: its achieved mix per operation (tolerance 5 pp)
+    and every operation's mean response time (the QoS limit is 250 ms)."""
+    points: list[Point] = []
+    labelled = []
+    for p, (mix, ms) in enumerate(zip(achieved, rt, strict=True)):
+        points.append(({"instances": str(p + 1)}, {"ops_per_sec": [20.0 * (p + 1)],
+                                                  "client_saturated": [0.0]}))
+        for op, req in OPS_MIX.items():
+            off = float(abs(mix[op] - req) > 5)
+            labelled += [(p, 0, "mix", {"operation": op}, mix[op]),
+                         (p, 0, "mix_required", {"operation": op}, req),
+                         (p, 0, "mix_outside_tolerance", {"operation": op}, off),
+                         (p, 0, "rt_avg", {"operation": op}, ms)]
+    doc = scenario_doc(
+        "cs", {"instances": [str(i + 1) for i in range(len(achieved))]}, repeat=1,
+        workload={"driver": "cloudstone", "roles": {},
+                  "params": {"profile": "olio", "mix_tolerance": 5}},
+        qos=[{"name": "average", "metric": "rt_avg", "op": "<=", "threshold": 250,
+              "unit": "ms", "stat": "mean", "where": {"operation": list(OPS_MIX)},
+              "at": {}}],
+        report={"headline": ["ops_per_sec"], "charts": []})
+    with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
+        add_run(store, "r1", points, scenario=doc, labelled=labelled)
+        data = attach(report_data(store, "r1"))
+    return verdict_of(data), render_html(data)
+
+
+@pytest.mark.usefixtures("cs_units")
+def test_cloudstone_answers_the_best_valid_point_by_fabans_criteria(tmp_path: Path) -> None:
+    good = {"HomePage": 31.0, "TagSearch": 39.0, "AddEvent": 30.0}
+    skewed = {"HomePage": 22.0, "TagSearch": 48.0, "AddEvent": 30.0}
+    # 1 instance: valid; 2: mix valid but too slow; 3: fast, highest ops/s, mix off.
+    verdict, html = cloudstone_run(tmp_path, [good, good, skewed], [100.0, 300.0, 90.0])
+    answer = verdict.answer
+    assert answer is not None and answer.kind == "cloudstone" and answer.ok is True
+    assert answer.text == ("20.00 ops/s at instances=1: valid (mix valid: 3 operations "
+                           "within ±5 pp · QoS pass 3/3 · load generator kept up)")
+    two, three = answer.details[1:]
+    assert "QoS FAIL 0/3 (rt_avg HomePage 300 ms vs <= 250 and 2 more)" in two
+    assert ("mix INVALID: 2 of 3 operations outside ±5 pp (HomePage 22.0 % vs 30.0 % "
+            "required, TagSearch 48.0 % vs 40.0 % required)") in three
+    charts = summary_charts(html)
+    mix_svg, mix_cap = charts[0]
+    assert title_of(mix_svg) == "achieved vs required mix at instances=1"
+    assert "dashed = required mix" in mix_cap
+    assert title_of(charts[1][0]) == "rt_avg per operation against its QoS limit at instances=1"
+
+
+@pytest.mark.usefixtures("cs_units")
+def test_cloudstone_with_no_valid_point_says_so_and_why(tmp_path: Path) -> None:
+    skewed = {"HomePage": 22.0, "TagSearch": 48.0, "AddEvent": 30.0}
+    verdict, html = cloudstone_run(tmp_path, [skewed], [100.0])
+    answer = verdict.answer
+    assert answer is not None and answer.ok is False and answer.status == "invalid"
+    assert answer.text.startswith("no valid point: 1 of 1 fail Faban's criteria; best "
+                                  "20.00 ops/s is mix INVALID")
+    mix_svg = summary_charts(html)[0][0]
+    assert mix_svg.count('fill="#b00020"') == 2  # the two operations outside, in red

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from vbench.analysis.figures import present
+from vbench.analysis.figures import RunFigures, parse_labels, present
 from vbench.analysis.verdict_build import AnswerInputs
 
 
@@ -64,3 +64,23 @@ def span(values: list[float]) -> str:
         return "—"
     lo, hi = min(values), max(values)
     return percent(lo) if math.isclose(lo, hi) else f"{percent(lo)[:-2]}–{percent(hi)}"
+
+
+def labelled_means(figures: RunFigures, point: int, metric: str, label: str
+                   ) -> dict[str, float | None]:
+    """Per value of the sample label ``label`` (CloudStone's ``operation``), the mean of
+    ``metric`` at ``point`` over its successful trials, from the aggregate samples
+    (no guest) labelled with ``label`` alone; None where no trial has a value."""
+    df = figures.samples
+    if df.empty:
+        return {}
+    rows = df[(df["point"] == point) & (df["metric"] == metric) & df["guest"].isna()]
+    acc: dict[str, list[float]] = {}
+    for raw, value in zip(rows["labels"], rows["value"], strict=True):
+        labels = parse_labels(raw)
+        if set(labels) != {label}:
+            continue
+        mine = acc.setdefault(labels[label], [])
+        if value is not None and math.isfinite(float(value)):
+            mine.append(float(value))
+    return {k: statistics.fmean(v) if v else None for k, v in acc.items()}

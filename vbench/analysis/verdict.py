@@ -107,13 +107,21 @@ class AnswerChart:
     (so a report needs no driver code): ``metric`` over the factor ``x`` (None: a bar
     per point), with ``ideal`` drawn over the measured curve — ``"linear"`` (scaling in
     proportion to ``x`` from its smallest level) or the name of a metric whose mean at
-    each point is the ideal there (vcbench: Little's law) — labelled ``ideal_label``."""
+    each point is the ideal there (vcbench: Little's law) — labelled ``ideal_label``.
+
+    With ``by`` (a sample label, CloudStone's ``operation``): one bar per value of that
+    label at the stored point ``point``; ``ideal`` then names the metric giving each
+    bar's reference (the required mix) or is ``"qos"`` (each bar against its QoS limit),
+    and ``flag`` a metric whose value 1 marks a bar as failing (outside tolerance)."""
 
     metric: str
     x: str | None = None
     ideal: str | None = None
     ideal_label: str = "ideal"
     title: str = ""
+    by: str | None = None
+    point: int | None = None
+    flag: str | None = None
 
 
 @dataclass(frozen=True)

@@ -353,17 +353,17 @@ def qos_charts(qos: QosResult, ids: ChartIds) -> list[dict[str, Any]]:
         if len(subjects) == 1 or len(points) > MAX_QOS_SERIES:
             for subject in subjects:
                 mine = [c for c in checks if c.subject_text == subject]
-                out.append(_qos_bar(mine, [c.point_title for c in mine], ylabel, ids,
+                out.append(qos_bar(mine, [c.point_title for c in mine], ylabel, ids,
                                     f"{metric} {subject}".strip()))
         else:
             for point in points:
                 mine = [c for c in checks if c.point_title == point]
-                out.append(_qos_bar(mine, [c.subject_text for c in mine], ylabel, ids,
+                out.append(qos_bar(mine, [c.subject_text for c in mine], ylabel, ids,
                                     f"{metric} at {point}"))
     return out
 
 
-def _qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids: ChartIds,
+def qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids: ChartIds,
              title: str) -> dict[str, Any]:
     bars = [Bar(n, c.value, None, None) for n, c in zip(names, checks, strict=True)]
     svg = bar_chart_svg(

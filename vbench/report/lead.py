@@ -17,7 +17,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vbench.analysis.answer_kit import labelled_means
 from vbench.analysis.run_analysis import RunAnalysis
+from vbench.analysis.verdict import AnswerChart
 from vbench.report.chartplan import (
     ChartIds,
     Series,
@@ -28,8 +30,10 @@ from vbench.report.chartplan import (
     draw_series,
     explicit_charts,
     metric_series,
+    qos_bar,
     scaled,
 )
+from vbench.report.charts import Bar, bar_chart_svg
 from vbench.report.data import ReportView, fmt_pct
 from vbench.report.shown import MetricChoice
 
@@ -120,6 +124,14 @@ def answer_charts(view: ReportView, lookup: Callable[[str], Series | None], ids:
     out: list[dict[str, Any]] = []
     problems: list[str] = []
     for spec in (c for a in view.data.verdicted().answers for c in a.charts):
+        if spec.by is not None:
+            drawn = _labelled_chart(view, spec, ids)
+            if drawn is None:
+                problems.append(f"the answer's chart of {spec.metric} by {spec.by}: no data; "
+                                "left out")
+            else:
+                out.append(drawn)
+            continue
         series = lookup(spec.metric)
         if series is None:
             problems.append(f"the answer's chart of {spec.metric}: no data; left out")
@@ -139,6 +151,45 @@ def answer_charts(view: ReportView, lookup: Callable[[str], Series | None], ids:
         out.append({**chart(svg, cap, spec.title or spec.metric, "answer"),
                     "metric": spec.metric})
     return out, problems
+
+
+def _labelled_chart(view: ReportView, spec: AnswerChart, ids: ChartIds
+                    ) -> dict[str, Any] | None:
+    """A bar per value of the label ``spec.by`` at ``spec.point``: against each bar's QoS
+    limit (``ideal: qos``, coloured pass/fail), or against another metric's value for
+    the same label (the required mix), coloured by ``spec.flag``."""
+    if spec.point is None:
+        return None
+    analysis = view.data.analyzed()
+    title = spec.title or f"{spec.metric} by {spec.by}"
+    if spec.ideal == "qos":
+        checks = [c for c in analysis.qos.checks
+                  if c.metric == spec.metric and c.point == spec.point and spec.by in c.subject]
+        if not checks:
+            return None
+        unit = checks[0].unit
+        ylabel = f"{spec.metric} ({checks[0].stat})" + (f" [{unit}]" if unit else "")
+        drawn = qos_bar(checks, [c.subject[str(spec.by)] for c in checks], ylabel, ids, title)
+        return {**drawn, "kind": "answer", "metric": spec.metric}
+    figures = analysis.figures
+    values = labelled_means(figures, spec.point, spec.metric, spec.by)
+    if not any(v is not None for v in values.values()):
+        return None
+    names = list(values)
+    refs = labelled_means(figures, spec.point, spec.ideal, spec.by) if spec.ideal else {}
+    flags = labelled_means(figures, spec.point, spec.flag, spec.by) if spec.flag else {}
+    unit = view.units.get(spec.metric, "")
+    bars = [Bar(n, values[n], None, None) for n in names]
+    passed = [None if flags.get(n) is None else not flags[n] for n in names]
+    svg = bar_chart_svg(bars, f"{spec.metric} ({unit})" if unit else spec.metric,
+                        chart_id=ids.next(), xlabel=spec.by, title=title,
+                        thresholds=[refs.get(n) for n in names] if refs else None,
+                        passed=passed if flags else None, limit_label=spec.ideal_label)
+    where = figures.title(spec.point)
+    cap = (f"{spec.metric} per {spec.by} at {where}: bar = mean over the point's successful "
+           f"trials" + (f"; dashed = {spec.ideal_label} ({spec.ideal})" if refs else "")
+           + ("; green = within tolerance, red = outside" if flags else "") + ".")
+    return {**chart(svg, cap, title, "answer"), "metric": spec.metric}
 
 
 def _with_ideal(series: Series, ideal: Series | None, label: str) -> Series:

@@ -32,6 +32,8 @@ from vbench.workloads.cloudstone import sut as sutmod
 from vbench.workloads.cloudstone.params import CloudstoneParams, findings, stationary_mix
 
 if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample
 
@@ -73,6 +75,13 @@ class Cloudstone(Workload):
         self._dirs: list[tuple[Guest, str]] = []
 
     # ------------------------------------------------------------------ interface
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """The best throughput valid by Faban's criteria (see :mod:`.answer`)."""
+        from vbench.workloads.cloudstone.answer import cloudstone_answer
+
+        return cloudstone_answer(inputs)
 
     @classmethod
     def findings(cls, params: CloudstoneParams) -> list[Finding]:  # type: ignore[override]
