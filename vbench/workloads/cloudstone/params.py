@@ -8,10 +8,14 @@ distribution: the share of each operation a user following the chain settles int
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from vbench.config.netaddr import check_address
+from vbench.config.secrets import expand_path
 from vbench.templates import has_control
 from vbench.workloads.base import Finding, Params
 
@@ -30,6 +34,7 @@ OLIO_MATRIX: dict[str, dict[str, float]] = {
         "AddEvent": (0, 0, 0, 100, 0, 0, 0),
     }.items()
 }
+DEFAULT_WHEELHOUSE = "${vbench:wheelhouse}"
 # The seeds' limits: avg ≤ 250 ms and p95 ≤ 500 ms for the browsing operations,
 # avg ≤ 500 ms and p95 ≤ 1000 ms for the others.
 _FAST = ("HomePage", "TagSearch", "EventDetail", "Login")
@@ -101,7 +106,7 @@ class CloudstoneParams(Params):
     locust_command: str | None = Field(
         None, description="an existing Locust in the client guests (e.g. /opt/locust/bin/"
         "locust); default: a private venv from vbench's wheelhouse")
-    wheelhouse: str = Field("${vbench:wheelhouse}", description="controller folder of "
+    wheelhouse: str = Field(DEFAULT_WHEELHOUSE, description="controller folder of "
                             "Locust wheels ($VBENCH_WHEELHOUSE overrides)")  # fmt: skip
     locust_version: str = Field("2.42.6", pattern=r"^[0-9][0-9A-Za-z.]*$",
                                 description="Locust version the wheelhouse holds")  # fmt: skip
@@ -111,6 +116,18 @@ class CloudstoneParams(Params):
     def _one_line(cls, v: str | None) -> str | None:
         if v is not None and has_control(v):
             raise ValueError("must not contain control characters")
+        return v
+
+    @field_validator("bind")
+    @classmethod
+    def _bind(cls, v: str | None) -> str | None:
+        # It becomes nginx's `listen ADDRESS:PORT` and the base URL: an IPv4 address or a
+        # host name, nothing an nginx directive or a URL would read as more (x;touch …).
+        if v is None:
+            return v
+        check_address(v)
+        if ":" in v:
+            raise ValueError("an IPv4 address or a host name (IPv6 is not supported here)")
         return v
 
     @field_validator("static_path")
@@ -191,4 +208,23 @@ def findings(p: CloudstoneParams) -> list[Finding]:
                            "no think time: every user sends back to back (a closed loop)"))
     if p.profile == "rate" and p.matrix is not None:
         out.append(Finding("warning", "matrix", "profile rate ignores the matrix"))
+    problem = _wheelhouse_problem(p)
+    if problem:
+        out.append(Finding("error", "wheelhouse", problem))
     return out
+
+
+def _wheelhouse_problem(p: CloudstoneParams) -> str | None:
+    """A wheelhouse folder named (or set by $VBENCH_WHEELHOUSE) that does not exist: found
+    by validate, not when the first client installs Locust. The default folder may be
+    missing: vbench creates it and downloads the wheels into it."""
+    if p.locust_command is not None:
+        return None
+    env = os.environ.get("VBENCH_WHEELHOUSE")
+    if not env and p.wheelhouse == DEFAULT_WHEELHOUSE:
+        return None
+    root = Path(env or expand_path(p.wheelhouse))
+    if root.is_dir():
+        return None
+    where = "$VBENCH_WHEELHOUSE" if env else "wheelhouse"
+    return f"{where} folder {str(root)!r} does not exist"

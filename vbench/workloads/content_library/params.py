@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vbench.config.types import Duration
+from vbench.templates import has_control
 from vbench.workloads.base import Finding, Params, Strict
 
 OPS = (
@@ -120,6 +121,21 @@ class Step(Strict):
     target: Target = Field(default_factory=Target, description="deploy/capture placement")
     powered_on: bool = Field(False, description="deploy: power the VMs on")
     vm: str | None = Field(None, description="capture: the VM to capture (read only)")
+
+    @field_validator("library", "publisher", "item", "vm")
+    @classmethod
+    def _object_name(cls, v: str | None) -> str | None:
+        # Library, item and VM names become vCenter object names (a library's and an
+        # item's also folders on its datastore): one line, no path of their own.
+        if v is None:
+            return v
+        if not v.strip():
+            raise ValueError("an empty name")
+        if has_control(v, tabs=False):
+            raise ValueError("a name cannot hold a control character (a newline, ESC …)")
+        if "/" in v or "\\" in v or v.strip(".") == "":
+            raise ValueError(f"{v!r} is not a plain name: no '/', '\\' and not '.' or '..'")
+        return v
 
     @field_validator("size")
     @classmethod

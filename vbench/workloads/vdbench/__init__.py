@@ -26,7 +26,14 @@ from vbench.errors import GuestError, ParseError, VbenchError
 from vbench.parsers.vdbench import FIGURES, parse_flatfile, samples
 from vbench.results.records import Sample
 from vbench.workloads import guest_trial
-from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.base import (
+    Finding,
+    Params,
+    PlannedCommand,
+    TrialContext,
+    Workload,
+    register,
+)
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest, RemoteProcess
@@ -83,6 +90,20 @@ class VdbenchWorkload(Workload):
     def __init__(self, params: VdbenchParams) -> None:
         super().__init__(params)
         self._procs: dict[str, RemoteProcess] = {}
+
+    @classmethod
+    def findings(cls, params: VdbenchParams) -> list[Finding]:  # type: ignore[override]
+        # A missing parameter file would fail every trial (exit 3): validate says it.
+        path = Path(params.parmfile).expanduser()
+        if not path.is_file():
+            return [Finding("error", "parmfile", f"no such file on the controller: {path}"
+                            + (" (a relative path is read from the current folder)"
+                               if not path.is_absolute() else ""))]
+        try:
+            path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [Finding("error", "parmfile", f"cannot read {path}: {exc}")]
+        return []
 
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
         d = "<workdir>/<run_id>/vdbench-<guest>-p<point>-t<trial>"
