@@ -130,10 +130,17 @@ def test_effects_count_what_the_run_created_and_removed(tmp_path: Path) -> None:
         {"event": "created", "vcenter": "vc2", "name": "vm1", "moid": "vm-1"},
         {"event": "destroyed", "vcenter": "vc2", "name": "vm1"},
         {"event": "destroyed", "vcenter": "vc1", "name": "pub", "kind": "cl_library"},
+        # vcbench's unregister and register back: the same VM, not one more created.
+        {"event": "intent", "vcenter": "vc2", "name": "vm2", "action": "clone"},
+        {"event": "created", "vcenter": "vc2", "name": "vm2", "moid": "vm-2"},
+        {"event": "unregistered", "vcenter": "vc2", "name": "vm2"},
+        {"event": "intent", "vcenter": "vc2", "name": "vm2", "action": "register"},
+        {"event": "created", "vcenter": "vc2", "name": "vm2", "moid": "vm-3"},
+        {"event": "destroyed", "vcenter": "vc2", "name": "vm2"},
     ]
     (tmp_path / JOURNAL_FILE).write_text("".join(json.dumps(e) + "\n" for e in lines))
     eff = effects_of(tmp_path)
     assert eff is not None
-    assert eff.created == {"library": 1, "library item": 1, "VM": 1}
-    assert eff.text() == "created 1 library, 1 library item, 1 VM; removed all of it"
+    assert eff.created == {"library": 1, "library item": 1, "VM": 2}
+    assert eff.text() == "created 1 library, 1 library item, 2 VMs; removed all of it"
     assert effects_of(tmp_path / "nowhere") is None

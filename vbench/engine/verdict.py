@@ -30,6 +30,7 @@ from vbench.report.data import ReportData
 from vbench.vsphere.journal import FINAL, JOURNAL_FILE, items, parse_lines
 
 if TYPE_CHECKING:
+    from vbench.engine.finish import RunResult
     from vbench.results.store import Store
 
 # What the journal's kinds are called in a sentence (other kinds print as they are).
@@ -85,10 +86,15 @@ def effects_of(run_dir: str | Path | None) -> Effects | None:
     created: Counter[str] = Counter()
     removed: Counter[str] = Counter()
     kept: Counter[str] = Counter()
+    action: dict[tuple[str, str, str], str] = {}  # the last intent's action, per object
     for e in entries:
         kind = KIND_NAMES.get(str(e.get("kind") or "vm"), str(e.get("kind")))
         event = e.get("event")
-        if event == "created":
+        key = (str(e.get("vcenter")), kind, str(e.get("name")))
+        if event == "intent":
+            action[key] = str(e.get("action") or "")
+        elif event == "created" and action.get(key) != "register":
+            # A VM registered back (vcbench's unregister/register) existed already.
             created[kind] += 1
         elif event in ("destroyed", "missing"):
             removed[kind] += 1
@@ -143,3 +149,28 @@ def ensure_verdict(store: Store, run_id: str) -> Verdict:
         with contextlib.suppress(OSError):  # a read-only copy of a run: computed each time
             store_verdict(row.run_dir, verdict)
     return verdict
+
+
+# ----------------------------------------------------------- the run's finish steps
+# Two steps of vbench/engine/finish.py's FINISH_STEPS: the verdict is computed once,
+# before the QoS and regression verdicts (which read the QoS as the study reads it), and
+# stored with the exit code those lead to.
+
+
+def decide(store: Store, result: RunResult) -> RunResult:
+    """The run's verdict, attached to its report data (every output renders it)."""
+    verdict = verdict_of(result.data, exit_code=result.exit_code)
+    return dataclasses.replace(result, data=dataclasses.replace(result.data, verdict=verdict))
+
+
+def keep_verdict(store: Store, result: RunResult) -> RunResult:
+    """The verdict with the exit code the QoS and regression verdicts lead to, stored as
+    ``verdict.json`` in the run directory."""
+    reason = result.verdicts.reason if result.verdicts is not None else ""
+    verdict = dataclasses.replace(result.data.verdicted(), exit_code=result.exit_code,
+                                  exit_reason=reason)
+    try:
+        store_verdict(result.run_dir, verdict)
+    except OSError as exc:  # the store holds the run: `vbench show` computes it again
+        result.rundir.log("verdict_not_written", level="warning", error=str(exc))
+    return dataclasses.replace(result, data=dataclasses.replace(result.data, verdict=verdict))
