@@ -206,3 +206,45 @@ def test_cloudstone_with_no_valid_point_says_so_and_why(tmp_path: Path) -> None:
                                   "20.00 ops/s is mix INVALID")
     mix_svg = summary_charts(html)[0][0]
     assert mix_svg.count('fill="#b00020"') == 2  # the two operations outside, in red
+
+
+# ------------------------------------------------------------------ DVD Store
+
+DS_OPM = {"Native": [60000.0, 61000.0, 59000.0], "Native-Docker": [57000.0, 58000.0, 56000.0],
+          "VM-8VMs": [54000.0, 55000.0, 53000.0]}
+
+
+@pytest.fixture(autouse=True)
+def ds_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(UNITS, "opm", "orders/min")
+
+
+def dvdstore_run(tmp: Path, *, declared: bool) -> tuple[Verdict, str]:
+    points: list[Point] = [({"config": c}, {"opm": v}) for c, v in DS_OPM.items()]
+    derived = [{"name": "vs_native", "kind": "normalize", "metric": "opm",
+                "baseline": {"config": "Native"}}] if declared else []
+    return stored(tmp, points, derived=derived,
+                  workload={"driver": "dvdstore", "roles": {}, "params": {}},
+                  report={"headline": ["opm"], "charts": []})
+
+
+def test_dvdstore_answers_opm_against_native_from_the_declared_ratio(tmp_path: Path) -> None:
+    verdict, html = dvdstore_run(tmp_path, declared=True)
+    answer = verdict.answer
+    assert answer is not None and answer.kind == "dvdstore"
+    assert answer.text.startswith("OPM against native: config=Native-Docker 95 % ± 4.1 pp; ")
+    assert "config=VM-8VMs 90 % ± 4.1 pp" in answer.text
+    assert answer.text.endswith("(= 100 %: native 60,000 ± 2,484 orders/min at config=Native)")
+    svg, _ = summary_charts(html)[0]
+    assert title_of(svg) == "OPM normalised to native"
+    assert "native = 1.0" in legend(svg)
+
+
+def test_dvdstore_without_a_declared_ratio_uses_the_native_level(tmp_path: Path) -> None:
+    verdict, html = dvdstore_run(tmp_path, declared=False)
+    answer = verdict.answer
+    assert answer is not None
+    assert answer.text.startswith("OPM against native: config=Native-Docker 95 %; "
+                                  "config=VM-8VMs 90 %")
+    svg, _ = summary_charts(html)[0]
+    assert title_of(svg) == "OPM against native" and "native" in legend(svg)

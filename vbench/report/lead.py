@@ -137,16 +137,21 @@ def answer_charts(view: ReportView, lookup: Callable[[str], Series | None], ids:
             problems.append(f"the answer's chart of {spec.metric}: no data; left out")
             continue
         ideal: str | None = spec.ideal if spec.ideal in ("linear", "none") else None
-        if spec.ideal and ideal is None:
+        level = _number(spec.ideal)  # one reference for every point (native = 1.0)
+        if spec.ideal and ideal is None and level is None:
             series = _with_ideal(series, lookup(spec.ideal), spec.ideal_label)
             if series.ideals is None:
                 problems.append(f"the answer's chart of {spec.metric}: no data for its "
                                 f"ideal {spec.ideal}; drawn without it")
         shown = scaled(series)
+        if level is not None and shown.unit != series.unit:
+            level = None if not shown.rows else _rescale(series, shown, level)
         x = spec.x if spec.x in view.factors else None
         svg, shows = draw_series(shown, view.factors, ids, mode=mode, x=x,
                                  prefer="line" if x else "bar", title=spec.title,
-                                 ideal=ideal, counts=counts)
+                                 ideal=ideal, counts=counts, reference=level,
+                                 reference_label=spec.ideal_label if level is not None
+                                 else "")
         cap = caption(shown, shows, mode, _ci_text(series), view.window_text)
         out.append({**chart(svg, cap, spec.title or spec.metric, "answer"),
                     "metric": spec.metric})
@@ -190,6 +195,20 @@ def _labelled_chart(view: ReportView, spec: AnswerChart, ids: ChartIds
            f"trials" + (f"; dashed = {spec.ideal_label} ({spec.ideal})" if refs else "")
            + ("; green = within tolerance, red = outside" if flags else "") + ".")
     return {**chart(svg, cap, title, "answer"), "metric": spec.metric}
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _rescale(series: Series, shown: Series, value: float) -> float | None:
+    """``value`` in the unit ``scaled`` chose for ``shown`` (ms → s divides by 1,000)."""
+    pairs = [(a.mean, b.mean) for (_, a), (_, b) in zip(series.rows, shown.rows, strict=True)
+             if a is not None and b is not None and a.mean and b.mean is not None]
+    return value * pairs[0][1] / pairs[0][0] if pairs else None
 
 
 def _with_ideal(series: Series, ideal: Series | None, label: str) -> Series:

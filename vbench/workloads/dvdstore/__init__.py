@@ -34,6 +34,8 @@ from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workloa
 from vbench.workloads.dvdstore.params import DvdStoreParams, driver_argv, findings
 
 if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
     from vbench.guest.ssh import Guest, RemoteProcess
 
 CLIENTS, DATABASES = "clients", "databases"
@@ -72,6 +74,13 @@ class DvdStoreWorkload(Workload):
     def __init__(self, params: DvdStoreParams) -> None:
         super().__init__(params)
         self._instances: list[Instance] = []
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """Each configuration's OPM against native (see :mod:`.answer`)."""
+        from vbench.workloads.dvdstore.answer import dvdstore_answer
+
+        return dvdstore_answer(inputs)
 
     @classmethod
     def findings(cls, params: DvdStoreParams) -> list[Finding]:  # type: ignore[override]
