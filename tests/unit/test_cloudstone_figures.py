@@ -125,3 +125,22 @@ def test_an_empty_window_has_no_throughput_rather_than_zero() -> None:
                               {"HomePage": 1.0}, 2.0, 1.0)  # fmt: skip
     assert figs[metrics.ALL].throughput is None
     assert figs["HomePage"].count == 0 and figs["HomePage"].avg_ms is None
+
+
+def test_the_whole_mix_carries_the_validity_verdict_and_no_empty_shares() -> None:
+    # Issue 22: the overall row's mix, mix_required and mix_outside_tolerance were empty,
+    # so reports said "no figure at any point" beside 40 per-operation values.
+    inside = metrics.op_figures(_ops([(1, "A", 10, True), (2, "B", 10, True)]), 0, 10,
+                                {"A": 0.5, "B": 0.5}, 2.0, 30.0)  # fmt: skip
+    # 90 % A against 50 % asked: outside even the 3-standard-error band of 100 operations.
+    skewed = metrics.op_figures(_ops([(1, "A", 10, True)] * 90 + [(2, "B", 10, True)] * 10),
+                                0, 10, {"A": 0.5, "B": 0.5}, 2.0, 30.0)  # fmt: skip
+    check = metrics.LoadCheck(0.1, 1, False, ())
+
+    def overall(per: list[dict[str, metrics.OpFigures]]) -> dict[str, float | None]:
+        return {s.metric: s.value for s in metrics.aggregate_samples(per, [check] * len(per))
+                if not s.labels}
+
+    assert "mix" not in overall([inside]) and "mix_required" not in overall([inside])
+    assert overall([inside])["mix_outside_tolerance"] == 0.0
+    assert overall([inside, skewed])["mix_outside_tolerance"] == 1.0

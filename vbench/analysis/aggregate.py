@@ -9,7 +9,10 @@ A label that only says where a figure came from (``from``: "per-second log") is 
 breakdown, so it does not hide the figure. A figure a driver makes only per guest (fio's
 ``iops_ts_cv``) is the trial's figure when one guest made it in that trial — several
 guests' ratios do not combine, so then the trial has none (issue 22: the Iometer
-example's headline was in samples.csv and in no output).
+example's headline was in samples.csv and in no output). Per guest, a labelled sample
+that is its guest's only one of the metric in the trial (CloudStone's ``{instance}``
+figures, one instance per server guest) is that guest's figure: the label names the
+guest's part, it does not split it. :func:`why_no_figure` says why a metric has none.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def trial_values(
     mask = plain & (~guest_missing if per_guest else guest_missing)
     if not per_guest:
         mask |= _only_guest(df, plain & ~guest_missing, mask)
+    else:
+        mask |= _sole_row(df, ~plain & ~guest_missing, mask)
     if metrics is not None:
         mask &= df["metric"].isin(list(metrics))
     if include_trials is not None:
@@ -107,6 +112,60 @@ def _only_guest(df: pd.DataFrame, per_guest: pd.Series, aggregate: pd.Series) ->
     keys = rows[key].itertuples(index=False, name=None)
     picked = pd.Series([k in single for k in keys], index=rows.index, dtype=bool)
     return per_guest & picked.reindex(df.index, fill_value=False)
+
+
+def _sole_row(df: pd.DataFrame, labelled: pd.Series, taken: pd.Series) -> pd.Series:
+    """Labelled per-guest rows that are their guest's only row of the metric in the
+    trial, where no unlabelled row gives that guest's figure."""
+    key = ["point", "trial", "guest", "metric"]
+    if not labelled.any():
+        return labelled
+    have = set(df.loc[taken, key].itertuples(index=False, name=None))
+    rows = df.loc[labelled, key]
+    counts = rows.groupby(key).size()
+    sole = {k for k, n in counts.items() if n == 1 and k not in have}
+    picked = pd.Series([k in sole for k in rows.itertuples(index=False, name=None)],
+                       index=rows.index, dtype=bool)
+    return labelled & picked.reindex(df.index, fill_value=False)
+
+
+def why_no_figure(
+    samples: pd.DataFrame, metric: str, include_trials: Iterable[tuple[int, int]] | None = None
+) -> str:
+    """Why ``metric`` has no figure at any point, in words for a report ("" when it
+    has one): never stored, stored without a value, only in failed trials, only per
+    guest, or only broken down by labels."""
+    if samples.empty or not (samples["metric"] == metric).any():
+        return "no sample stored"
+    rows = samples[samples["metric"] == metric]
+    valued = rows[pd.to_numeric(rows["value"], errors="coerce").notna()]
+    if valued.empty:
+        return f"stored without a value ({len(rows)} samples)"
+    if include_trials is not None:
+        wanted = {(int(p), int(t)) for p, t in include_trials}
+        pairs = zip(valued["point"].astype(int), valued["trial"].astype(int), strict=True)
+        ok = valued[[pair in wanted for pair in pairs]]
+        if ok.empty:
+            return "values only in failed trials"
+        valued = ok
+    if not trial_values(valued).empty:
+        return ""
+    plain = _has_no_labels(valued["labels"])
+    guests = valued["guest"].dropna().unique()
+    if plain.any():
+        return f"only per guest ({len(guests)} guests each trial: not combined)"
+    keys = sorted({k for v in valued["labels"] for k in _label_keys(v)} - _PROVENANCE)
+    return f"only per {', '.join(keys) or 'label'} ({len(valued)} values)"
+
+
+def _label_keys(raw: object) -> list[str]:
+    if isinstance(raw, dict):
+        return [str(k) for k in raw]
+    try:
+        parsed = json.loads(str(raw))
+    except ValueError:
+        return []
+    return [str(k) for k in parsed] if isinstance(parsed, dict) else []
 
 
 def summarize_points(

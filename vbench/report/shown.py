@@ -1,7 +1,10 @@
 """Which metrics a report shows: not those without a figure, not those that are zero at
 every point (the write and trim figures of a read-only run), and not a second copy of
 another metric (``read_clat_p99`` and ``read_clat_p99_max`` are the same numbers when
-one guest ran). What is left out is listed in one line, never dropped silently.
+one guest ran). What is left out is listed in one line, never dropped silently: a
+headline metric without a figure first, with the reason; "no figure at any point" only
+for what is truly empty (no value stored in a successful trial); a metric whose values
+are all broken down (per operation, per instance) or per guest is named with that.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from vbench.analysis.aggregate import why_no_figure
 from vbench.report.data import ReportView
 
 
@@ -18,13 +22,23 @@ class MetricChoice:
     zero: list[str] = field(default_factory=list)  # 0 at every point with a figure
     empty: list[str] = field(default_factory=list)  # no figure at any point
     same: dict[str, str] = field(default_factory=dict)  # hidden metric -> the one shown
+    # Headline metrics without a figure -> why (they are never left out silently).
+    missing: dict[str, str] = field(default_factory=dict)
+    # Metrics with values, but none for a point as a whole -> how they are given.
+    elsewhere: dict[str, str] = field(default_factory=dict)
 
     def hidden(self) -> set[str]:
-        return {*self.zero, *self.empty, *self.same}
+        return {*self.zero, *self.empty, *self.same, *self.missing, *self.elsewhere}
 
     def note(self) -> str:
         """One line naming every metric left out and why ("" when none is)."""
         parts = []
+        if self.missing:
+            parts.append("headline without a figure: " + ", ".join(
+                f"{m} ({why})" for m, why in self.missing.items()))
+        if self.elsewhere:
+            parts.append("no figure for a point as a whole: " + ", ".join(
+                f"{m} ({why})" for m, why in self.elsewhere.items()))
         if self.zero:
             parts.append("zero at every point: " + families(self.zero))
         if self.empty:
@@ -78,7 +92,17 @@ def choose_metrics(view: ReportView, keep: Sequence[str] = ()) -> MetricChoice:
     scenario asked for) is never hidden as a copy of another metric."""
     keep_set = set(keep) | set(view.headline)
     zero = [m for m in view.metrics if _all_zero(view, m)]
-    empty = sorted(set(view.units) - view.with_data - keep_set)
+    samples, ok = view.data.samples, view.ok_trials
+    missing = {m: why_no_figure(samples, m, ok) or "no figure"
+               for m in dict.fromkeys(keep) if m not in view.with_data}
+    elsewhere: dict[str, str] = {}
+    empty = []
+    for m in sorted(set(view.units) - view.with_data - keep_set):
+        why = why_no_figure(samples, m, ok)
+        if why.startswith("only per"):
+            elsewhere[m] = why
+        else:
+            empty.append(m)
     rest = [m for m in view.metrics if m not in zero]
     # Which copy stays: a headline metric, else the shorter (plainer) name.
     order = sorted(rest, key=lambda m: (m not in keep_set, len(m), m))
@@ -91,4 +115,4 @@ def choose_metrics(view: ReportView, keep: Sequence[str] = ()) -> MetricChoice:
         else:
             kept.setdefault(sig, m)
     shown = [m for m in rest if m not in same]
-    return MetricChoice(shown, zero, empty, dict(sorted(same.items())))
+    return MetricChoice(shown, zero, empty, dict(sorted(same.items())), missing, elsewhere)

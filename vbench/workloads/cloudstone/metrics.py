@@ -244,18 +244,27 @@ def instance_samples(instance: int, guest: str, figs: Mapping[str, OpFigures],
 
 
 _SUMMED = {"ops_per_sec", "errors", "operations"}
+_SHARES = {"mix", "mix_required"}  # per operation only
+_WHOLE_MIX = {"mix_outside_tolerance"}  # the whole mix's: from its operations'
 
 
 def aggregate_samples(per_instance: Sequence[Mapping[str, OpFigures]],
                       checks: Sequence[LoadCheck]) -> list[Sample]:  # fmt: skip
     """Across instances (guest empty): counts and throughput summed, the rest averaged.
-    The overall figures carry no label (the point's headline); operations are labelled."""
+    The overall figures carry no label (the point's headline); operations are labelled.
+    The whole mix has no share of itself (no ``mix``/``mix_required`` row: an empty one
+    read as "no figure at any point"); its ``mix_outside_tolerance`` is Faban's validity
+    verdict: 1 when any operation of any instance is outside the tolerance."""
     out: list[Sample] = []
     ops = list(dict.fromkeys(op for figs in per_instance for op in figs))
     for op in ops:
         labels = () if op == ALL else (("operation", op),)
         for metric in _UNITS:
-            xs = [_values(figs[op])[metric] for figs in per_instance if op in figs]
+            if op == ALL and metric in _SHARES:
+                continue
+            xs = [_values(figs[o])[metric] for figs in per_instance
+                  for o in ([op] if op != ALL or metric not in _WHOLE_MIX else
+                            [o for o in figs if o != ALL]) if o in figs]  # fmt: skip
             got = [x for x in xs if x is not None]
             if metric == "mix_outside_tolerance":
                 value = float(any(got)) if got else None
