@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from vbench.analysis.comparable import comparable_json
 from vbench.cli.options import (
     json_option,
     open_store,
@@ -49,6 +48,7 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two runs point by point: values, ratio B/A and significance."""
+    from vbench.analysis.comparable import comparable_json
     from vbench.analysis.compare import compare_figures
     from vbench.analysis.run_analysis import better_overrides, load_analysis
     from vbench.engine.verdict import ensure_verdict
@@ -180,6 +180,7 @@ def history(
 ) -> None:
     """Show the trend of a scenario's figures, per point, over its stored runs: which lab
     each ran in, which ran with --set, and how scenario variants differ."""
+    from vbench.analysis.comparable import comparable_json
     from vbench.engine.verdict import ensure_verdict
     from vbench.report.historyfmt import format_history
     from vbench.report.verdict_view import answer_json

@@ -11,7 +11,6 @@ import click
 
 from vbench.cli.failure_json import one_json_document
 from vbench.cli.options import counted, json_option, open_store, set_option, store_options
-from vbench.config.types import format_duration
 
 if TYPE_CHECKING:
     # The engine pulls in pandas and paramiko: import it when a command runs, so that
@@ -42,6 +41,8 @@ def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
 @set_option
 def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
     """Check a scenario (and lab) without touching anything. Exit 2 on a mistake."""
+    from vbench.config.types import format_duration
+
     plan = _load_plan(scenario, lab, sets)
     if lab:
         from vbench.engine.lab_files import check_key_files
@@ -125,6 +126,7 @@ def _plan_text(
 ) -> str:
     import shlex
 
+    from vbench.config.types import format_duration
     from vbench.engine.hooks import planned_hooks
     from vbench.engine.vm_scaling import plan_text
 
