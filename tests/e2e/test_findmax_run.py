@@ -53,6 +53,12 @@ def test_fio_findmax_brackets_the_rate_limit(local_guests: LocalGuests, tmp_path
     # fio holds its rate closely: the bracket holds the limit, within the 5 % gap.
     assert hp <= LIMIT * 1.02 and lf >= LIMIT * 0.98
     assert lf - hp <= 0.05 * lf
+    # Off a terminal, one line per trial with the search's own time left: a range and
+    # the levels it may still run, shrinking to none at the verification.
+    lefts = [ln.split("run left ≈ ")[1] for ln in res.stderr.splitlines() if "run left" in ln]
+    assert len(lefts) == len(run["trials"]), lefts
+    most = [int(x.split("at most ")[1].split()[0]) if "at most" in x else 0 for x in lefts]
+    assert most[0] > 0 and most[-1] == 0 and most == sorted(most, reverse=True), lefts
 
 
 def test_interrupted_search_keeps_its_levels_and_resumes(
@@ -75,6 +81,8 @@ def test_interrupted_search_keeps_its_levels_and_resumes(
     res = vbench("run", "--resume", run_id[:12], "--lab", str(lab), timeout=600)
     assert res.returncode == 0, _said(res)
     assert run_id_of(res.stdout + res.stderr) == run_id
+    assert f"resuming run {run_id}: kept {len(kept)} trials ({len(kept)} ok) of 3 levels" \
+        in res.stderr, _said(res)
     done = show(run_id)
     assert done["run"]["status"] == "ok"
     # Finished levels were not run again: their trials are the ones stored before.

@@ -25,8 +25,9 @@ more trials, ``noisy_retries`` times at most, and is then decided over all its t
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 RAMP, BRACKET, RETRY, VERIFY = "ramp", "bracket", "retry", "verify"
@@ -57,6 +58,26 @@ class Request:
     level: float
     trials: int
     reason: str
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What a search may still run, as (fewest, most): new levels, and trials (those left
+    of the request under way included)."""
+
+    levels: tuple[int, int]
+    trials: tuple[int, int]
+
+    def __add__(self, other: Outlook) -> Outlook:
+        return Outlook(_sum(self.levels, other.levels), _sum(self.trials, other.trials))
+
+
+NOTHING_LEFT = Outlook((0, 0), (0, 0))
+PLAYOUTS = 2000  # at most, per FindMax.outlook (a search of 14 levels needs < 100)
+
+
+def _sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
 
 
 @dataclass
@@ -148,6 +169,44 @@ class FindMax:
             lv.verified = True
         if len(set(lv.verdicts)) > 1:
             lv.noisy = True
+
+    def outlook(self, ran: int = 0) -> Outlook:
+        """How many levels and trials this search may still run, ``ran`` trials of the
+        request under way being done: every way it can go on, played out on a copy —
+        the boundary between pass and fail anywhere in today's bracket, no level noisy,
+        no verdict turned by verification. Boundaries are tried beside every level some
+        play-out runs until no play-out runs a new one, so each distinct path is seen.
+        The bisection part of a path is about ⌈log2(bracket / gap)⌉ levels."""
+        if self.status != RUNNING:
+            return NOTHING_LEFT
+        hp, lf = self._bracket()
+        lo = self.p.min - 1 if hp is None else hp
+        hi = self.p.max + 1 if lf is None else lf
+        eps = 0.5 if self.p.integer else (self.p.max - self.p.min) * 5e-7  # half a step
+        played: dict[float, Outlook] = {}
+        todo = {(lo + hi) / 2, *_beside([*self.levels, self.p.min, self.p.max], eps, lo, hi)}
+        while todo and len(played) < PLAYOUTS:
+            ran_levels: set[float] = set()
+            for boundary in sorted(todo)[: PLAYOUTS - len(played)]:
+                played[boundary], levels = self._played(boundary, ran)
+                ran_levels |= levels
+            todo = _beside(ran_levels, eps, lo, hi) - played.keys()
+        outs = list(played.values())
+        return Outlook((min(o.levels[0] for o in outs), max(o.levels[0] for o in outs)),
+                       (min(o.trials[0] for o in outs), max(o.trials[0] for o in outs)))
+
+    def _played(self, boundary: float, ran: int) -> tuple[Outlook, set[float]]:
+        """The levels and trials to come when every level up to ``boundary`` passes, and
+        the levels that run."""
+        search = copy.deepcopy(self)
+        known, trials = len(search.levels), -ran
+        while (req := search.next()) is not None:
+            trials += req.trials
+            verdict = req.level <= boundary
+            lv = search.levels[req.level]
+            search.record(req.level, [*lv.verdicts, *[verdict] * req.trials], verdict)
+        new, trials = len(search.levels) - known, max(0, trials)
+        return Outlook((new, new), (trials, trials)), set(search.levels)
 
     def outcome(self) -> SearchOutcome:
         hp, lf = self._bracket()
@@ -246,6 +305,11 @@ class FindMax:
 
     def _round_step(self, step: float) -> float:
         return float(max(1, round(step))) if self.p.integer else step
+
+
+def _beside(levels: Iterable[float], eps: float, lo: float, hi: float) -> set[float]:
+    """Boundaries just below and above each level, strictly inside (lo, hi)."""
+    return {t for lv in levels for t in (lv - eps, lv + eps) if lo < t < hi}
 
 
 def level_label(level: float, integer: bool) -> str:

@@ -19,6 +19,12 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def span(bounds: tuple[Any, Any], fmt: Callable[[Any], str] = str) -> str:
+    """``7–9`` (fewest–most), or ``8`` when both are the same."""
+    lo, hi = (fmt(b) for b in bounds)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def store_options(f: F) -> F:
     f = click.option(
         "--store",

@@ -3,23 +3,31 @@
 On a terminal it is a rich live display; elsewhere (cron, CI, pipes) one plain line
 per trial, so logs stay readable: its time, the point (1-based, with its factor values),
 the trial, its status and headline figure, and the time left. Both show one estimate of
-the time left (:class:`vbench.cli.eta.Eta`).
+the time left (:class:`vbench.cli.eta.Eta`); a find-max search's is a range, from the
+levels and trials the search may still run. A resumed run first says what it kept.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from vbench.cli.eta import Eta
-from vbench.cli.options import counted, text_console
+from vbench.cli.options import counted, span, text_console
 from vbench.config.types import format_duration
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.engine.runner import ProgressSink
 from vbench.results.records import TrialResult
+
+if TYPE_CHECKING:
+    from vbench.analysis.findmax import Outlook
+    from vbench.results.store import Store
 
 
 def point_text(point: PlannedPoint, plan: Plan) -> str:
@@ -33,19 +41,57 @@ def point_text(point: PlannedPoint, plan: Plan) -> str:
     return f"{where} [{labels}]" if labels else where
 
 
-def headline_text(result: TrialResult, metric: str | None) -> str | None:
-    """The trial's headline figure (over its guests), e.g. ``total_iops 12,345 IO/s``."""
+def headline_text(result: TrialResult, metrics: Sequence[str]) -> str | None:
+    """The trial's first headline figure it has (over its guests), e.g. ``total_iops
+    12,345 IO/s``: a headline a trial cannot have — a derived figure made across trials
+    or points (normalize, speedup) — gives way to the next."""
     from vbench.report.data import fmt_value
 
-    for s in result.samples:
-        if s.metric == metric and s.guest is None and not s.labels and s.value is not None:
-            return f"{metric} {fmt_value(s.value, s.unit)}"
+    whole = {s.metric: s for s in result.samples
+             if s.guest is None and not s.labels and s.value is not None}
+    for metric in metrics:
+        if metric in whole:
+            return f"{metric} {fmt_value(whole[metric].value, whole[metric].unit)}"
     return None
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What a resumed run keeps of its earlier sessions: its finished trials (ok or
+    failed) and the points (levels) they are at; interrupted trials run again."""
+
+    run_id: str
+    trials: int
+    ok: int
+    points: int
+    rerun: int
+
+    @classmethod
+    def of(cls, store: Store, run_id: str) -> Kept:
+        trials = store.trials(run_id)
+        kept = [t for t in trials if t.status != "interrupted"]
+        return cls(run_id, len(kept), sum(t.status == "ok" for t in kept),
+                   len({t.point for t in kept}), len(trials) - len(kept))
+
+    def text(self, plan: Plan) -> str:
+        """``resuming run R: kept 4 trials (3 ok) of 2 points; 2 of 6 trials remain``."""
+        search = plan.scenario.search is not None
+        where = counted(self.points, "level" if search else "point")
+        out = f"resuming run {self.run_id}: kept {counted(self.trials, 'trial')} " \
+              f"({self.ok} ok) of {where}"
+        if self.rerun:
+            out += f"; {counted(self.rerun, 'interrupted trial')} run again"
+        if search:
+            return out + "; the search replays them and goes on from where it stopped"
+        left = max(0, plan.n_trials - self.trials)
+        return out + f"; {left} of {counted(plan.n_trials, 'trial')} remain"
+
+
 class RichProgress(ProgressSink):
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, kept: Kept | None = None) -> None:
         self.console = console or text_console(stderr=True)
+        self._kept = kept  # a resumed run: what its earlier sessions left
+        self._outlook: Outlook | None = None  # a search: what it may still run
         self.live = self.console.is_terminal
         self._progress: Progress | None = None
         self._task: int | None = None
@@ -55,22 +101,15 @@ class RichProgress(ProgressSink):
         self._phase_end: float | None = None
         self._remaining_s = 0.0
         self._eta: Eta | None = None  # the one estimate of the time left
-        self._headline: str | None = None  # the figure a plain progress line shows
+        self._headlines: tuple[str, ...] = ()  # the figures a plain progress line may show
 
     def start_run(self, plan: Plan) -> None:
         self._plan = plan
         self._remaining_s = plan.estimated_seconds
+        if self._kept is not None:
+            self.console.print(self._kept.text(plan), highlight=False, markup=False)
         if not self.live:
-            search = plan.scenario.search
-            self.console.print(
-                f"running a find-max search over {search.factor} ("
-                f"{counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs)"
-                if search is not None else
-                f"running {counted(len(plan.points), 'point')} × "
-                f"{counted(plan.repeat, 'trial')} "
-                f"(estimated {format_duration(plan.estimated_seconds)})",
-                highlight=False,
-            )
+            self.console.print(_run_text(plan), highlight=False, markup=False)
             return
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -91,13 +130,26 @@ class RichProgress(ProgressSink):
             from vbench.engine.session import headline_of
 
             self._eta = Eta(self._plan)
-            self._headline = next(iter(headline_of(self._plan)), None)
+            self._headlines = headline_of(self._plan)
         self._point, self._trial = point, trial
-        self._eta.start_trial(point)
+        self._eta.start_trial(point, self._outlook.trials if self._outlook else None)
         self.phase("prepare", None)
 
+    def outlook(self, outlook: Outlook) -> None:
+        self._outlook = outlook
+        if self._progress is not None and self._task is not None:  # the bar's length
+            done = self._progress.tasks[0].completed
+            self._progress.update(self._task, total=done + outlook.trials[1])
+
     def _left(self) -> str:
-        return format_duration(self._eta.left()) if self._eta is not None else "?"
+        """``3 min``; a search: ``40 s–2 min, at most 5 more levels``."""
+        if self._eta is None:
+            return "?"
+        text = span(self._eta.left_range(), format_duration)
+        if self._outlook is not None:
+            most = self._outlook.levels[1]
+            text += f", at most {counted(most, 'more level')}" if most else ", no new level"
+        return text
 
     def _trial_of(self) -> str:
         assert self._plan is not None
@@ -134,7 +186,7 @@ class RichProgress(ProgressSink):
                 )
             return
         # One plain line per trial (cron, CI): when, where, what it measured, time left.
-        figure = headline_text(result, self._headline) if result.status == "ok" else None
+        figure = headline_text(result, self._headlines) if result.status == "ok" else None
         line = (f"{time.strftime('%Y-%m-%d %H:%M:%S')} {where} {self._trial_of()}: "
                 f"{result.status}")
         if figure:
@@ -149,3 +201,18 @@ class RichProgress(ProgressSink):
 
     def notice(self, message: str) -> None:
         self.console.print(message, highlight=False, markup=False)
+
+
+def _run_text(plan: Plan) -> str:
+    """The first plain line: what runs and how long it should take."""
+    from vbench.engine.estimate import search_estimate
+
+    search, est = plan.scenario.search, search_estimate(plan)
+    if search is None or est is None:
+        return (f"running {counted(len(plan.points), 'point')} × "
+                f"{counted(plan.repeat, 'trial')} "
+                f"(estimated {format_duration(plan.estimated_seconds)})")
+    return (f"running a find-max search over {search.factor} "
+            f"({counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs: "
+            f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials, "
+            f"estimated {span(est.seconds, format_duration)} if no level is noisy)")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vbench.cli.failure_json import one_json_document
-from vbench.cli.options import counted, json_option, open_store, set_option, store_options
+from vbench.cli.options import counted, json_option, open_store, set_option, span, store_options
 
 if TYPE_CHECKING:
     # The engine pulls in pandas and paramiko: import it when a command runs, so that
@@ -41,26 +41,39 @@ def _load_plan(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> Plan:
 @set_option
 def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
     """Check a scenario (and lab) without touching anything. Exit 2 on a mistake."""
-    from vbench.config.types import format_duration
-
     plan = _load_plan(scenario, lab, sets)
     if lab:
         from vbench.engine.lab_files import check_key_files
 
         check_key_files(plan, lab)
     for f in plan.findings:
-        click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}", err=True)
-    size = (
-        f"{_size_text(plan)}, estimated {format_duration(plan.estimated_seconds)}"
-    )
+        click.echo(f"{scenario}: {f.where}: {f.level}: {f.message}", err=True)
+    size = f"{_size_text(plan)}, {_estimate_text(plan)}"
     on_lab = f"; lab {lab}: ok" if lab else ""
     click.echo(f"{scenario}: ok — {_search_text(plan) or size}{on_lab}")
 
 
 def _size_text(p: Plan) -> str:
-    """``2 points × 3 trials = 6 trials`` (``1 point × 1 trial = 1 trial``)."""
+    """``2 points × 3 trials = 6 trials`` (``1 point × 1 trial = 1 trial``); a find-max
+    search: the levels and trials it may run, ``6–10 levels, 8–12 trials``."""
+    from vbench.engine.estimate import search_estimate
+
+    est = search_estimate(p)
+    if est is not None:
+        return f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials"
     return (f"{counted(len(p.points), 'point')} × {counted(p.repeat, 'trial')} = "
             f"{counted(p.n_trials, 'trial')}")
+
+
+def _estimate_text(p: Plan) -> str:
+    """``estimated 3 min``; a find-max search: the range of its possible paths."""
+    from vbench.config.types import format_duration
+    from vbench.engine.estimate import search_estimate
+
+    est = search_estimate(p)
+    if est is None:
+        return f"estimated {format_duration(p.estimated_seconds)}"
+    return f"estimated {span(est.seconds, format_duration)} (if no level is noisy)"
 
 
 def _search_text(p: Plan) -> str:
@@ -72,7 +85,7 @@ def _search_text(p: Plan) -> str:
     return (
         f"find-max over {s.factor} in {s.min:g}..{s.max:g}, {counted(n, 'search', 'searches')}"
         f" (levels chosen from the results as it runs), {counted(s.trials or p.repeat, 'trial')} "
-        f"per level"
+        f"per level: {_size_text(p)}, {_estimate_text(p)}"
     )
 
 
@@ -133,8 +146,7 @@ def _plan_text(
     vm_head, vm_points = plan_text(vms) if vms is not None else ([], {})
 
     lines = [
-        f"scenario {p.scenario.name}: driver {p.driver}, {_size_text(p)}, estimated "
-        f"{format_duration(p.estimated_seconds)}",
+        f"scenario {p.scenario.name}: driver {p.driver}, {_size_text(p)}, {_estimate_text(p)}",
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
         *(f"vm {g}: {text}" for g, text in (vm_sources or {}).items()),
     ]
@@ -146,7 +158,7 @@ def _plan_text(
         lines.append(_search_text(p))
     lines.extend(vm_head)
     for f in p.findings:
-        lines.append(f"{f.level}: workload.params.{f.path}: {f.message}")
+        lines.append(f"{f.level}: {f.where}: {f.message}")
     for c in p.scenario.collectors:
         on = ", ".join(c.targets) or "all targets"
         need = " (required)" if c.required else ""
@@ -231,7 +243,7 @@ def run(
     """Execute a scenario in a lab, store every figure and write the report."""
     import sys
 
-    from vbench.cli.progress import RichProgress
+    from vbench.cli.progress import Kept, RichProgress
     from vbench.engine.session import RunRequest, RunSession, execute
 
     store, rdir = open_store(store_url, results_dir)
@@ -249,9 +261,9 @@ def run(
         # The driver's warnings (allow_exec on, a run configuration missing …), as
         # validate and plan print them: a run from cron shows them in its log.
         for f in session.plan.findings:
-            click.echo(f"{scenario}: workload.params.{f.path}: {f.level}: {f.message}",
+            click.echo(f"{scenario}: {f.where}: {f.level}: {f.message}",
                        err=True)
-        progress = RichProgress()
+        progress = RichProgress(kept=Kept.of(store, resume) if resume else None)
         outcome, rundir = execute(session, store, rdir, progress=progress)
         _summary(store, outcome.run_id, outcome.status, rundir.path, lab, progress.console)
         verdict = _verdicts(store, outcome.run_id, regression_spec, fail_on_qos,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vbench.analysis.findmax import Outlook
 from vbench.engine.plan import Plan
 from vbench.errors import VbenchError
 from vbench.results.store import RunRow, Store, TrialRow, resolve_url
@@ -128,3 +129,32 @@ def history_estimate(plan: Plan, lab_name: str | None = None, store_url: str | N
         return with_estimate(plan, learn(store, plan, lab_name))
     finally:
         store.close()
+
+
+@dataclass(frozen=True)
+class SearchEstimate:
+    """A find-max plan's size and time: each search played out from its start level for
+    every place its pass/fail boundary may lie (no level noisy), as (fewest, most)."""
+
+    outlook: Outlook
+    seconds: tuple[float, float]
+
+
+def search_estimate(plan: Plan) -> SearchEstimate | None:
+    """The levels, trials and run time a find-max plan may take; None for a matrix (its
+    points × repeat say it). The trials take the time of the start level's (with the
+    learned overhead); the run's set-up and clean-up are added once."""
+    from vbench.analysis.findmax import FindMax
+    from vbench.analysis.findmax_qos import search_params
+
+    spec = plan.scenario.search
+    if spec is None or not plan.points:
+        return None
+    one = FindMax(search_params(spec, plan.repeat)).outlook()
+    n = len(plan.points)  # one search per combination of the other factors
+    outlook = Outlook((one.levels[0] * n, one.levels[1] * n), (one.trials[0] * n,
+                                                                one.trials[1] * n))
+    per_trial = statistics.fmean(p.trial_seconds for p in plan.points) + plan.overhead_per_trial
+    around = plan.setup_seconds + plan.finish_seconds
+    lo, hi = outlook.trials
+    return SearchEstimate(outlook, (around + lo * per_trial, around + hi * per_trial))

@@ -8,7 +8,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vbench.collectors.runtime import CollectorFailed, CollectorRuntime, TrialCollectors
 from vbench.engine.plan import Plan, PlannedPoint
@@ -28,6 +28,9 @@ from vbench.results.store import Store
 from vbench.vsphere.resources import VSphereResources
 from vbench.workloads.base import TrialContext
 
+if TYPE_CHECKING:
+    from vbench.analysis.findmax import Outlook
+
 _PHASE_ORDER = ("prepare", "warmup", "steady", "cooldown", "collect", "teardown")
 
 
@@ -39,6 +42,10 @@ class ProgressSink:
     def phase(self, name: str, seconds: float | None) -> None: ...
     def end_trial(self, result: TrialResult) -> None: ...
     def end_run(self) -> None: ...
+    def outlook(self, outlook: Outlook) -> None:
+        """Before a trial of a schedule that decides as it runs (a find-max search): the
+        levels and trials it may still run, that trial included."""
+
     def notice(self, message: str) -> None:
         """A line about the run's set-up or clean-up (provisioning, warnings)."""
 
@@ -96,6 +103,9 @@ class Engine:
                 step = self.schedule.next()
                 if step is None:
                     break
+                outlook = self.schedule.outlook()
+                if outlook is not None:
+                    self.progress.outlook(outlook)
                 point, trial = step.point, step.trial
                 if point.index not in stored:  # a point a search schedule just created
                     self.store.add_points(self.run_id, [(point.index, point.labels)])

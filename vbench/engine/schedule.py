@@ -53,6 +53,7 @@ from vbench.results.records import TrialResult
 from vbench.results.store import Store
 
 if TYPE_CHECKING:
+    from vbench.analysis.findmax import Outlook
     from vbench.analysis.verdict import Answer
     from vbench.analysis.verdict_build import AnswerInputs
 
@@ -86,6 +87,11 @@ class Schedule(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """What to record in plan.json so the schedule can be understood and reproduced."""
+
+    def outlook(self) -> Outlook | None:
+        """What a schedule that decides as it runs may still run, from the trial it just
+        handed out (included); None: the plan's points × repeat say it."""
+        return None
 
     @classmethod
     def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:

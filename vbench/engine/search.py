@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vbench.analysis.findmax import FindMax, Request, replay
+from vbench.analysis.findmax import NOTHING_LEFT, FindMax, Outlook, Request, replay
 from vbench.analysis.findmax_qos import level_verdicts, search_params, selected_criteria
 from vbench.analysis.run_analysis import load_analysis
 from vbench.config.lab import Lab
@@ -117,6 +117,15 @@ class SearchSchedule(Schedule):
         from vbench.analysis.findmax_answer import findmax_answers
 
         return findmax_answers(inputs)
+
+    def outlook(self) -> Outlook:
+        """The levels and trials the searches may still run: the one under way from its
+        current request (the trial just handed out included), the later ones whole."""
+        total = NOTHING_LEFT
+        for combo in self.combos[self._i:]:
+            req = combo.request
+            total += combo.search.outlook(req.trials - combo.left - 1 if req else 0)
+        return total
 
     def describe(self) -> dict[str, Any]:
         return {

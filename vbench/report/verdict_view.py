@@ -106,6 +106,8 @@ def print_verdict(v: Verdict, console: Any) -> None:
     console does not wrap; lines are the same as :func:`terminal_lines`)."""
     from rich.text import Text
 
+    from vbench.report.fit import console_width
+
     for line in terminal_lines(v):
         style = ""
         if v.answer is not None and line == v.answer.line():
@@ -114,7 +116,8 @@ def print_verdict(v: Verdict, console: Any) -> None:
             style = "bold yellow"
         elif line.startswith("QoS: FAIL"):
             style = "red"
-        console.print(Text(line, style=style), soft_wrap=not console.is_terminal)
+        # Fitted to the console's width (a terminal's, or COLUMNS): wrapped between words.
+        console.print(Text(line, style=style), soft_wrap=console_width(console) is None)
 
 
 def compare_answers(a: Verdict, b: Verdict) -> dict[str, Any]:
