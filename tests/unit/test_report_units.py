@@ -26,6 +26,12 @@ from vbench.report.units import choose
     ("", [2.5e7], "M", 25.0),
     ("%", [1e5], "%", 1e5),  # never scaled
     ("IO/s", [0.0, 0.0], "IO/s", 0.0),  # nothing to go by
+    # Issue 22: "0.05289 fraction" and "0 count" read as a percentage and a bare number.
+    ("fraction", [0.05289], "%", 5.289),
+    ("fraction", [2e5], "%", 2e7),  # a percentage is never prefixed
+    ("count", [0.0], "", 0.0),
+    ("count", [25_000.0], "k", 25.0),
+    ("ratio", [0.1859], "", 0.1859),
 ])
 def test_unit_chosen_from_the_typical_value(unit: str, values: list[float], shown: str,
                                             first: float) -> None:
@@ -51,3 +57,14 @@ def test_axis_ticks_are_round_and_cover_the_values() -> None:
     lo, hi = domain([216.3, 219.2], zero=False)
     marks = ticks(lo, hi)
     assert marks[0] <= 216.3 and marks[-1] >= 219.2 and marks[0] > 0
+
+
+def test_formatted_figures_read_fractions_as_percent_and_counts_bare() -> None:
+    from vbench.report.data import fmt_mean_ci, fmt_range, fmt_value
+
+    assert fmt_value(0.05289, "fraction") == "5.289 %"
+    assert fmt_value(0.0, "count") == "0"
+    assert fmt_value(None, "count") == "—"
+    s = summarize([0.05, 0.06, 0.055])
+    assert fmt_mean_ci(s, "fraction").endswith(" %") and fmt_range(s, "fraction") == "5.000–6.000 %"
+    assert fmt_value(3.0, "IO/s") == "3.000 IO/s"

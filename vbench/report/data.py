@@ -24,7 +24,7 @@ from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
 from vbench.analysis.verdict import Verdict
 from vbench.config.labels import render_label
-from vbench.report.units import Scale
+from vbench.report.units import Scale, plain
 from vbench.results.stored import StoredRun, StoredScenario
 
 NO_DATA = "no data"
@@ -125,11 +125,15 @@ def with_unit(text: str, unit: str) -> str:
 
 
 def fmt_value(x: Any, unit: str) -> str:
-    return with_unit(fmt_num(x), unit)
+    shown = plain(unit)  # 0.05 fraction reads 5 %, 0 count reads 0
+    value = _num(x)
+    return with_unit(fmt_num(x if value is None else shown.value(value)), shown.unit)
 
 
 def fmt_mean_ci(s: Summary | None, unit: str) -> str:
     """``mean ± half-width unit``; only the mean when there is no interval (n = 1)."""
+    shown = plain(unit)
+    s, unit = shown.summary(s), shown.unit
     if s is None or s.n == 0 or s.mean is None:
         return NO_DATA
     d = decimals_for(s.mean)
@@ -140,6 +144,8 @@ def fmt_mean_ci(s: Summary | None, unit: str) -> str:
 
 
 def fmt_range(s: Summary | None, unit: str) -> str:
+    shown = plain(unit)
+    s, unit = shown.summary(s), shown.unit
     if s is None or s.n == 0 or s.min is None or s.max is None:
         return NO_DATA
     d = decimals_for(max(abs(s.min), abs(s.max)))

@@ -5,7 +5,9 @@ it shows — 0.004 ms reads as 4.0 µs, 2,694,340,608 B as 2.51 GiB, 219,193 IO/
 Families: time (ns, µs, ms, s), bytes (B … TiB, binary; sysstat's kB is 1024 B), byte
 rates (B/s … GiB/s), bit rates (bit/s … Gbit/s, decimal). Any other unit (IO/s, ops/s,
 count, no unit) gets a k or M prefix once the typical value reaches 10,000; percentages
-and fractions are never scaled.
+are never scaled. Units that are no unit to a reader are shown plainly (:func:`plain`):
+a fraction as a percentage (0.05289 fraction → 5.289 %), a count or a ratio as a bare
+number (``0``, not ``0 count``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ _BYTES_IN = {"B": 1.0, "KiB": 1024.0, "kB": 1024.0, "KB": 1024.0, "MiB": 1024.0*
              "GiB": 1024.0**3, "TiB": 1024.0**4}  # fmt: skip
 _BITS = (("bit/s", 1.0), ("Kbit/s", 1e3), ("Mbit/s", 1e6), ("Gbit/s", 1e9))
 _BITS_IN = dict(_BITS)
-_NEVER = {"%", "fraction", "MHz", "GHz", "°C"}
+_NEVER = {"%", "MHz", "GHz", "°C"}
+# Stored units a reader does not need spelled out: how they are shown instead.
+_PLAIN = {"fraction": (100.0, "%"), "count": (1.0, ""), "ratio": (1.0, "")}
 _PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
 COUNT_FROM = 10_000.0  # a count gets its k prefix from here (9,999 reads fine as it is)
 
@@ -70,8 +74,20 @@ def _ladder(size: float, ladder: tuple[tuple[str, float], ...]) -> tuple[str, fl
     return chosen
 
 
+def plain(unit: str) -> Scale:
+    """How a value stored in ``unit`` reads without a scale chosen from its values: a
+    fraction as %, a count or ratio as a bare number, any other unit as itself."""
+    factor, shown = _PLAIN.get(unit, (1.0, unit))
+    return Scale(factor, shown)
+
+
 def choose(unit: str, values: Iterable[float | None]) -> Scale:
     """The scale for showing ``values`` (all in ``unit``) together."""
+    if unit in _PLAIN:
+        base = plain(unit)
+        if base.unit:  # a fraction: never prefixed once a percentage
+            return base
+        unit, values = "", list(values)
     t = typical(values)
     if t is None or unit in _NEVER:
         return identity(unit)
