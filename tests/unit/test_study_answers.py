@@ -248,3 +248,49 @@ def test_dvdstore_without_a_declared_ratio_uses_the_native_level(tmp_path: Path)
                                   "config=VM-8VMs 90 %")
     svg, _ = summary_charts(html)[0]
     assert title_of(svg) == "OPM against native" and "native" in legend(svg)
+
+
+# ------------------------------------------------------------------ Content Library
+
+CL_STEPS = [{"op": "create_library", "library": "pub"},
+            {"op": "import", "library": "pub", "label": "import"},
+            {"op": "subscribe", "library": "sub", "publisher": "pub"},
+            {"op": "sync", "library": "sub", "label": "sync"},
+            {"op": "deploy", "library": "pub", "label": "deploy", "item": "golden"}]
+MIB8 = 8 * 2**20
+
+
+def library_run(tmp: Path, *, simulated: bool, sync_s: float) -> Verdict:
+    values = {"import_time": [0.21, 0.23], "import_ops": [3.0, 3.0],
+              "import_bytes": [3.0 * MIB8] * 2, "import_throughput": [38.0, 36.0],
+              "sync_time": [sync_s] * 2, "sync_items": [3.0, 3.0],
+              "deploy_time": [0.046, 0.050]}
+    doc = scenario_doc("cl", workload={"driver": "content_library", "roles": {},
+                                       "params": {"steps": CL_STEPS}},
+                       report={"headline": ["import_throughput", "sync_time"], "charts": []})
+    vc = {"url": "https://127.0.0.1/sdk"} | ({"simulator": {"hosts": 1}} if simulated else {})
+    with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
+        add_run(store, "r1", [({}, values)], scenario=doc,
+                lab={"name": "sim", "vcenters": {"vc1": vc}}, testbed={"vcenters": []})
+        return verdict_of(attach(report_data(store, "r1")))
+
+
+def test_content_library_on_vcsim_says_a_sync_moved_no_data(tmp_path: Path) -> None:
+    answer = library_run(tmp_path, simulated=True, sync_s=0.0012).answer
+    assert answer is not None and answer.kind == "content library"
+    assert answer.text.startswith("time per operation: import 220 ms (37 MB/s) · sync 1.2 "
+                                  "ms* · deploy 48 ms*")
+    assert ("* sync: vcsim shares the publisher's items with the subscriber: no data is "
+            "copied (25.2 MB in 1.2 ms)") in answer.text
+    assert "* deploy: vcsim clones no disk data" in answer.text
+    assert answer.text.endswith("(simulated vCenter)")
+
+
+def test_content_library_flags_an_impossible_transfer_on_a_real_lab(tmp_path: Path) -> None:
+    answer = library_run(tmp_path, simulated=False, sync_s=0.0012).answer
+    assert answer is not None
+    assert ("* sync: 25.2 MB in 1.2 ms implies 21 GB/s, faster than any link: the content "
+            "was not copied in this step") in answer.text
+    assert "deploy 48 ms*" not in answer.text and "deploy 48 ms" in answer.text
+    honest = library_run(tmp_path / "real", simulated=False, sync_s=2.5).answer
+    assert honest is not None and "*" not in honest.text and "sync 2.5 s" in honest.text

@@ -32,6 +32,8 @@ from vbench.workloads.content_library import destroyers as _destroyers  # noqa: 
 from vbench.workloads.content_library.params import ContentLibraryParams, findings
 
 if TYPE_CHECKING:
+    from vbench.analysis.verdict import Answer
+    from vbench.analysis.verdict_build import AnswerInputs
     from vbench.results.records import Sample
     from vbench.workloads.content_library.ops import Batch, OpRecord, TrialRun
 
@@ -72,6 +74,13 @@ class ContentLibraryWorkload(Workload):
         super().__init__(params)
         self.p: ContentLibraryParams = params
         self._run: TrialRun | None = None
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """Each step's time per operation with the honesty check (see :mod:`.answer`)."""
+        from vbench.workloads.content_library.answer import library_answer
+
+        return library_answer(inputs)
 
     @classmethod
     def findings(cls, params: ContentLibraryParams) -> list[Finding]:  # type: ignore[override]
