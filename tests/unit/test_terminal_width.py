@@ -93,3 +93,19 @@ def test_run_summary_in_a_cron_log_cuts_nothing(
     assert "…" not in err
     assert err[err.index(TITLE):].count("vcbench_ops_per_second") == len(LEVELS)
     assert max(len(line) for line in err.splitlines()) > 80
+
+
+@pytest.mark.parametrize("width", [None, 40, 200])
+def test_a_table_without_rows_is_fitted_too(width: int | None) -> None:
+    """Every trial failed: the summary has a header and no row."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from vbench.report.fit import fit_table
+
+    table = Table(title="a run whose every trial failed")
+    for head in ("#", "metric", "mean ± 95 % CI", "min–max", "n", "cv"):
+        table.add_column(head)
+    console = Console(width=width or 300, record=True, color_system=None)
+    console.print(fit_table(table, width, drop=("min–max", "cv")))
+    assert "metric" in console.export_text()

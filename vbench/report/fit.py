@@ -179,7 +179,7 @@ def fit_table(table: Table, width: int | None, drop: Sequence[str] = ()) -> Tabl
 
 
 def _needs(table: Table, measure: Callable[[object], int]) -> list[int]:
-    return [max(measure(c.header), *map(measure, c.cells)) for c in table.columns]
+    return [max([measure(c.header), *map(measure, c.cells)]) for c in table.columns]
 
 
 def _spread(table: Table, width: int) -> None:
