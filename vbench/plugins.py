@@ -9,13 +9,18 @@ registers the class (or, when the entry point names the class itself, it is regi
 here).
 
 Discovery is lazy: nothing is imported until the first lookup, so ``vbench --help``
-stays fast and a broken third-party plugin only matters when it is asked for.
+stays fast and a broken third-party plugin only matters when it is asked for. Looking
+one plugin up by name imports only the built-in package of that name when there is one
+(``fio`` → ``vbench.workloads.fio``): ``vbench validate`` of a fio scenario pays for fio
+alone, not for every driver's libraries (pyVmomi, httpx, Locust's helpers...). Listing
+the names (``vbench plugins``, ``vbench drivers``) imports them all.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
@@ -85,7 +90,23 @@ class Registry(Generic[T]):
             # why) instead of failing every command or leaving the registry half filled
             self._broken[module.rsplit(".", 1)[-1]] = f"{module}: {type(exc).__name__}: {exc}"
 
+    def _builtin(self, name: str) -> T | None:
+        """The built-in plugin ``name`` from its own package alone, without discovery."""
+        if self._loaded or name in self._items:
+            return self._items.get(name)
+        module = f"{self.package}.{name.replace('-', '_')}"
+        if not module.rsplit(".", 1)[-1].isidentifier():
+            return None
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.submodule_search_locations is None:
+            return None  # no package of that name (flat modules are helpers, not plugins)
+        self._import(module)
+        return self._items.get(name)
+
     def get(self, name: str) -> T:
+        found = self._builtin(name)
+        if found is not None:
+            return found
         self._discover()
         try:
             return self._items[name]

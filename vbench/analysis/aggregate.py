@@ -20,11 +20,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary, summarize
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 SUMMARY_COLUMNS = (
     "n", "mean", "median", "stdev", "min", "max", "cv",

@@ -18,12 +18,16 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.figures import RunFigures, convert, present
 from vbench.config.scenario import QosCriterion, Scenario
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 PASS, FAIL, MISSING, ERROR = "pass", "fail", "missing", "error"
 OP_TEXT = {"<=": "≤", ">=": "≥", "<": "<", ">": ">"}

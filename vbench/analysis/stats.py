@@ -12,10 +12,16 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vbench.lazy import lazy_module
 
 # scipy.special, not scipy.stats: the same quantile functions (stats.t.ppf calls
 # special.stdtrit) without a second of import time for every command that summarises.
-from scipy import special as _special
+if TYPE_CHECKING:
+    from scipy import special as _special
+else:
+    _special = lazy_module("scipy.special")
 
 CONFIDENCE = 0.95
 DEFAULT_CV_THRESHOLD = 0.05

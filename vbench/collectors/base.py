@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from vbench.errors import ConfigError
+from vbench.lazy import lazy_module
 from vbench.plugins import Registry
 
 if TYPE_CHECKING:
@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest
     from vbench.results.records import Sample, Window
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 class TrialContext(Protocol):

@@ -15,13 +15,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from vbench.analysis.catalogue import Metric
 from vbench.analysis.catalogue import metric as entry
 from vbench.collectors.series import in_window
+from vbench.lazy import lazy_module
 from vbench.results.records import Sample, Window
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 SOURCE = "derived"
 # Trial-wide figures made when collectors ran (host_* from esxtop, the others from the

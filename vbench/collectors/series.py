@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from vbench.lazy import lazy_module
 from vbench.results.records import ClockOffset, Sample, Window
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 __all__ = ["ClockOffset", "in_window", "window_summaries"]
 

@@ -16,12 +16,15 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.findmax import Outlook
 from vbench.engine.plan import Plan
 from vbench.errors import VbenchError
-from vbench.results.store import RunRow, Store, TrialRow, resolve_url
+from vbench.results.store_engine import resolve_url
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) only when one exists to learn from
+    from vbench.results.store import RunRow, Store, TrialRow
 
 RUNS = 3  # stored runs learned from
 # Without a stored run: the run's set-up and clean-up guessed (a lab is bound).
@@ -121,6 +124,8 @@ def history_estimate(plan: Plan, lab_name: str | None = None, store_url: str | N
     url = resolve_url(store_url, results_dir or results_dir_default())
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         return with_estimate(plan, None)
+    from vbench.results.store import Store
+
     try:
         store = Store.open(url, results_dir or results_dir_default())
     except VbenchError:

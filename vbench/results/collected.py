@@ -18,12 +18,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
 
 SERIES_DIR = "series"
 MANIFEST = "collectors.json"

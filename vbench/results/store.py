@@ -17,14 +17,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from vbench import __version__
 from vbench.errors import RunNotFound, StoreError
+from vbench.lazy import lazy_module
 from vbench.results import store_schema as db
 from vbench.results.migrations import migrate
 from vbench.results.records import RunInfo, TrialResult
@@ -37,6 +37,11 @@ from vbench.results.store_engine import (  # URL helpers re-exported: callers im
     one_line,
     resolve_url,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 __all__ = [
     "PG_CONNECT_TIMEOUT_S", "SAMPLE_COLUMNS", "SQLITE_BUSY_TIMEOUT_MS", "UNFINISHED_STATUSES",

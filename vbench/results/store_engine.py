@@ -12,13 +12,18 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import StaticPool
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import StoreError
+from vbench.lazy import lazy_module
+
+# Lazy: `validate` and `plan` resolve the store's URL to see whether one exists without
+# paying for SQLAlchemy when none does.
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Connection, Engine
+else:
+    sa = lazy_module("sqlalchemy")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10
@@ -114,7 +119,7 @@ def _sqlite_engine(url: sa.URL, where: str) -> Engine:
         url,
         json_serializer=_json_dumps,
         # An in-memory database lives in one connection, so share exactly one.
-        **({"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
+        **({"poolclass": sa.pool.StaticPool, "connect_args": {"check_same_thread": False}}
            if in_memory else {}),
     )
 

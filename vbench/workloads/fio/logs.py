@@ -23,13 +23,19 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from vbench.errors import ParseError
+from vbench.lazy import lazy_module
 from vbench.results.collected import write_series
 from vbench.results.records import Sample
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 PREFIX = "fiolog"
 SERIES_FILE = "fio-series.parquet"
