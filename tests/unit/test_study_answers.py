@@ -294,3 +294,54 @@ def test_content_library_flags_an_impossible_transfer_on_a_real_lab(tmp_path: Pa
     assert "deploy 48 ms*" not in answer.text and "deploy 48 ms" in answer.text
     honest = library_run(tmp_path / "real", simulated=False, sync_s=2.5).answer
     assert honest is not None and "*" not in honest.text and "sync 2.5 s" in honest.text
+
+
+# ------------------------------------------------------------------ scaling studies
+
+def scaling_run(tmp: Path, iops: Mapping[str, float]) -> tuple[Verdict, str]:
+    points: list[Point] = [({"workers": n}, {"iops": [v * 0.99, v * 1.01]})
+                           for n, v in iops.items()]
+    doc = scenario_doc("sc", {"workers": list(iops)}, repeat=2,
+                       workload={"driver": "fio", "roles": {}, "params": {}},
+                       report={"headline": ["iops"], "charts": []})
+    doc["factors"]["workers"]["path"] = "topology.clients.count"
+    with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
+        add_run(store, "r1", points, scenario=doc)
+        data = attach(report_data(store, "r1"))
+    return verdict_of(data), render_html(data)
+
+
+def test_a_count_factor_is_answered_with_speedup_and_efficiency(tmp_path: Path) -> None:
+    verdict, html = scaling_run(tmp_path, {"1": 1000.0, "2": 1950.0, "4": 3700.0,
+                                           "8": 5200.0})
+    answer = verdict.answer
+    assert answer is not None and answer.kind == "scaling"
+    assert answer.text == ("iops at workers=8: speedup 5.2× over workers=1 against ideal "
+                           "8× (efficiency 65%); efficiency ≥ 90% up to workers=4")
+    assert answer.details == ("speedup over 1 → 2: 1.95× of 2× (98%); 4: 3.7× of 4× (92%); "
+                              "8: 5.2× of 8× (65%)",)
+    svg, cap = summary_charts(html)[0]
+    assert title_of(svg) == "iops: speedup against linear scaling"
+    assert "dashed = ideal linear scaling from the smallest level" in cap
+    # The ideal is drawn over the measured curve: its dashed line comes after the curve.
+    polylines = re.findall(r"<polyline [^>]*>", svg)
+    assert [("5 3" in p, "#0072b2" in p) for p in polylines] == [(False, True), (True, False)]
+
+
+def test_efficiency_held_counts_only_from_the_first_level(tmp_path: Path) -> None:
+    verdict, _ = scaling_run(tmp_path, {"1": 1000.0, "2": 1500.0, "4": 3900.0})
+    answer = verdict.answer
+    assert answer is not None and "up to" not in answer.text
+
+
+def test_a_declared_speedup_with_its_ideal_answers_the_redis_scale_out(tmp_path: Path) -> None:
+    points: list[Point] = [({"layout": "baseline"}, {"ops": [100e3, 102e3, 98e3]}),
+                           ({"layout": "scale-out"}, {"ops": [160e3, 165e3, 155e3]})]
+    verdict, _ = stored(tmp_path, points, derived=[
+        {"name": "speedup", "kind": "speedup", "metric": "ops",
+         "baseline": {"layout": "baseline"}, "target": {"layout": "scale-out"}, "ideal": 2}],
+        workload={"driver": "redis_scaleout", "roles": {}, "params": {}})
+    answer = verdict.answer
+    assert answer is not None and answer.kind == "scaling"
+    assert answer.text.startswith("layout=scale-out: speedup 1.6× ± ")
+    assert answer.text.endswith("against ideal 2× (efficiency 80%)")

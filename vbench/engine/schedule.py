@@ -146,6 +146,14 @@ class MatrixSchedule(Schedule):
         self._pos += 1
         return step
 
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """A scaling study (a factor sets a topology group's count, or a declared speedup
+        with its ideal): speedup and efficiency against the ideal; else none."""
+        from vbench.analysis.scaling_answer import scaling_answers
+
+        return scaling_answers(inputs)
+
     def describe(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": "matrix", "order": self.order}
         if self.order == "random":

@@ -12,13 +12,13 @@ for it with ``ideal: linear``. ``ideal: none`` removes any.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vbench.analysis.answer_kit import labelled_means
 from vbench.analysis.run_analysis import RunAnalysis
+from vbench.analysis.scaling_answer import count_factors
 from vbench.analysis.verdict import AnswerChart
 from vbench.report.chartplan import (
     ChartIds,
@@ -36,24 +36,6 @@ from vbench.report.chartplan import (
 from vbench.report.charts import Bar, bar_chart_svg
 from vbench.report.data import ReportView, fmt_pct
 from vbench.report.shown import MetricChoice
-
-COUNT_PATH = re.compile(r"^topology\.[^.]+\.count$")
-
-
-def count_factors(scenario: Mapping[str, Any]) -> set[str]:
-    """Factors whose levels set a topology group's size: how many workers, VMs or
-    clients run. Against such a factor, linear scaling is a meaningful ideal."""
-    out = set()
-    for name, raw in (scenario.get("factors") or {}).items():
-        if not isinstance(raw, Mapping):
-            continue
-        paths = [str(raw.get("path") or "")]
-        for level in raw.get("levels") or ():
-            if isinstance(level, Mapping):
-                paths.extend(str(k) for k in (level.get("set") or {}))
-        if any(COUNT_PATH.match(p) for p in paths):
-            out.add(str(name))
-    return out
 
 
 @dataclass(frozen=True)
