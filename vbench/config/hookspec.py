@@ -10,7 +10,10 @@ and the command is an argv list, so a level value never becomes shell syntax.
 
 from __future__ import annotations
 
+import posixpath
+import re
 import string
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -70,3 +73,51 @@ def value_text(value: Any, label: str) -> str:
 def render_argv(argv: list[str], value: str, level: str) -> tuple[str, ...]:
     """Every argument with its placeholders replaced; one argument stays one argument."""
     return tuple(render_label(arg, {"value": value, "level": level}) for arg in argv)
+
+
+# Programs that run their `-c` argument as shell code (`sudo` or `env` before them too).
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
+                    "csh", "tcsh"})
+
+
+def _placeholders(arg: str) -> bool:
+    try:
+        return any(name in PLACEHOLDERS for _t, name, _s, _c in string.Formatter().parse(arg))
+    except ValueError:
+        return False
+
+
+def shell_of(argv: Sequence[str]) -> str | None:
+    """The shell ``argv`` hands a level's value to (``[sh, -c, "… {value}"]``: the value
+    is then shell code), or None when no value reaches a shell's script."""
+    for i, arg in enumerate(argv):
+        if posixpath.basename(arg) not in SHELLS:
+            continue
+        rest = list(argv[i + 1:])
+        script = next((j for j, a in enumerate(rest) if _SHELL_C.fullmatch(a)), None)
+        if script is not None and any(_placeholders(a) for a in rest[script + 1:]):
+            return posixpath.basename(arg)
+    return None
+
+
+_SHELL_C = re.compile(r"-[A-Za-z]*c[A-Za-z]*")  # -c, -ec, -xc …
+
+
+def shell_hook_warnings(factors: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(path, message) for each hook command that hands a level's value to a shell;
+    ``factors`` as a scenario's (models, or the dicts a stored run keeps)."""
+    out = []
+    for name, factor in factors.items():
+        hook = factor.get("hook") if isinstance(factor, Mapping) else getattr(factor, "hook", None)
+        if hook is None:
+            continue
+        for key in ("run", "undo"):
+            argv = hook.get(key) if isinstance(hook, Mapping) else getattr(hook, key, None)
+            shell = shell_of(argv or ())
+            if shell:
+                out.append((f"factors.{name}.hook.{key}",
+                            f"hands a level's value to a shell ({shell} -c): the value, also "
+                            "one given by --set, runs as shell code on the lab node; put "
+                            "{value} in an argument of its own, without a shell, unless you "
+                            "mean it (docs/lab-hooks.md)"))
+    return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vbench.collectors.checks import collector_issues
+from vbench.config.hookspec import shell_hook_warnings
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
@@ -111,7 +112,7 @@ class Plan:
             "groups": {g: list(n) for g, n in self.groups.items()},
             "bound_to_lab": self.bound_to_lab,
             "findings": [
-                {"level": f.level, "path": f"workload.params.{f.path}", "message": f.message}
+                {"level": f.level, "path": f.where, "message": f.message}
                 for f in self.findings
             ],
             "estimated_seconds": round(self.estimated_seconds, 1),
@@ -167,6 +168,9 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             else:
                 findings[(f.level, f.path, f.message)] = f
         points.append(point)
+    # A hook that hands a level's value to a shell: warned as fio's allow_exec is.
+    for path, message in shell_hook_warnings(scenario.factors):
+        findings[("warning", path, message)] = Finding("warning", path, message, root="")
     for spec in search_bounds(scenario, src, bases):
         issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
                       if str(i) not in {str(x) for x in issues})

@@ -12,12 +12,17 @@ from rich.console import Console
 
 from vbench.analysis.figures import RunFigures
 from vbench.analysis.regression import RegressionResult, run_regression
-from vbench.analysis.run_analysis import analyze, better_overrides, load_figures
+from vbench.analysis.run_analysis import analysis_of, analyze, load_figures
+from vbench.config.hookspec import shell_hook_warnings
 from vbench.config.scenario import RegressionSpec
 from vbench.report.data import ReportData
 from vbench.results.collected import collector_warnings
 from vbench.results.store import Store
 from vbench.results.stored import StoredRun
+
+
+def _map_of(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def report_data(
@@ -43,7 +48,10 @@ def report_data(
         warnings.append(f"run status: {run.status}")
     # Collector failures and clock warnings, from series/*/collectors.json (collectors).
     warnings.extend(collector_warnings(run.run_dir))
-    points = [dataclasses.asdict(p) for p in store.points(run.run_id)]
+    # A lab hook that handed its level values to a shell: the reader of the figures sees it.
+    warnings.extend(f"{path}: {message}" for path, message in
+                    shell_hook_warnings(_map_of(run.scenario.doc.get("factors"))))
+    points = list(run.points)
     return ReportData(
         run=run_d,
         points=points,

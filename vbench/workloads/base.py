@@ -48,8 +48,14 @@ class Finding:
     """A pitfall found in a driver's parameters (``level`` is "error" or "warning")."""
 
     level: str
-    path: str  # dotted path below workload.params
+    path: str  # dotted path below ``root``
     message: str
+    root: str = "workload.params"  # "" for a path from the scenario's top (factors.x…)
+
+    @property
+    def where(self) -> str:
+        """The full dotted path in the scenario."""
+        return f"{self.root}.{self.path}" if self.root else self.path
 
 
 @dataclass(frozen=True)
