@@ -11,6 +11,11 @@ Console captures are often hard-wrapped (the Final line spans several lines, som
 split inside a token). A record that is not complete yet (a periodic line ends with the
 rollback percentage, a Final line with ``rollback_rate = x%``) takes the following lines
 until it is, unless such a line starts a record of its own.
+
+A capture often holds more than the driver's output: its legend of the output fields, a
+shell prompt, a note pasted after it. What is not the driver's own output (a line
+beginning ``et=`` or ``Final`` without the figures such a record has included) is
+ignored and counted (``DsResult.ignored``); only a capture without any figure is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ _STARTS = re.compile(
     r"^\s*(?:$|et=|Final\b|Stats reset|Run over|Thread\b|Controller\b|host\b|Using\b|"
     r"Performance\b|target=|pct_new|[A-Za-z]:\\|-{5,})"
 )
+# The driver's own lines besides its records (settings, threads, the controller's news).
+_DRIVER = re.compile(r"^(?:Thread\b|Controller\b|host\b|Using\b|Performance\b|"
+                     r"db_size=|n_threads=)")
 _FROM_START = re.compile(r"(n_purchase_from_start|n_rollbacks_from_start)\s*=\s*(\d+)")
 _HOST_CPU = re.compile(rf"host\s+(\S+)\s+CPU%\s*=\s*({_NUM})")
 
@@ -75,6 +83,7 @@ class DsResult:
     rollbacks_from_start: int | None = None
     host_cpu_pct: dict[str, float] = field(default_factory=dict)
     parameters: dict[str, str] = field(default_factory=dict)  # the echoed settings
+    ignored: int = 0  # lines that are not the driver's output (a legend, a prompt, a note)
 
     @property
     def steady(self) -> tuple[DsInterval, ...]:
@@ -110,24 +119,31 @@ class DsResult:
 
 def unwrap(text: str) -> list[str]:
     """Lines with hard-wrapped periodic and Final records joined back."""
-    out: list[str] = []
+    return [line for line, _n in _unwrapped(text)]
+
+
+def _unwrapped(text: str) -> list[tuple[str, int]]:
+    """:func:`unwrap`'s lines, each with the number of physical lines it was made of."""
+    out: list[tuple[str, int]] = []
     pending: str | None = None
+    joined = 0
     for raw in re.split(r"\r\n|\r|\n", text.replace("\ufeff", "")):
         line = raw.rstrip("\n")
         if pending is not None:
             if _complete(pending) or _STARTS.match(line):
-                out.append(pending)
+                out.append((pending, joined))
                 pending = None
             else:
                 pending = _glue(pending, line)
+                joined += 1
                 continue
         stripped = line.strip()
         if stripped.startswith("et=") or _is_final(stripped):
-            pending = line
+            pending, joined = line, 1
         else:
-            out.append(line)
+            out.append((line, 1))
     if pending is not None:
-        out.append(pending)
+        out.append((pending, joined))
     return out
 
 
@@ -154,25 +170,36 @@ def _glue(head: str, tail: str) -> str:
 
 
 def parse_dvdstore(text: str, source: str = "<text>") -> DsResult:
-    lines = unwrap(text)
+    lines = _unwrapped(text)
     intervals: list[DsInterval] = []
     final: DsFinal | None = None
     reset = over = False
     from_start: dict[str, int] = {}
     cpu: dict[str, float] = {}
     params: dict[str, str] = {}
-    for number, line in enumerate(lines, start=1):
+    ignored = 0
+    for line, physical in lines:
         s = line.strip()
         if s.startswith("et="):
-            intervals.append(_interval(s, reset, source, number))
+            interval = _interval(s, reset)
+            if interval is None:
+                ignored += physical
+            else:
+                intervals.append(interval)
         elif s == "Stats reset":
             reset = True
         elif s == "Run over":
             over = True
         elif _is_final(s):
-            final = _final(_FINAL_HEAD.sub("", s))
+            body = _final(_FINAL_HEAD.sub("", s))
+            if body.opm is None and body.n_overall is None:
+                ignored += physical  # "Final: et= …" in a note: not the driver's Final
+            else:
+                final = body
         elif s.startswith(("target=", "pct_newcustomers=")):
             params.update(re.findall(r"(\w+)=\s*(\S+)", s))
+        elif s and not _DRIVER.match(s) and not _FROM_START.search(s):
+            ignored += 1
         for key, value in _FROM_START.findall(s):
             from_start[key] = int(value)
         for host, value in _HOST_CPU.findall(s):
@@ -183,7 +210,7 @@ def parse_dvdstore(text: str, source: str = "<text>") -> DsResult:
     return DsResult(
         tuple(intervals), reset, over, final,
         from_start.get("n_purchase_from_start"), from_start.get("n_rollbacks_from_start"),
-        cpu, params,
+        cpu, params, ignored,
     )
 
 
@@ -193,12 +220,12 @@ def _pairs(text: str) -> dict[str, float]:
     return {k: float(v) for k, v in _PAIR.findall(text)}
 
 
-def _interval(line: str, steady: bool, source: str, number: int) -> DsInterval:
+def _interval(line: str, steady: bool) -> DsInterval | None:
+    """A periodic line, or None for a line that only begins like one (a legend's
+    ``et= elapsed time``, a note): it lacks the figures every periodic line has."""
     v = _pairs(line)
-    missing = [k for k in ("et", "n_overall", "opm") if k not in v]
-    if missing:
-        raise ParseError(f"{source}: line {number}: periodic line without {', '.join(missing)}: "
-                         f"{line[:120]!r}")
+    if any(k not in v for k in ("et", "n_overall", "opm")):
+        return None
     return DsInterval(
         et=v["et"], n_overall=int(v["n_overall"]), opm=v["opm"],
         rt_tot_lastn_max_ms=v.get("rt_tot_lastn_max_msec"),
@@ -246,6 +273,7 @@ def result_rows(result: DsResult) -> list[dict[str, object]]:
         row.update({f"rt_{k}_avg_ms": ms for k, ms in avgs.items()})
         row["purchases_from_start"] = result.purchases_from_start
         row["rollbacks_from_start"] = result.rollbacks_from_start
+        row["ignored_lines"] = result.ignored
         rows.append(row)
     return rows
 

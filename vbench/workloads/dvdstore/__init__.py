@@ -56,6 +56,7 @@ class Instance:
 @register
 class DvdStoreWorkload(Workload):
     name: ClassVar[str] = "dvdstore"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/dvdstore/README.md",)
     Params: ClassVar[type[DvdStoreParams]] = DvdStoreParams
     roles: ClassVar[tuple[str, ...]] = (CLIENTS, DATABASES)
     optional_roles: ClassVar[tuple[str, ...]] = (DATABASES,)
@@ -189,7 +190,11 @@ class DvdStoreWorkload(Workload):
             try:
                 x.guest.get(x.log, local)
                 text = local.read_text(encoding="utf-8", errors="replace")
-                results.append((x, parse_dvdstore(text, f"{x.guest.name}:{x.log}")))
+                result = parse_dvdstore(text, f"{x.guest.name}:{x.log}")
+                results.append((x, result))
+                if result.ignored:  # said, not refused: the figures are all there
+                    ctx.log("dvdstore_ignored_lines", guest=x.guest.name, instance=x.index,
+                            lines=result.ignored)
             except OSError as exc:
                 raise GuestError(x.guest.name, f"cannot fetch {x.log}: {exc}") from exc
             except ParseError as exc:
