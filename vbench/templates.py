@@ -33,13 +33,18 @@ from collections.abc import Callable
 from functools import cached_property
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape as xml_escape
 
-import jinja2
-
 from vbench.errors import ConfigError
+from vbench.lazy import lazy_module
 from vbench.resources import data_dir
+
+# Jinja only when a file is rendered: scenarios are checked (has_control) without it.
+if TYPE_CHECKING:
+    import jinja2
+else:
+    jinja2 = lazy_module("jinja2")
 
 # Every C0 control character and DEL; a tab is allowed only where a template asks.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -212,7 +217,9 @@ class Templates:
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
-            finalize=self._finalize,
+            # A function of its own: the decorator marks its argument, which a bound
+            # method refuses (and a class-level decorator would import Jinja early).
+            finalize=jinja2.pass_context(lambda ctx, value: self._finalize(ctx, value)),
         )
         env.filters["comment"] = _comment
         return env
@@ -229,7 +236,6 @@ class Templates:
             self._formats[template] = fmt
         return self._formats[template]
 
-    @jinja2.pass_context
     def _finalize(self, ctx: jinja2.runtime.Context, value: Any) -> Any:
         fmt = self.format_of(ctx.name) if ctx.name else "line"
         try:
