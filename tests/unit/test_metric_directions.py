@@ -98,3 +98,29 @@ def test_stored_catalogue_round_trips() -> None:
                metric("x", None, "none"))
     assert from_stored(to_stored(entries)) == entries
     assert isinstance(directions_of({"metrics": to_stored(entries)}), Directions)
+
+
+def test_the_report_ranks_no_best_point_by_a_metric_without_direction() -> None:
+    import pandas as pd
+
+    from vbench.report.data import ReportData, ReportView
+    from vbench.report.sections import headline_rows
+    from vbench.workloads.cloudstone.metrics import METRICS
+
+    samples = pd.DataFrame([
+        {"point": p, "trial": 1, "guest": None, "metric": m, "value": v, "unit": u,
+         "source": "cloudstone", "labels": "{}", "window_start": None, "window_end": None}
+        for p, (cpu, ops) in enumerate([(0.05, 10.0), (0.09, 20.0)])
+        for m, v, u in (("client_cpu", cpu, "fraction"), ("ops_per_sec", ops, "ops/s"))])
+    run = {"run_id": "r", "scenario_name": "cs", "status": "ok",
+           "metrics": to_stored(METRICS), "scenario": {"repeat": 1}}
+    points = [{"point": p, "labels": {"users": str(p + 1)}} for p in (0, 1)]
+    trials = [{"point": p, "trial": 1, "status": "ok", "phases": {}} for p in (0, 1)]
+    data = ReportData(run, points, trials, samples,
+                      headline_metrics=("ops_per_sec", "client_cpu"))
+    rows = {r["metric"]: r for r in headline_rows(ReportView(data), directions_of(run), set())}
+    assert rows["ops_per_sec"]["best"].startswith("20.00") and \
+        rows["ops_per_sec"]["note"] == "higher is better"
+    # Before: "9.000 % at users=2", "higher is better" - the load generator's CPU ranked.
+    assert rows["client_cpu"]["note"] == "not ranked: no direction of improvement"
+    assert rows["client_cpu"]["worst"] == ""

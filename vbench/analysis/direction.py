@@ -21,7 +21,7 @@ it is shown, never ranked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,11 @@ def from_stored(raw: Any) -> tuple[Metric, ...] | None:
 
 
 @dataclass(frozen=True)
-class Directions:
-    """The direction of improvement of every metric of one run (see the module doc)."""
+class Directions(Mapping[str, str]):
+    """The direction of improvement of every metric of one run (see the module doc).
+
+    Also a read-only mapping (metric -> direction, any metric answered) so that it goes
+    wherever a ``report.better`` mapping went (``better_overrides=``)."""
 
     declared: Catalogue | None = None  # None: the run stored no catalogue (older runs)
     overrides: Mapping[str, str] = field(default_factory=dict)  # report.better, derived
@@ -79,6 +82,23 @@ class Directions:
     def ranks(self, metric: str, unit: str = "") -> bool:
         """Whether ``metric`` may be ranked (a best point, better/worse)."""
         return self.of(metric, unit) != NONE
+
+    def __getitem__(self, metric: str) -> str:
+        return self.of(metric)
+
+    def __contains__(self, metric: object) -> bool:
+        return isinstance(metric, str)  # every metric has an answer, "none" included
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.overrides)
+
+    def __len__(self) -> int:
+        return len(self.overrides)
+
+
+def way_text(direction: str) -> str:
+    """``higher is better``, ``lower is better`` or ``not ranked`` (for a reader)."""
+    return f"{direction} is better" if direction in (HIGHER, LOWER) else "not ranked"
 
 
 def scenario_directions(scenario: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:

@@ -14,16 +14,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
+
+import pandas as pd
 
 from vbench.analysis.aggregate import trial_values
 from vbench.config.labels import render_label
-from vbench.lazy import lazy_module
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = lazy_module("pandas")
 
 OK_STATUS = "ok"
 Values = dict[int, float | None]  # trial -> value
@@ -258,8 +254,9 @@ def better(
     """``higher``, ``lower`` or ``none`` (never ranked). Given a run's ``Directions``
     (vbench/analysis/direction.py), its answer; given a plain mapping (``report.better``),
     that, else :func:`guess_better`."""
-    if overrides is not None and not isinstance(overrides, Mapping):
-        return str(overrides.of(metric, unit))
+    of = getattr(overrides, "of", None)  # a Directions (itself a Mapping) answers with the unit
+    if callable(of):
+        return str(of(metric, unit))
     if overrides and metric in overrides:
         return overrides[metric]
     return guess_better(metric, unit)

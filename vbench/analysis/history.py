@@ -25,6 +25,7 @@ import pandas as pd
 from vbench.analysis import expr as ex
 from vbench.analysis.comparable import Comparability, compare_runs
 from vbench.analysis.derived import compute_derived, parse_specs
+from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import RunFigures, better, factor_order, values_from_samples
 from vbench.analysis.stats import Summary, summarize
 from vbench.config.scenario import Derived
@@ -338,10 +339,9 @@ def _assemble(
     for _, key, _ in summaries:
         order.setdefault(key, dict(key))
     factors = factor_order(runs[-1].scenario, order.values())
-    overrides = {**((runs[-1].scenario.get("report") or {}).get("better") or {})}
-    for d in specs:
-        if d.better:
-            overrides.setdefault(d.name, d.better)
+    # The newest run's catalogue, report.better and derived figures say which way is better.
+    overrides = directions_of({"scenario": runs[-1].scenario,
+                               "metrics": getattr(runs[-1], "metrics", None)})
     series = []
     for m in metrics:
         unit = units.get(m, "")

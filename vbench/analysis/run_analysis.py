@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from vbench.analysis.derived import DerivedResult, compute_derived, parse_specs
+from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import RunFigures, build_figures
 from vbench.analysis.qos import QosResult, evaluate_qos, parse_criteria
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD
@@ -47,7 +48,7 @@ def analyze(
         figures,
         specs,
         cv_threshold=cv_threshold_of(scenario),
-        better_overrides=better_overrides(scenario),
+        better_overrides=directions_of(run),  # the run's catalogue, report.better on top
     )
     criteria, qos_problems = parse_criteria(scenario)
     qos = evaluate_qos(derived.extended, criteria)

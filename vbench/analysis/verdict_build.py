@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import better, present
 from vbench.analysis.qos import QosResult
 from vbench.analysis.run_analysis import RunAnalysis
@@ -77,7 +78,7 @@ class AnswerInputs:
         if derived:
             return derived[0].better or None
         unit = self.analysis.figures.units.get(metric, "")
-        d = better(metric, unit, self.stored.scenario.better)
+        d = better(metric, unit, directions_of(self.run))
         return d if d in ("higher", "lower") else None
 
     def point_title(self, point: int) -> str:

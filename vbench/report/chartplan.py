@@ -23,6 +23,7 @@ from typing import Any
 from markupsafe import Markup
 
 from vbench.analysis.derived import DerivedFigure, DerivedResult
+from vbench.analysis.direction import way_text
 from vbench.analysis.figures import better
 from vbench.analysis.qos import QosCheck, QosResult
 from vbench.analysis.stats import Summary
@@ -288,7 +289,7 @@ def caption(series: Series, shows: str, mode: str, extra: str, window: str) -> s
     unit = series.unit or "no unit"
     main, _, more = shows.partition("; ")
     notes = "".join(f"; {x}" for x in (more, extra) if x)
-    return (f"{series.name} in {unit} ({series.better} is better): {main} over successful "
+    return (f"{series.name} in {unit} ({way_text(series.better)}): {main} over successful "
             f"trials ({_n_text(series.rows)} per point, {window}); {error_text(mode)}"
             f"{notes}.")
 

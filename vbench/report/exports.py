@@ -15,6 +15,7 @@ from typing import Any
 
 from vbench.analysis.comparable import comparable_json
 from vbench.analysis.compare import compare_figures
+from vbench.analysis.direction import directions_of, way_text
 from vbench.analysis.figures import better, present
 from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
@@ -150,7 +151,7 @@ def to_json(datas: Sequence[ReportData]) -> str:
     doc: dict[str, Any] = {"runs": runs}
     if len(datas) > 1:
         first = datas[0].analyzed()
-        overrides = datas[0].stored.scenario.better
+        overrides = directions_of(datas[0].run)
         metrics = list(datas[0].headline_metrics) or first.figures.metrics()
         doc["comparisons"] = []
         for other in datas[1:]:
@@ -351,11 +352,11 @@ def _md_run(d: ReportData) -> list[str]:
         if comp is not None and not comp.alike:
             lines.append(f"- the baseline differs: {_md(comp.summary())}")
     metrics = [m for m in (d.headline_metrics or tuple(f.metrics()[:3])) if m in f.units]
-    overrides = d.stored.scenario.better
+    overrides = directions_of(d.run)
     if metrics and f.points:
         lines += ["", "| point | " + " | ".join(
-            f"{_md(m)} ({_md(f.units.get(m) or '-')}, {better(m, f.units.get(m, ''), overrides)}"
-            " is better)" for m in metrics) + " |",
+            f"{_md(m)} ({_md(f.units.get(m) or '-')}, "
+            f"{way_text(better(m, f.units.get(m, ''), overrides))})" for m in metrics) + " |",
             "|---|" + "---:|" * len(metrics)]
         for p in sorted(f.points):
             cells = [fmt_mean_ci(summarize(present(f.trial_values(p, m))), f.units.get(m, ""))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from vbench.analysis.direction import way_text
 from vbench.analysis.history import History, sparkline
 from vbench.analysis.verdict import Verdict
 from vbench.report.data import MISSING, fmt_num
@@ -80,7 +81,7 @@ def format_history(history: History, verdicts: Mapping[str, Verdict] | None = No
             out += [f"{m}: no data in these runs", ""]
             continue
         unit = series[0].unit
-        out.append(f"{m}{f' ({unit})' if unit else ''} — {series[0].better} is better — "
+        out.append(f"{m}{f' ({unit})' if unit else ''} — {way_text(series[0].better)} — "
                    "mean over the successful trials of each run")
         lead = ["run", "lab", *(["v"] if several else []), "started"]
         rows = []

@@ -21,7 +21,8 @@ from jinja2 import (
 from markupsafe import Markup
 
 from vbench import __version__
-from vbench.analysis.run_analysis import better_overrides, cv_threshold_of
+from vbench.analysis.direction import directions_of
+from vbench.analysis.run_analysis import cv_threshold_of
 from vbench.errors import ConfigError
 from vbench.report.chartplan import ChartIds, derived_charts, error_text, qos_charts
 from vbench.report.data import (
@@ -178,7 +179,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
     """The template's variables (see reports/README.md)."""
     run = view.data.run
     analysis = view.data.analyzed()
-    overrides = better_overrides(view.scenario)
+    overrides = directions_of(view.data.run)  # the run's catalogue, report.better on top
     mode = str((view.scenario.get("report") or {}).get("error_bars") or "range")
     ids = ChartIds()
     phase_names, trials = _trial_rows(view)

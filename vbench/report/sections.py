@@ -105,11 +105,18 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str],
             continue
         direction = better(m, unit, overrides)
         ordered = sorted(found, key=lambda ps: ps[1].mean or 0.0,
-                         reverse=direction == "higher")
+                         reverse=direction != "lower")
         sc = choose(unit, [ordered[0][1].mean, ordered[-1][1].mean])
         best_p, best = ordered[0]
         worst_p, worst = ordered[-1]
         one = len(ordered) == 1
+        if direction not in ("higher", "lower"):  # no best point by a figure of context
+            span = fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else (
+                f" at {best_p.title} to {fmt_mean_ci(sc.summary(worst), sc.unit)} "
+                f"at {worst_p.title}"))
+            rows.append({"metric": m, "unit": sc.unit, "best": span, "worst": "",
+                         "note": "not ranked: no direction of improvement"})
+            continue
         rows.append({
             "metric": m,
             "unit": sc.unit,
@@ -138,6 +145,8 @@ def derived_headline_rows(view: ReportView, derived: DerivedResult,
         sc = choose(best.unit, [best.summary.mean, worst.summary.mean])
         one = len(ordered) == 1
         where = figs[0].reference or figs[0].kind
+        if figs[0].better not in ("higher", "lower"):
+            where += "; not ranked: no direction of improvement"
         rows.append({
             "metric": name, "unit": sc.unit,
             "best": fmt_mean_ci(sc.summary(best.summary), sc.unit)

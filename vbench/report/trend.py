@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from html import escape
 
+from vbench.analysis.direction import way_text
 from vbench.analysis.history import History, HistoryRun, HistorySeries
 from vbench.analysis.stats import Summary
 
@@ -258,8 +259,8 @@ def _metric_sections(history: History, names: Sequence[str]) -> list[str]:
             continue
         s0 = series[0]
         unit = f" in {s0.unit}" if s0.unit else ""
-        out.append(f'<p class="note">{escape(m)}{escape(unit)}, {escape(s0.better)} is '
-                   'better: per run, the mean over its successful trials; error bars = 95 % '
+        out.append(f'<p class="note">{escape(m)}{escape(unit)}, {escape(way_text(s0.better))}'
+                   ': per run, the mean over its successful trials; error bars = 95 % '
                    'confidence interval of the mean (none with a single trial).</p>'
                    '<div class="grid">')
         for s in series:
