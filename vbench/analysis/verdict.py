@@ -202,8 +202,14 @@ class Effects:
         return "; ".join(parts)
 
 
+def _plural(n: int, kind: str) -> str:
+    if n == 1:
+        return f"1 {kind}"
+    return f"{n} {kind[:-1]}ies" if kind.endswith("y") else f"{n} {kind}s"
+
+
 def _counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in counts.items() if n)
+    return ", ".join(_plural(n, kind) for kind, n in counts.items() if n)
 
 
 @dataclass(frozen=True)

@@ -101,10 +101,15 @@ class AnswerInputs:
 
     def _why_missing(self, point: int | None, metric: str) -> str:
         f = self.analysis.figures
+        ok = [t for t in self.trials if t.get("status") == "ok"]
+        if not ok:
+            failed = len(self.trials)
+            return f"no trial succeeded ({failed} failed or interrupted)" if failed else \
+                "no trial ran"
+        if not any(m == metric and present(v) for (_, m), v in f.values.items()):
+            return "no trial of the run recorded it"
         if point is None:
             return "no point of the run has a value"
-        if not any(m == metric for _, m in f.values):
-            return "no trial of the run recorded it"
         ok = [t for t in self.trials if int(t["point"]) == point and t.get("status") == "ok"]
         if not ok:
             return f"no successful trial at {self.point_title(point)}"
@@ -188,9 +193,10 @@ def default_answer(inputs: AnswerInputs) -> Answer:
         figs = tuple(inputs.figure(p, lead) for p in inputs.points_with(lead)[:MAX_UNRANKED])
         return Answer("best point", "result", note, NO_ANSWER, figures=figs,
                       how_to_read="Each point's figure is shown: none is called best.")
-    if point is None:
-        figs = tuple(inputs.figure(None, m, missing=note) for m in names)
-        return Answer("best point", "result", note, NO_ANSWER, figures=figs)
+    if point is None:  # each figure says why it has no value
+        figs = tuple(inputs.figure(None, m) for m in names)
+        return Answer("best point", "result", figs[0].value_text() if figs[0].value is None
+                      else note, NO_ANSWER, figures=figs)
     figs = tuple(inputs.figure(point, m) for m in names)
     title = "best point" if multi else "result"
     where = inputs.point_title(point)

@@ -307,6 +307,7 @@ def _vsphere_run(
         cancel=cancel,
         notice=notice,
         workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
+        workload_extra=[vc for p in plan.points for vc in p.workload.vcenters(p.workload.params)],
         point_profiles=[p.profiles for p in plan.points],
         point_guests=[[n for names in p.nodes.values() for n in names] for p in plan.points],
     )
@@ -326,6 +327,8 @@ def _vsphere_cleanup(
 ) -> None:
     """Remove what the run created — after a normal end, a failure or an interrupt. Ctrl-C
     does not stop it (:class:`RunSignals`; `vbench cleanup RUN_ID` if it is killed)."""
+    from vbench.engine.verdict import cleanup_text
+
     try:
         if vsphere.journal is None:
             return
@@ -343,7 +346,7 @@ def _vsphere_cleanup(
                 errors=report.errors,
             )
         if progress is not None:
-            progress.notice(f"vSphere cleanup: {report.summary()}")
+            progress.notice(cleanup_text(report, rundir))
         if report.errors and raise_errors:
             raise LabError(
                 "vSphere cleanup",

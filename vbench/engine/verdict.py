@@ -31,7 +31,9 @@ from vbench.vsphere.journal import FINAL, JOURNAL_FILE, items, parse_lines
 
 if TYPE_CHECKING:
     from vbench.engine.finish import RunResult
+    from vbench.results.rundir import RunDir
     from vbench.results.store import Store
+    from vbench.vsphere.cleanup import CleanupReport
 
 # What the journal's kinds are called in a sentence (other kinds print as they are).
 KIND_NAMES = {
@@ -174,3 +176,14 @@ def keep_verdict(store: Store, result: RunResult) -> RunResult:
     except OSError as exc:  # the store holds the run: `vbench show` computes it again
         result.rundir.log("verdict_not_written", level="warning", error=str(exc))
     return dataclasses.replace(result, data=dataclasses.replace(result.data, verdict=verdict))
+
+
+def cleanup_text(report: CleanupReport, rundir: RunDir | None) -> str:
+    """The run's last word on vSphere: what it created and removed over the run (the
+    journal), then what the final clean-up did — not only the final clean-up's count,
+    which is 0 when the workload removed its own objects as it went."""
+    effects = effects_of(rundir.path) if rundir is not None else None
+    final = f"final clean-up {report.summary()}"
+    if effects is None:
+        return f"vSphere cleanup: {report.summary()}"
+    return f"vSphere: {effects.text()} ({final})"

@@ -84,14 +84,16 @@ class VSphereRun:
         cancel: threading.Event | None = None,
         notice: Notice | None = None,
         workload_profiles: Sequence[Sequence[str]] = (),
+        workload_extra: Sequence[str] = (),
         point_profiles: Sequence[Sequence[str]] = (),
         point_guests: Sequence[Collection[str]] = (),
     ) -> None:
         self.scenario, self.lab = scenario, lab
         self.group_vcenters = dict(group_vcenters)
         # vCenters a driver with needs_vcenter works in (its points' profiles select them).
+        # Plus those the driver's parameters name (a subscriber's): checked and recorded.
         self.workload_vcenters = tuple(
-            dict.fromkeys(self._vcenter_of(p) for p in workload_profiles)
+            dict.fromkeys([*(self._vcenter_of(p) for p in workload_profiles), *workload_extra])
         )
         self.group_guests = {g: tuple(n) for g, n in group_guests.items()}
         # `vm:` groups split by placement: a lab profile may place a point's guests

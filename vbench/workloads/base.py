@@ -167,6 +167,13 @@ class Workload(ABC):
         return cls.metrics
 
     @classmethod
+    def vcenters(cls, params: Params) -> tuple[str, ...]:
+        """vCenters of the lab these parameters act on besides each point's own (a
+        subscriber in a second vCenter): the run checks and records them too (default:
+        none)."""
+        return ()
+
+    @classmethod
     def active_roles(cls, params: Params) -> tuple[str, ...]:
         """The roles these parameters use (default: all); the others get no guests."""
         return cls.roles

@@ -83,6 +83,15 @@ class ContentLibraryWorkload(Workload):
         return library_answer(inputs)
 
     @classmethod
+    def vcenters(cls, params: ContentLibraryParams) -> tuple[str, ...]:  # type: ignore[override]
+        """The vCenters steps name (a subscriber elsewhere): in the run's testbed too."""
+        named = [s.vcenter for s in params.steps if s.vcenter]
+        if params.subscriber_vcenter and any(s.op == "subscribe" and not s.vcenter
+                                             for s in params.steps):
+            named.append(params.subscriber_vcenter)
+        return tuple(dict.fromkeys(named))
+
+    @classmethod
     def findings(cls, params: ContentLibraryParams) -> list[Finding]:  # type: ignore[override]
         return findings(params)
 
