@@ -94,3 +94,13 @@ def test_curves_of_two_other_factors_name_them_in_the_legend_title() -> None:
     svg, _ = draw_series(series, ["vcenter", "sessions", "profile"], ChartIds(),
                          mode="range", x="sessions")
     assert legend_texts(svg) == ["vcenter", "baseline", "candidate"]
+
+
+def test_bars_are_named_by_the_factors_telling_points_apart() -> None:
+    rows = [(lab, summarize([0.9, 1.0])) for lab in VCB_POINTS]
+    series = Series("vcbench.latency_avg", "s", "lower", rows)
+    svg, _ = draw_series(series, ["vcenter", "sessions", "profile"], ChartIds(),
+                         mode="range", prefer="bar")
+    # Two factors left once the profile (which follows vcenter) is dropped: grouped bars.
+    assert legend_texts(svg) == ["sessions", "8", "32"]
+    assert "baseline / 8 / baseline" not in svg and "profile" not in svg

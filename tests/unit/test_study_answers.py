@@ -116,6 +116,16 @@ def test_vcbench_report_leads_with_ops_per_s_and_littles_law_on_one_chart(
     assert [title_of(s) for s, _ in charts].count("vcbench.ops_per_s") == 0
 
 
+def test_a_chart_entry_the_answer_already_draws_is_drawn_once(tmp_path: Path) -> None:
+    _, html = stored(tmp_path, vcbench_points(),
+                     workload={"driver": "vcbench", "roles": {}, "params": {"template": "t"}},
+                     report={"headline": ["vcbench.ops_per_s"], "charts": [
+                         {"metric": "vcbench.ops_per_s", "kind": "line", "x": "sessions",
+                          "title": "ops/s vs sessions"}]})
+    titles = [title_of(s) for s, _ in summary_charts(html)]
+    assert titles == ["ops/s against Little's law"]
+
+
 def test_vcbench_open_loop_answers_against_the_offered_rate(tmp_path: Path) -> None:
     verdict, _ = vcbench_run(tmp_path, loop="open", rate=40)
     answer = verdict.answer

@@ -164,7 +164,11 @@ def draw_series(
     one of ``counts`` (factors that set how many workers, VMs or clients run) and the
     figure is higher-is-better, a derived figure's own ideal always."""
     labels = [lab for lab, _ in series.rows]
-    vary = varying(labels, factors)
+    # A factor whose level follows another's (a level's lab profile) names nothing new.
+    vary = telling_keys([{f: lab.get(f, MISSING) for f in varying(labels, factors)}
+                         for lab in labels])
+    if x is not None and x not in vary and x in varying(labels, factors):
+        vary.append(x)
     if x is None and prefer != "bar":
         x = next((f for f in vary if numeric_factor(labels, f)), None)
         if x is not None and len(vary) > 2:

@@ -73,6 +73,10 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
             or m in derived_names]
     charts, problems = answer_charts(view, lookup, ids, mode, counts)
     answered = {c["metric"] for c in charts}
+    # An entry drawing an answer chart's figure over the same factor is that chart
+    # (without the ideal the answer draws over it): drawn once.
+    same = {(c.metric, c.x) for a in view.data.verdicted().answers for c in a.charts}
+    specs = [c for c in specs if (c.get("metric"), c.get("x")) not in same]
     for name in lead:
         mine = [c for c in specs if c.get("metric") == name]
         if name in answered and not mine:
