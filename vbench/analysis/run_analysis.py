@@ -5,17 +5,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.derived import DerivedResult, compute_derived, parse_specs
 from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import RunFigures, build_figures
 from vbench.analysis.qos import QosResult, evaluate_qos, parse_criteria
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD
+from vbench.lazy import lazy_module
 from vbench.results.store import Store
 from vbench.results.stored import StoredScenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.aggregate import MetricSummary, summarize_points
 from vbench.analysis.figures import factor_order
@@ -24,8 +22,14 @@ from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
 from vbench.analysis.verdict import Verdict
 from vbench.config.labels import render_label
+from vbench.lazy import lazy_module
 from vbench.report.units import Scale, plain
 from vbench.results.stored import StoredRun, StoredScenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 NO_DATA = "no data"
 MISSING = "—"
