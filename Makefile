@@ -17,15 +17,30 @@ GOVMOMI_VERSION := v0.46.0
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: demo test lint docs system venv tools wheelhouse lab-up lab-down clean
+.PHONY: demo test test-unit test-integration test-e2e lint docs system venv tools wheelhouse \
+  lab-up lab-down clean
 
 demo: venv system tools
 	$(BIN)/vbench lab up $(DEMO_LAB)
 	$(BIN)/vbench run examples/quickstart.yaml --lab $(DEMO_LAB) --tag demo
 
+# The suite's tiers are its folders, fastest first; each runs alone too (test-unit needs no
+# peer). `make test` also prints the 25 slowest tests, so growth is seen before it hurts.
+TIERS := tests/unit tests/integration tests/e2e
+PYTEST := VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q
+
 test: venv system tools wheelhouse
 	$(BIN)/ruff check .
-	VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q
+	$(PYTEST) --durations=25 $(TIERS)
+
+test-unit: venv
+	$(PYTEST) --durations=10 tests/unit
+
+test-integration: venv system tools wheelhouse
+	$(PYTEST) --durations=10 tests/integration
+
+test-e2e: venv system tools wheelhouse
+	$(PYTEST) --durations=10 tests/e2e
 
 lint: venv
 	$(BIN)/ruff check .

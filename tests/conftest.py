@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.seed import how_to_repeat
 from vbench.guest.locallab import (
     SSHD_CANDIDATES,
     lab_down,
@@ -37,8 +38,31 @@ def missing_peer(reason: str) -> None:
         pytest.fail(f"{reason} — required under `make test`")
     pytest.skip(reason)
 
-# vcsim fixtures (vcsim, vcsim_factory, vc_password) for every test module.
-pytest_plugins = ("tests.vcsim",)
+# vcsim fixtures (vcsim, vcsim_factory, vc_password) and the session's PostgreSQL server
+# (postgresql_server, postgresql_url, fresh_postgresql_url) for every test module. Use them
+# by name; importing them into a module would make a second, module-bound copy.
+pytest_plugins = ("tests.vcsim", "tests.pg")
+
+TESTS = Path(__file__).resolve().parent
+# The tiers are the folders: each is marked by where its tests live (`pytest -m unit`, or
+# `make test-unit`), so a test file never has to say which tier it belongs to.
+TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.resolve()
+        parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+        if len(parts) > 1 and parts[0] in TIERS:
+            item.add_marker(parts[0])
+
+
+def pytest_report_header() -> str:
+    return how_to_repeat()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    terminalreporter.write_line(how_to_repeat())
 
 
 def free_port(*addresses: str) -> int:

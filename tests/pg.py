@@ -1,9 +1,10 @@
 """A throwaway PostgreSQL server for tests: initdb in a temporary folder, listening on
 127.0.0.1 only, stopped and deleted at the end of the session.
 
-Import the fixtures into a test module (or a conftest)::
-
-    from tests.pg import postgresql_server, postgresql_url, fresh_postgresql_url
+tests/conftest.py loads this module as a plugin: every test asks for ``postgresql_server``,
+``postgresql_url`` or ``fresh_postgresql_url`` by name and shares the session's one server
+(importing the fixtures into a module would start a second server for that module). The
+server is started only when a test first asks for it.
 
 The server runs as the ``postgres`` system user when the tests run as root (postgres
 refuses root). The superuser ``vbench`` logs in over TCP without a password; the role

@@ -11,9 +11,6 @@ import pytest
 from tests.conftest import LocalGuests
 from tests.corpus import SHARED, need
 from tests.e2e.helpers import run_id_of, show, vbench, vbench_popen, write_lab, write_scenario
-from tests.pg import fresh_postgresql_url, postgresql_server
-
-__all__ = ["fresh_postgresql_url", "postgresql_server"]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

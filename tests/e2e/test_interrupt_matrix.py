@@ -9,7 +9,11 @@ no guest work directory is left, and the store holds the run as ``interrupted`` 
 store says where the run was (``provisioning`` or ``running``) until `vbench cleanup`
 settles it; a second cleanup (tried where the guests had most to clean) is a no-op that
 says so. Each case waits for the moment's own mark (the vSphere journal or the run log).
-The statuses are read from the store directly: every CLI start costs seconds."""
+The statuses are read from the store directly.
+
+Each run tries every moment, half of them with Ctrl-C and the others with kill -9; which
+half alternates with the session's seed (tests/seed.py), so two runs of opposite seed
+parity cover the whole matrix. VBENCH_TEST_EVERY_CASE=1 runs all ten cases."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import yaml
 
 from tests.conftest import LocalGuests
 from tests.e2e.helpers import remote_processes, show, vbench, vbench_popen, wait_for, wait_for_log
+from tests.seed import SEED, every_case
 from tests.vcsim import PASSWORD, PASSWORD_ENV, VcsimServer, start_server
 from vbench.config.load import load_lab
 from vbench.results.store import Store
@@ -39,6 +44,14 @@ TEMPLATE = "tmpl-matrix"
 # its task waits, as in a vCenter.
 DELAYS = (("CloneVM_Task", 300), ("PowerOff", 1000), ("Destroy", 1500), ("LockHandoff", 0))
 MOMENTS = ("provisioning", "warmup", "steady", "between-trials", "cleanup")
+HOWS = ("sigint", "kill-9")
+
+
+def _cases() -> list[tuple[str, str]]:
+    """(how, moment) pairs this run tries: every moment, the two ways alternating."""
+    if every_case():
+        return [(how, moment) for moment in MOMENTS for how in HOWS]
+    return [(HOWS[(i + SEED) % 2], moment) for i, moment in enumerate(MOMENTS)]
 
 
 @dataclass
@@ -153,8 +166,7 @@ def _reach(moment: str, home: Path, proc: object) -> None:
     wait_for_log(home, event, 120, proc, **fields)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("moment", MOMENTS)
-@pytest.mark.parametrize("how", ["sigint", "kill-9"])
+@pytest.mark.parametrize(("how", "moment"), _cases())
 def test_an_interrupted_run_leaves_nothing_and_is_stored_interrupted(
     matrix_lab: MatrixLab,
     vbench_home: Path,

@@ -17,14 +17,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.pg import (  # noqa: F401 - fixtures
-    PASSWORD,
-    PASSWORD_USER,
-    PgServer,
-    fresh_postgresql_url,
-    postgresql_server,
-    postgresql_url,
-)
+from tests.pg import PASSWORD, PASSWORD_USER, PgServer
 from vbench.errors import RunNotFound, StoreError
 from vbench.results import migrations, store_schema
 from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult
@@ -418,14 +411,14 @@ def test_url_display_hides_passwords() -> None:
 
 
 # -- PostgreSQL only ------------------------------------------------------------------------
-def test_postgresql_opens_from_a_plain_url(fresh_postgresql_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_postgresql_opens_from_a_plain_url(fresh_postgresql_url: str, tmp_path: Path) -> None:
     with Store.open(fresh_postgresql_url, tmp_path) as s:
         assert s.dialect == "postgresql"
         assert s.url_display == fresh_postgresql_url  # no password: shown as given
 
 
 def test_postgresql_scheme_alias_and_password_user(
-    postgresql_server: PgServer, tmp_path: Path  # noqa: F811
+    postgresql_server: PgServer, tmp_path: Path
 ) -> None:
     db = postgresql_server.create_database(owner=PASSWORD_USER)
     url = postgresql_server.url(db, PASSWORD_USER, PASSWORD).replace("postgresql://", "postgres://")
@@ -441,7 +434,7 @@ def test_postgresql_scheme_alias_and_password_user(
 
 
 def test_postgresql_labels_are_jsonb_and_values_double(
-    fresh_postgresql_url: str, tmp_path: Path  # noqa: F811
+    fresh_postgresql_url: str, tmp_path: Path
 ) -> None:
     with Store.open(fresh_postgresql_url, tmp_path) as s:
         s.create_run(run_info("r1"))
