@@ -4,13 +4,11 @@ to the terminal's width, see :mod:`vbench.report.fit`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
-from vbench.analysis.derived import DerivedFigure
-from vbench.analysis.stats import Summary
 from vbench.report.data import (
     MISSING,
     NO_DATA,
@@ -23,6 +21,10 @@ from vbench.report.data import (
     fmt_time,
 )
 from vbench.report.fit import fit
+
+if TYPE_CHECKING:  # types only: `vbench ls` needs no scenario model (pydantic)
+    from vbench.analysis.derived import DerivedFigure
+    from vbench.analysis.stats import Summary
 
 _STATUS_STYLE = {
     "ok": "green",
