@@ -144,3 +144,21 @@ def test_effects_count_what_the_run_created_and_removed(tmp_path: Path) -> None:
     assert eff.created == {"library": 1, "library item": 1, "VM": 2}
     assert eff.text() == "created 1 library, 1 library item, 2 VMs; removed all of it"
     assert effects_of(tmp_path / "nowhere") is None
+
+
+def test_compare_puts_two_searches_answers_side_by_side(tmp_path: Path) -> None:
+    from vbench.report.verdict_view import compare_answer_lines, compare_answers
+
+    verdicts = []
+    for name in ("a", "b"):
+        store, run_id, _ = stored_search(tmp_path / name, headline=("lat",))
+        store.finish_run(run_id, "ok", 2e9)
+        verdicts.append(verdict_of(report_data(store, run_id)))
+    doc = compare_answers(*verdicts)
+    assert doc["searches"] is True
+    labels = [f["label"] for f in doc["facts"]]
+    assert labels[:2] == ["highest pass", "lowest fail"], labels
+    assert doc["facts"][0]["ratio"] == 1.0  # the same system, the same search
+    assert [f["metric"] for f in doc["figures"]] == ["lat"]
+    lines = compare_answer_lines(doc)
+    assert lines[0].startswith("A run-findmax: find-max users: highest pass")

@@ -215,6 +215,20 @@ def default_answer(inputs: AnswerInputs) -> Answer:
 # ------------------------------------------------------------------ the verdict
 
 
+def noisy_figures(inputs: AnswerInputs, names: Sequence[str]) -> tuple[str, ...]:
+    """Every headline figure, at any point, whose cv is above the scenario's threshold:
+    ``total_iops at rate_iops=400: cv 7.1 %``."""
+    f = inputs.analysis.figures
+    cv = inputs.stored.scenario.cv_threshold
+    out = []
+    for m in dict.fromkeys(names):
+        for p in sorted(p for (p, metric) in f.values if metric == m):
+            s = summarize(present(f.trial_values(p, m)), cv_threshold=cv)
+            if s.noisy and s.cv is not None:
+                out.append(f"{m} at {inputs.point_title(p)}: cv {s.cv * 100:.1f} %")
+    return tuple(out)
+
+
 def qos_view(qos: QosResult, answers: Sequence[Answer]) -> QosView:
     """The QoS verdict as this run's study reads it: failures at the points an answer
     expects them (a search's levels above its answer) are the study working, not a
@@ -260,7 +274,7 @@ def build_verdict(
     chosen = tuple(answers) or (default_answer(inputs),)
     figured = next((a for a in chosen if a.figures), None)
     headline = figured.figures if figured is not None else default_answer(inputs).figures
-    noise = tuple(f"{f.metric} at {f.where}" for f in headline if f.noisy)
+    noise = noisy_figures(inputs, [f.metric for f in headline])
     qos = qos_view(inputs.analysis.qos, chosen)
     code = EXIT_BY_STATUS.get(stored.status, 0) if exit_code is None else exit_code
     return Verdict(

@@ -79,7 +79,7 @@ def badges(
             out.append(Badge("regression", f"{len(regression.regressions)} found", "bad"))
         else:
             out.append(Badge("regression", "none", "good"))
-    noisy = sum(
+    noisy = len(verdict.noise) if verdict is not None else sum(
         1 for (_p, m), ms in view.summaries.items() if m in view.headline and ms.summary.noisy
     )
     out.append(Badge("noise", f"{noisy} noisy figure{'s' if noisy != 1 else ''}"
