@@ -168,3 +168,21 @@ def test_unknown_run_id_is_a_clear_error() -> None:
     assert res.returncode == 2
     assert res.stderr.startswith("error: ") and "no-such-run" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_the_run_stores_its_catalogue_with_each_metrics_direction(
+    run_env: dict[str, object],
+) -> None:
+    from vbench.analysis.direction import directions_of
+
+    run_id = run_id_of(run_env["res"].stdout)  # type: ignore[union-attr]
+    db = Path(run_env["home"]) / "results" / "vbench.db"  # type: ignore[arg-type]
+    con = sqlite3.connect(db)
+    try:
+        (raw,) = con.execute("SELECT metrics FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        con.close()
+    stored = json.loads(raw)  # None before: directions were guessed from names at read time
+    d = directions_of({"scenario": {}, "metrics": stored})
+    assert (d.of("total_iops"), d.of("read_clat_p99"), d.of("ts_seconds")) == (
+        "higher", "lower", "none")

@@ -19,6 +19,7 @@ from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
 from vbench.engine.lifecycle import RunSignals
+from vbench.engine.metric_check import stored_catalogue
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
@@ -33,6 +34,7 @@ from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
 from vbench.vsphere.journal import pending
+from vbench.workloads.base import get_driver
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,8 @@ def _store_run(
             overrides=tuple(req.sets),
             run_dir=str(rundir.path),
             headline=headline_of(plan),
+            metrics=stored_catalogue(plan.scenario, get_driver(plan.driver),
+                                     (p.workload.params for p in plan.points)),
         ))
     rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
 
@@ -307,7 +311,6 @@ def _vsphere_run(
         cancel=cancel,
         notice=notice,
         workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
-        workload_extra=[vc for p in plan.points for vc in p.workload.vcenters(p.workload.params)],
         point_profiles=[p.profiles for p in plan.points],
         point_guests=[[n for names in p.nodes.values() for n in names] for p in plan.points],
     )
@@ -327,8 +330,6 @@ def _vsphere_cleanup(
 ) -> None:
     """Remove what the run created — after a normal end, a failure or an interrupt. Ctrl-C
     does not stop it (:class:`RunSignals`; `vbench cleanup RUN_ID` if it is killed)."""
-    from vbench.engine.verdict import cleanup_text
-
     try:
         if vsphere.journal is None:
             return
@@ -346,7 +347,7 @@ def _vsphere_cleanup(
                 errors=report.errors,
             )
         if progress is not None:
-            progress.notice(cleanup_text(report, rundir))
+            progress.notice(f"vSphere cleanup: {report.summary()}")
         if report.errors and raise_errors:
             raise LabError(
                 "vSphere cleanup",
