@@ -363,7 +363,9 @@ def _md_run(d: ReportData) -> list[str]:
                      for m in metrics]
             lines.append(f"| {_md(f.title(p))} | " + " | ".join(_md(c) for c in cells) + " |")
         lines.append("")
-        lines.append("Mean ± 95 % CI over successful trials.")
+        lines.append("Mean ± 95 % CI over successful trials."
+                     + (" Measured on a simulated lab: the simulator's figures, not a real "
+                        "vSphere's." if verdict.simulated else ""))
     expected = {p for ans in verdict.answers for p in ans.qos_expected}
     bad = [c for c in a.qos.failures if c.point not in expected]
     if bad:

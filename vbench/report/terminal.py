@@ -25,6 +25,7 @@ from vbench.report.fit import fit
 if TYPE_CHECKING:  # types only: `vbench ls` needs no scenario model (pydantic)
     from vbench.analysis.derived import DerivedFigure
     from vbench.analysis.stats import Summary
+from vbench.analysis.verdict_build import simulated_text
 
 _STATUS_STYLE = {
     "ok": "green",
@@ -72,6 +73,9 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
         f"{data.run.get('scenario_name', '?')} · run {data.run.get('run_id', '?')} · "
         f"mean ± 95 % CI and min–max over trials · {view.trials_text} · {view.window_text}"
     )
+    simulated = simulated_text(data.run)
+    if simulated:  # every figure below is the simulator's: said beside them
+        title += f" · SIMULATED LAB ({simulated})"
     # Text everywhere: labels and errors come from a lab and must not be read as markup.
     table = Table(title=Text(title), title_justify="left")
     table.add_column("#", justify="right", style="dim")
