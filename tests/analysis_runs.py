@@ -64,11 +64,13 @@ def add_run(
     labelled: Sequence[tuple[int, int, str, Mapping[str, str], float]] = (),
     run_dir: str | None = None,
     overrides: Sequence[str] = (),
+    metrics: list[dict[str, Any]] | None = None,
 ) -> str:
     """Write one run: ``points`` in order (index = position), each with per-trial values
     per metric (None = missing figure). ``failed`` (point, trial) pairs are recorded as
     failed trials; ``labelled`` adds (point, trial, metric, labels, value) samples;
-    ``overrides`` are the run's --set arguments."""
+    ``overrides`` are the run's --set arguments; ``metrics`` the catalogue the engine
+    stores with a run (vbench/analysis/direction.py: to_stored)."""
     sc = dict(scenario or scenario_doc())
     lab_doc = dict(lab or {"name": "lab1"})
     store.create_run(RunInfo(
@@ -76,7 +78,7 @@ def add_run(
         scenario=sc, lab=lab_doc, lab_fingerprint=lab_fingerprint(lab_doc),
         scenario_hash=scenario_hash(sc),
         environment=dict(environment or {"controller": {"command": "vbench run demo.yaml"}}),
-        run_dir=run_dir, overrides=tuple(overrides),
+        run_dir=run_dir, overrides=tuple(overrides), metrics=metrics,
     ))
     store.add_points(run_id, [(i, dict(labels)) for i, (labels, _) in enumerate(points)])
     for p, (_labels, metrics) in enumerate(points):

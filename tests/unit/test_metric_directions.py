@@ -4,6 +4,7 @@ better", a guess from its name)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,3 +125,21 @@ def test_the_report_ranks_no_best_point_by_a_metric_without_direction() -> None:
     # Before: "9.000 % at users=2", "higher is better" - the load generator's CPU ranked.
     assert rows["client_cpu"]["note"] == "not ranked: no direction of improvement"
     assert rows["client_cpu"]["worst"] == ""
+
+
+def test_history_ranks_by_the_stored_catalogue(tmp_path: Path) -> None:
+    from tests.analysis_runs import T0, add_run, scenario_doc
+    from vbench.analysis.history import load_history
+    from vbench.results.store import Store
+    from vbench.workloads.cloudstone.metrics import METRICS
+
+    sc = scenario_doc("cs", {"users": ["10"]})
+    with Store.open(f"sqlite:///{tmp_path}/h.db", tmp_path) as store:
+        for day in (1, 2):
+            add_run(store, f"2027010{day}-000000-0000000{day}",
+                    [({"users": "10"}, {"client_cpu": [0.05 * day], "rt_p90": [12.0]})],
+                    scenario=sc, started=T0 + day * 86400, metrics=to_stored(METRICS))
+        history = load_history(store, "cs", ["client_cpu", "rt_p90"])
+    ways = {s.metric: s.better for s in history.series}
+    # Before: client_cpu "higher" (a name guess), so a busier load generator read as better.
+    assert ways == {"client_cpu": "none", "rt_p90": "lower"}
