@@ -57,6 +57,8 @@ def test_a_converged_search_answers_with_its_bracket_not_a_qos_failure(tmp_path:
     # Failing levels above the answer are the search working.
     assert v.qos.status == "bracket" and v.qos.failed > 0 and not v.qos.bad
     assert v.exit_code == 0
+    # Read without the engine (no verdict attached or stored): the same answer.
+    assert data.verdicted().answers == v.answers
 
     import dataclasses
 

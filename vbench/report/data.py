@@ -73,6 +73,7 @@ class ReportData:
         driver's answers (the headline at the best point)."""
         if self.verdict is not None:
             return self.verdict
+        from vbench.analysis.findmax_answer import findmax_answers
         from vbench.analysis.verdict import read_stored
         from vbench.analysis.verdict_build import AnswerInputs, build_verdict, simulated_text
 
@@ -82,7 +83,10 @@ class ReportData:
         inputs = AnswerInputs(self.run, self.points, self.trials, self.analyzed(),
                               tuple(self.headline_metrics),
                               simulated_text(self.run) is not None)
-        return build_verdict(inputs, (), warnings=self.warnings)
+        # The search's answer is pure analysis (the engine's SearchSchedule.answer gives
+        # the same); a driver's own answer needs the engine (vbench/engine/verdict.py).
+        answers = findmax_answers(inputs) if self.stored.scenario.doc.get("search") else ()
+        return build_verdict(inputs, answers, warnings=self.warnings)
 
     def analyzed(self) -> RunAnalysis:
         if self.analysis is not None:
