@@ -327,9 +327,9 @@ def test_a_count_factor_is_answered_with_speedup_and_efficiency(tmp_path: Path) 
     answer = verdict.answer
     assert answer is not None and answer.kind == "scaling"
     assert answer.text == ("iops at workers=8: speedup 5.2× over workers=1 against ideal "
-                           "8× (efficiency 65%); efficiency ≥ 90% up to workers=4")
-    assert answer.details == ("speedup over 1 → 2: 1.95× of 2× (98%); 4: 3.7× of 4× (92%); "
-                              "8: 5.2× of 8× (65%)",)
+                           "8× (efficiency 65 %); efficiency ≥ 90 % up to workers=4")
+    assert answer.details == ("speedup over 1 → 2: 1.95× of 2× (98 %); 4: 3.7× of 4× (92 %); "
+                              "8: 5.2× of 8× (65 %)",)
     svg, cap = summary_charts(html)[0]
     assert title_of(svg) == "iops: speedup against linear scaling"
     assert "dashed = ideal linear scaling from the smallest level" in cap
@@ -354,4 +354,4 @@ def test_a_declared_speedup_with_its_ideal_answers_the_redis_scale_out(tmp_path:
     answer = verdict.answer
     assert answer is not None and answer.kind == "scaling"
     assert answer.text.startswith("layout=scale-out: speedup 1.6× ± ")
-    assert answer.text.endswith("against ideal 2× (efficiency 80%)")
+    assert answer.text.endswith("against ideal 2× (efficiency 80 %)")

@@ -55,6 +55,10 @@ def scaling_answers(inputs: AnswerInputs) -> tuple[Answer, ...]:
     return (counted,) if counted is not None else ()
 
 
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
 def _num(text: str | None) -> float | None:
     try:
         x = float(str(text))
@@ -87,11 +91,11 @@ def _over_count(inputs: AnswerInputs) -> Answer | None:
     n0, (top, speedup, ideal) = lead["n0"], lead["top"]
     combo = f" [{lead['name']}]" if lead["name"] else ""
     text = (f"{metric} at {factor}={top:g}: speedup {speedup:.3g}× over {factor}={n0:g} "
-            f"against ideal {ideal:g}× (efficiency {speedup / ideal:.0%}){combo}")
+            f"against ideal {ideal:g}× (efficiency {_pct(speedup / ideal)}){combo}")
     if lead["held"] is not None:
-        text += f"; efficiency ≥ {HELD:.0%} up to {factor}={lead['held']:g}"
+        text += f"; efficiency ≥ {_pct(HELD)} up to {factor}={lead['held']:g}"
     facts = (Fact("speedup", f"{speedup:.3g}×", speedup), Fact("ideal", f"{ideal:g}×", ideal),
-             Fact("efficiency", f"{speedup / ideal:.0%}", 100 * speedup / ideal, "%"))
+             Fact("efficiency", f"{_pct(speedup / ideal)}", 100 * speedup / ideal, "%"))
     figures = tuple(inputs.figure(lead["point"], m) for m in inputs.headline)
     return Answer("scaling", f"scaling over {factor}", text, facts=facts, figures=figures,
                   details=tuple(r["line"] for r in rows), how_to_read=HOW_TO_READ,
@@ -117,7 +121,7 @@ def _group(inputs: AnswerInputs, metric: str, combo: Sequence[tuple[str, str]],
             scaling = False
             continue
         speedup, ideal = y / y0, n / n0
-        steps.append(f"{n:g}: {speedup:.3g}× of {ideal:g}× ({speedup / ideal:.0%})")
+        steps.append(f"{n:g}: {speedup:.3g}× of {ideal:g}× ({_pct(speedup / ideal)})")
         scaling = scaling and speedup / ideal >= HELD
         held = n if scaling else held
         top = (n, speedup, ideal)
@@ -144,14 +148,14 @@ def _declared(inputs: AnswerInputs) -> Answer | None:
         s = x.summary
         half = f" ± {s.ci_half:.2g}" if s.ci_half is not None else ""
         lines.append(f"{inputs.point_title(x.point or 0)}: speedup {s.mean:.3g}×{half} "
-                     f"against ideal {x.ideal:g}× (efficiency {s.mean / x.ideal:.0%})")
+                     f"against ideal {x.ideal:g}× (efficiency {_pct(s.mean / x.ideal)})")
     best = max(figs, key=lambda x: (x.summary.mean or 0.0) / (x.ideal or 1.0))
     text = lines[figs.index(best)] if len(figs) == 1 else (
         f"{len(figs)} points; best {lines[figs.index(best)]}")
     eff = (best.summary.mean or 0.0) / (best.ideal or 1.0)
     facts = (Fact("speedup", f"{best.summary.mean:.3g}×", best.summary.mean),
              Fact("ideal", f"{best.ideal:g}×", best.ideal),
-             Fact("efficiency", f"{eff:.0%}", 100 * eff, "%"))
+             Fact("efficiency", f"{_pct(eff)}", 100 * eff, "%"))
     return Answer("scaling", f"{spec.name} of {spec.metric}", text, facts=facts,
                   figures=tuple(inputs.figure(best.point, m) for m in inputs.headline),
                   details=tuple(lines) if len(figs) > 1 else (), how_to_read=HOW_TO_READ,
