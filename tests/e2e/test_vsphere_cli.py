@@ -23,7 +23,7 @@ from tests.conftest import LocalGuests
 from tests.e2e.helpers import remote_processes, run_id_of, show, vbench, vbench_popen, wait_for
 from tests.vcsim import VcsimServer
 from vbench.config.load import load_lab
-from vbench.vsphere.connection import SessionPool, server_thumbprint
+from vbench.vsphere.connection import SessionPool, key_digest, server_thumbprint
 from vbench.vsphere.inventory import Inventory
 from vbench.vsphere.simulator import ensure_templates
 from vbench.vsphere.tasks import Watcher
@@ -44,6 +44,12 @@ class SimLab:
     def vm_names(self) -> set[str]:
         with SessionPool.for_lab(load_lab(self.lab).model) as pool:
             return {o.name for o in Inventory.load(pool.get("vc1")).candidates("vm")}
+
+    def session_digests(self) -> set[str]:
+        """The SHA-256 of every session key vCenter lists."""
+        with SessionPool.for_lab(load_lab(self.lab).model) as pool:
+            manager = pool.get("vc1").content.sessionManager
+            return {key_digest(str(u.key)) for u in manager.sessionList}
 
     def ours(self) -> set[str]:
         return {n for n in self.vm_names() if n.startswith("vb-") and n != LOOK_ALIKE}
@@ -206,9 +212,15 @@ def _cleanup_twice(simlab: SimLab, run_dir: Path) -> None:
     """`vbench cleanup` after a kill -9: everything goes, a second pass finds nothing,
     and once the dead run's last request has landed vcsim is still alive with nothing
     left (a request meeting a VM cleanup had destroyed under it crashes vcsim v0.46)."""
+    # The killed run's vCenter sessions, journaled by a digest of their key, are still
+    # logged in; cleanup ends them (issue 28, item 9).
+    left = {e["key_sha256"] for e in simlab.journal(run_dir) if e["event"] == "session"}
+    assert left and left <= simlab.session_digests()
     res = vbench("cleanup", run_dir.name, "--lab", str(simlab.lab))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "destroyed vb-" in res.stdout
+    assert "ended vCenter session of vbench-test on vc1" in res.stdout
+    assert not left & simlab.session_digests()
     assert simlab.ours() == set()
     again = vbench("cleanup", run_dir.name, "--lab", str(simlab.lab))
     assert again.returncode == 0 and "0 destroyed" in again.stdout

@@ -41,6 +41,7 @@ from vbench.vsphere.resources import (
     VSphereResources,
     point_placement,
 )
+from vbench.vsphere.run_sessions import journal_logins
 from vbench.vsphere.specs import VmRequest, plan_requests
 from vbench.vsphere.tasks import Watcher
 from vbench.vsphere.testbed import capture_testbed, merge_testbeds
@@ -167,6 +168,9 @@ class VSphereRun:
         self.run_id = run_id
         journal = self.journal = IndexedJournal.in_run_dir(run_dir)
         journal.open(run_id)
+        # Every login (the preflight's, later ones): `vbench cleanup RUN` ends the
+        # sessions of a killed run from what the journal says of them.
+        self.sessions.watch_logins(journal_logins(journal))
         self.run_resources = RunResources(
             self.lab, self.sessions, self.watcher, journal, run_id, self.cancel
         )

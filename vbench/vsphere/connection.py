@@ -34,6 +34,9 @@ from vbench.vsphere.faults import fault_text
 
 T = TypeVar("T")
 Warn = Callable[[str], None]
+# Told of every login of a session (the first and each one after an expiry): a run
+# journals it so that `vbench cleanup RUN` can end the sessions a killed run left.
+OnLogin = Callable[["VSphereSession"], None]
 
 DEFAULT_KEEPALIVE = 600.0  # vCenter's default idle timeout is 30 minutes
 DEFAULT_TIMEOUT = 30.0
@@ -239,11 +242,14 @@ class VSphereSession:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keepalive: threading.Thread | None = None
+        self.on_login: OnLogin | None = None
 
     # --- login ---------------------------------------------------------------------------
     def login(self) -> None:
         self.content = self.si.RetrieveContent()
         self.content.sessionManager.Login(self.target.user, self.target.password)
+        if self.on_login is not None:
+            self.on_login(self)
 
     def _relogin(self, seen_generation: int) -> None:
         with self._lock:
@@ -255,6 +261,8 @@ class VSphereSession:
                 raise connection_error(self.target, exc) from None
             self._generation += 1
             self.relogins += 1
+            if self.on_login is not None:
+                self.on_login(self)
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``; when the session has expired, log in again and retry once."""
@@ -269,6 +277,15 @@ class VSphereSession:
     def session_key(self) -> str | None:
         current = self.call(lambda: self.content.sessionManager.currentSession)
         return current.key if current is not None else None
+
+    def session_mark(self) -> dict[str, str] | None:
+        """What finds this session again among vCenter's sessions, without being able to
+        use it: the user and a SHA-256 of the session key (a simulator's key is also its
+        cookie, so the key itself is never written down)."""
+        current = self.content.sessionManager.currentSession
+        if current is None:
+            return None
+        return {"user": str(current.userName), "key_sha256": key_digest(str(current.key))}
 
     # --- keep-alive ----------------------------------------------------------------------
     def start_keepalive(self) -> None:
@@ -308,8 +325,13 @@ class VSphereSession:
         self.close()
 
 
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 def connect(
-    target: VCenterTarget, *, pool_size: int = 8, warn: Warn | None = None
+    target: VCenterTarget, *, pool_size: int = 8, warn: Warn | None = None,
+    on_login: OnLogin | None = None,
 ) -> VSphereSession:
     """Log in to ``target``; every failure is a LabError naming the vCenter and the cause."""
     if target.insecure and warn is not None:
@@ -328,6 +350,7 @@ def connect(
             httpConnectionTimeout=target.timeout,
         )
         session = VSphereSession(target, stub, warn)
+        session.on_login = on_login
         session.login()
     except Exception as exc:
         raise connection_error(target, exc) from None
@@ -349,6 +372,7 @@ class SessionPool:
         self._sessions: dict[str, VSphereSession] = {}
         self._lock = threading.Lock()
         self.pool_size, self.warn = pool_size, warn
+        self.on_login: OnLogin | None = None
 
     @classmethod
     def for_lab(cls, lab: Lab, **kw: Any) -> SessionPool:
@@ -367,9 +391,19 @@ class SessionPool:
         with self._lock:
             session = self._sessions.get(name)
             if session is None:
-                session = connect(self.target(name), pool_size=self.pool_size, warn=self.warn)
+                session = connect(self.target(name), pool_size=self.pool_size, warn=self.warn,
+                                  on_login=self.on_login)
                 self._sessions[name] = session
             return session
+
+    def watch_logins(self, on_login: OnLogin) -> None:
+        """Tell ``on_login`` of every session open now, and of each later login."""
+        with self._lock:
+            self.on_login = on_login
+            sessions = list(self._sessions.values())
+        for s in sessions:
+            s.on_login = on_login
+            on_login(s)
 
     def open_sessions(self) -> dict[str, VSphereSession]:
         with self._lock:
