@@ -99,7 +99,7 @@ def test_a_headline_metric_without_data_says_why(tmp_path: Path) -> None:
     v = verdict_of(report_data(store, "r1"))
     missing = [f for f in v.headline if f.metric == "nothing"]
     assert missing and missing[0].value is None
-    assert missing[0].text() == "nothing: no data: no trial of the run recorded it"
+    assert missing[0].text() == "nothing: no data: no sample stored"
 
 
 def test_a_verdict_survives_its_json_and_a_stale_one_is_computed_again(tmp_path: Path) -> None:

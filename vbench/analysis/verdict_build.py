@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.analysis.aggregate import why_no_figure
 from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import better, present
 from vbench.analysis.qos import QosResult
@@ -107,7 +108,8 @@ class AnswerInputs:
             return f"no trial succeeded ({failed} failed or interrupted)" if failed else \
                 "no trial ran"
         if not any(m == metric and present(v) for (_, m), v in f.values.items()):
-            return "no trial of the run recorded it"
+            pairs = [(int(t["point"]), int(t["trial"])) for t in ok]
+            return why_no_figure(f.samples, metric, pairs) or "no trial of the run recorded it"
         if point is None:
             return "no point of the run has a value"
         ok = [t for t in self.trials if int(t["point"]) == point and t.get("status") == "ok"]
