@@ -11,7 +11,8 @@ that needs one writes::
         pd = lazy_module("pandas")
 
 and uses ``pd.DataFrame`` as before: the import happens at the first attribute read,
-inside whichever function needs it. Type checkers see the real module.
+inside whichever function needs it, and the real module then replaces the stand-in in
+that module's namespace. Type checkers see the real module.
 ``tests/unit/test_import_cost.py`` holds which libraries each light command loads.
 
 Only for third-party libraries: vbench's own modules are imported the ordinary way, so
@@ -21,21 +22,25 @@ that the layering test sees every dependency between them.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 
 class LazyModule:
-    """Stands for the module ``name`` until an attribute is read, then imports it and
-    copies its namespace in, so later reads are plain attribute lookups."""
+    """Stands for the module ``name`` in the module that made it, until an attribute is
+    read: then imports it and puts the real module in its place there (later reads
+    there cost nothing, and a test that patches the library is seen)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, owner: dict[str, Any]) -> None:
         self.__dict__["_lazy_name"] = name
+        self.__dict__["_lazy_owner"] = owner
 
     def __getattr__(self, attr: str) -> Any:
-        # Called only for names not yet copied in: the first read, or names a module
-        # computes on demand (its own __getattr__).
         module = importlib.import_module(self.__dict__["_lazy_name"])
-        self.__dict__.update(vars(module))
+        owner = self.__dict__["_lazy_owner"]
+        for key, value in list(owner.items()):
+            if value is self:
+                owner[key] = module
         return getattr(module, attr)
 
     def __repr__(self) -> str:
@@ -43,5 +48,6 @@ class LazyModule:
 
 
 def lazy_module(name: str) -> Any:
-    """A stand-in for ``import name`` that imports it at the first attribute read."""
-    return LazyModule(name)
+    """A stand-in for ``import name`` at the top of a module: the import happens at
+    the first attribute read."""
+    return LazyModule(name, sys._getframe(1).f_globals)

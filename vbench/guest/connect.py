@@ -17,12 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import paramiko
-
 from vbench.errors import GuestError
+from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import paramiko
+
     from vbench.guest.spec import GuestSpec
+else:
+    paramiko = lazy_module("paramiko")
 
 KEEPALIVE_SECONDS = 30
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")
@@ -79,7 +82,7 @@ def describe_os_error(exc: OSError, timeout: float) -> str:
 
 
 # Opens a direct-tcpip channel to (address, port) on a jump host's transport.
-ChannelOpener = Callable[[str, int, float], paramiko.Channel]
+ChannelOpener = Callable[[str, int, float], "paramiko.Channel"]
 
 
 def open_transport(spec: GuestSpec, via: ChannelOpener | None = None) -> paramiko.Transport:

@@ -12,9 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, Self
-
-import paramiko
+from typing import TYPE_CHECKING, Protocol, Self
 
 from vbench.errors import CommandFailed, GuestError
 from vbench.guest import shell, transfer
@@ -22,6 +20,12 @@ from vbench.guest.connect import ConnectionLost, open_jump_channel, open_transpo
 from vbench.guest.output import StdoutSink, parse_date
 from vbench.guest.process import RemoteProcess
 from vbench.guest.spec import CommandResult, GuestSpec
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import paramiko
+else:
+    paramiko = lazy_module("paramiko")
 
 _CONTROL_TIMEOUT = 30.0
 _KILL_GRACE = 2.0  # seconds a timed-out foreground command gets between TERM and KILL

@@ -5,8 +5,14 @@ from __future__ import annotations
 import posixpath
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import paramiko
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import paramiko
+else:
+    paramiko = lazy_module("paramiko")
 
 
 def makedirs(sftp: paramiko.SFTPClient, path: str) -> None:

@@ -1,0 +1,108 @@
+"""Light commands load no heavy library (issue 27): which modules a command imports is a
+fact about the code, checked here in fresh processes; how long they take is measured by
+bench/cli_startup.py, never asserted.
+
+`vbench --version` used to import pandas, NumPy, SciPy and pyarrow (≈ 1 s) through the
+analysis commands' modules, and `validate` also pyVmomi, httpx and SQLAlchemy through
+plugin discovery importing every driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+# What no light command may load (the data stack, the lab clients, the report stack).
+HEAVY = frozenset({"pandas", "numpy", "pyarrow", "scipy", "matplotlib", "jinja2",
+                   "pyVmomi", "pyVim", "paramiko", "httpx"})
+# What `--help` and `--version` need is click alone.
+CLICK_ONLY = HEAVY | {"sqlalchemy", "rich", "pydantic", "yaml"}
+
+# Runs the CLI in this process's interpreter and reports the top-level packages loaded.
+PROBE = """
+import json, sys
+argv = json.loads(sys.argv[1])
+code = None
+try:
+    from vbench.cli import main
+    if argv is not None:
+        main(argv)
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted({m.split(".")[0] for m in sys.modules})
+print("\\n" + json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def _environ() -> dict[str, str]:
+    # This process's environment (PYTHONPATH included: another checkout can be checked
+    # with it) without a store or results folder named from outside.
+    skip = ("VBENCH_STORE", "VBENCH_RESULTS", "_VBENCH_COMPLETE")
+    return {k: v for k, v in os.environ.items() if k not in skip}
+
+
+def _loaded(argv: list[str] | None, home: Path, **env: str) -> tuple[set[str], str]:
+    """The packages a fresh `vbench ARGV` (None: `import vbench.cli`) loads, and its output."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argv)],
+        capture_output=True, text=True, cwd=home, timeout=120,
+        env={**_environ(), "VBENCH_HOME": str(home), "COLUMNS": "100", **env},
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (None, 0), done.stderr
+    return set(report["loaded"]), done.stdout
+
+
+@pytest.mark.parametrize("argv", [None, ["--help"], ["--version"], ["lab", "--help"]],
+                         ids=["import vbench.cli", "--help", "--version", "lab --help"])
+def test_the_cli_itself_loads_click_only(argv: list[str] | None, tmp_path: Path) -> None:
+    loaded, _out = _loaded(argv, tmp_path)
+    assert "click" in loaded  # the probe sees what was imported
+    assert sorted(loaded & CLICK_ONLY) == []
+
+
+def test_shell_completion_loads_click_only(tmp_path: Path) -> None:
+    loaded, out = _loaded([], tmp_path, _VBENCH_COMPLETE="bash_complete",
+                          COMP_WORDS="vbench vali", COMP_CWORD="1")
+    assert "validate" in out
+    assert sorted(loaded & CLICK_ONLY) == []
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_validate_and_plan_load_no_heavy_library(command: str, tmp_path: Path) -> None:
+    loaded, out = _loaded([command, str(QUICKSTART)], tmp_path)
+    assert "2 points" in out  # the scenario was checked, with its fio driver
+    assert "pydantic" in loaded
+    assert sorted(loaded & HEAVY) == []
+
+
+def test_ls_loads_no_data_stack(tmp_path: Path) -> None:
+    from vbench.results.records import RunInfo
+    from vbench.results.store import Store
+
+    store = Store.open(None, tmp_path / "results")
+    store.create_run(RunInfo("run-1", "quickstart", 1_800_000_000.0, tags=("nightly",)))
+    store.finish_run("run-1", "ok", 1_800_000_600.0)
+    store.close()
+    loaded, out = _loaded(["ls"], tmp_path)
+    assert "run-1" in out
+    assert "sqlalchemy" in loaded
+    assert sorted(loaded & HEAVY) == []
+
+
+def test_a_lazy_module_imports_at_first_use_and_takes_its_place() -> None:
+    from vbench.lazy import LazyModule
+
+    namespace: dict[str, object] = {}
+    exec("from vbench.lazy import lazy_module\ncs = lazy_module('colorsys')", namespace)
+    assert isinstance(namespace["cs"], LazyModule)
+    assert namespace["cs"].rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)  # type: ignore[attr-defined]
+    import colorsys
+
+    assert namespace["cs"] is colorsys  # the real module, in the namespace that asked
