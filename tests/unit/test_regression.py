@@ -9,9 +9,9 @@ import pytest
 
 from tests.analysis_runs import T0, add_run, scenario_doc
 from vbench.analysis.regression import resolve_baseline
-from vbench.cli.run_cmds import _verdicts
+from vbench.engine.finish import Verdicts, verdicts
 from vbench.errors import EXIT_LAB, EXIT_OK, EXIT_QOS, ConfigError
-from vbench.report.build import check_regression
+from vbench.report.build import check_regression, report_data
 from vbench.results.store import Store
 
 DAY = 86400.0
@@ -127,6 +127,11 @@ def test_first_run_has_no_baseline_and_does_not_fail(store: Store) -> None:
     res = check_regression(store, current)
     assert res.skipped and not res.regressed
     assert "no earlier compatible run" in res.verdict()
+
+
+def _verdicts(store: Store, run_id: str, spec: str | None, fail_on_qos: bool,
+              exit_code: int) -> Verdicts:
+    return verdicts(store, report_data(store, run_id), spec, fail_on_qos, exit_code)
 
 
 def test_exit_status_of_a_nightly_run(store: Store) -> None:

@@ -303,7 +303,7 @@ def _judge(
 
 def run_regression(
     store: Store,
-    run_id: str,
+    run: RunRow,
     load: Callable[[str], RunFigures],
     metrics: Sequence[str],
     *,
@@ -312,9 +312,8 @@ def run_regression(
     alpha: float = 0.05,
     better_overrides: Mapping[str, str] | None = None,
 ) -> RegressionResult:
-    """Resolve the baseline of ``run_id`` and check it; ``load`` gives a run's figures
-    (derived figures included, so that they can be checked too)."""
-    run = store.get_run(run_id)
+    """Resolve the baseline of the stored ``run`` and check it; ``load`` gives a run's
+    figures (derived figures included, so that they can be checked too)."""
     choice = resolve_baseline(store, run, spec)
     if choice is None:
         note = (f"no earlier compatible run of {run.scenario_name} completed"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from vbench.analysis.qos import QosResult, evaluate_qos, parse_criteria
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD
 from vbench.lazy import lazy_module
 from vbench.results.store import Store
-from vbench.results.stored import StoredScenario
+from vbench.results.stored import StoredRun, StoredScenario
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,14 +59,16 @@ def analyze(
     return RunAnalysis(derived.extended, derived, qos, tuple(dict.fromkeys(all_problems)))
 
 
+def analysis_of(run: StoredRun) -> RunAnalysis:
+    """The analysis of a run already read with :meth:`StoredRun.load`."""
+    samples = run.samples if run.samples is not None else pd.DataFrame()
+    return analyze(run.record, run.points, run.trials, samples)
+
+
 def load_analysis(store: Store, run_id: str) -> RunAnalysis:
-    run = store.get_run(run_id)
-    return analyze(
-        dataclasses.asdict(run),
-        [dataclasses.asdict(p) for p in store.points(run.run_id)],
-        [dataclasses.asdict(t) for t in store.trials(run.run_id)],
-        store.samples_frame(run.run_id),
-    )
+    """Read the run and analyse it (a command that also reports the run should load a
+    :class:`StoredRun` once and use :func:`analysis_of`)."""
+    return analysis_of(StoredRun.load(store, run_id))
 
 
 def load_figures(store: Store, run_id: str) -> RunFigures:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from vbench.cli.options import counted, json_option, open_store, set_option, spa
 if TYPE_CHECKING:
     # The engine pulls in pandas and paramiko: import it when a command runs, so that
     # `vbench --help`, `ls` and `show` start quickly.
-    from vbench.analysis.regression import RegressionResult
+    from vbench.engine.finish import RunResult
     from vbench.engine.plan import Plan
     from vbench.engine.vm_scaling import PlannedVms
     from vbench.results.store import Store
@@ -243,7 +242,9 @@ def run(
     """Execute a scenario in a lab, store every figure and write the report."""
     import sys
 
+    from vbench.cli.options import output_width
     from vbench.cli.progress import Kept, RichProgress
+    from vbench.engine.finish import FinishOptions, finish_run
     from vbench.engine.session import RunRequest, RunSession, execute
 
     store, rdir = open_store(store_url, results_dir)
@@ -253,11 +254,7 @@ def run(
             scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast,
             tuple(sys.argv), resume=resume,
         )
-        session = RunSession.load(request)
-        from vbench.engine.estimate import learn, with_estimate
-
-        session.plan = with_estimate(session.plan,
-                                     learn(store, session.plan, session.lab.model.name))
+        session = RunSession.load(request, store)
         # The driver's warnings (allow_exec on, a run configuration missing …), as
         # validate and plan print them: a run from cron shows them in its log.
         for f in session.plan.findings:
@@ -265,38 +262,35 @@ def run(
                        err=True)
         progress = RichProgress(kept=Kept.of(store, resume) if resume else None)
         outcome, rundir = execute(session, store, rdir, progress=progress)
-        _summary(store, outcome.run_id, outcome.status, rundir.path, lab, progress.console)
-        verdict = _verdicts(store, outcome.run_id, regression_spec, fail_on_qos,
-                            outcome.exit_code)
-        report = None
-        if not no_report:
-            from vbench.report.build import render_run_report
-
-            report = render_run_report(store, outcome.run_id, rundir.path / "report.html",
-                                       regression=verdict.regression)
-        # With --json, stdout carries the JSON document only.
-        say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
-        if verdict.text:
-            say(verdict.text.rstrip("\n"))
-        searched = _findmax_text(store, outcome.run_id)
-        if searched:
-            say(searched.rstrip("\n"))
-        if report is not None:
-            say(f"report: {report}")
-        # The last line says how the run ended: never "ok" when it exits 1.
-        say(f"run {outcome.run_id}: {verdict.reason or outcome.status} ({rundir.path})")
-        if as_json:
-            from vbench.report.build import run_summary_json
-
-            doc = run_summary_json(store, outcome.run_id, verdict.regression)
-            doc.update(exit_code=verdict.exit_code, report=str(report) if report else None,
-                       run_dir=str(rundir.path))
-            from vbench.report.exports import finite
-
-            click.echo(json.dumps(finite(doc), indent=2, default=str))
+        result = finish_run(store, outcome, rundir, FinishOptions(
+            lab, regression_spec, fail_on_qos, write_report=not no_report, as_json=as_json,
+            width=output_width()))
     finally:
         store.close()
-    ctx.exit(verdict.exit_code)
+    _print_result(result, progress.console, as_json)
+    ctx.exit(result.exit_code)
+
+
+def _print_result(result: RunResult, console: Any, as_json: bool) -> None:
+    """What a finished run prints: the summary table (on the progress console), the
+    verdicts, the find-max answer, the report's path and how the run ended; with
+    --json, stdout carries the JSON document only."""
+    if result.kept:
+        console.print(result.kept, highlight=False, markup=False,
+                      soft_wrap=True)  # paths are copied: no wrap
+    if result.show_table:
+        from vbench.report.build import print_summary
+
+        print_summary(result.data, console)
+    say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
+    for text in (result.verdicts.text if result.verdicts else "", result.searched):
+        if text:
+            say(text.rstrip("\n"))
+    if result.report is not None:
+        say(f"report: {result.report}")
+    say(result.last_line)
+    if as_json:
+        click.echo(json.dumps(result.doc, indent=2, default=str))
 
 
 def _resumed(
@@ -315,75 +309,6 @@ def _resumed(
     if scenario is None:
         raise click.UsageError(f"run {run.run_id} has no run directory: give its SCENARIO")
     return scenario, rdir, run.run_id
-
-
-def _findmax_text(store: Store, run_id: str) -> str:
-    """The answer of each find-max search of the run (empty without a search)."""
-    from vbench.report.build import report_data
-    from vbench.report.findmax import findmax_of, findmax_text
-
-    return findmax_text(findmax_of(report_data(store, run_id)))
-
-
-@dataclass(frozen=True)
-class _Verdict:
-    text: str
-    exit_code: int
-    regression: RegressionResult | None
-    reason: str = ""  # why it exits 1 (the run's last line says it), else empty
-
-
-def _summary(store: Store, run_id: str, status: str, run_dir: Path, lab: Path,
-             console: Any) -> None:
-    """The summary table; an interrupted run says what it kept, and prints no table of
-    "no data" when no trial finished."""
-    from vbench.report.build import summary_for_terminal
-
-    if status == "interrupted":
-        trials = store.trials(run_id)
-        ok = sum(t.status == "ok" for t in trials)
-        finished = sum(t.status in ("ok", "failed") for t in trials)
-        console.print(
-            f"interrupted: kept {finished} finished trial{'s' if finished != 1 else ''} "
-            f"({ok} ok) in the store, and every trial's raw outputs and partial figures in "
-            f"{run_dir}; `vbench run --resume {run_id} --lab {lab}` runs the rest",
-            highlight=False, markup=False, soft_wrap=True,  # paths are copied: no wrap
-        )
-        if not ok:
-            return
-    summary_for_terminal(store, run_id, console)
-
-
-def _verdicts(
-    store: Store, run_id: str, spec: str | None, fail_on_qos: bool, exit_code: int
-) -> _Verdict:
-    """QoS and regression verdicts and the exit code they lead to: 1 for a failed QoS
-    criterion (with --fail-on-qos) or a regression, unless the run itself failed (3) or
-    was interrupted (130), which take precedence."""
-    from vbench.analysis.run_analysis import load_analysis
-    from vbench.errors import EXIT_OK, EXIT_QOS
-    from vbench.report.build import check_regression
-    from vbench.report.textfmt import format_qos, format_regression
-
-    qos = load_analysis(store, run_id).qos
-    from vbench.cli.options import output_width
-
-    width = output_width()
-    text = format_qos(qos, width) if qos.declared else ""
-    failed = fail_on_qos and not qos.passed
-    regression = None
-    if spec is not None:
-        regression = check_regression(store, run_id, spec)
-        text += format_regression(regression, width)
-        failed = failed or regression.regressed
-    reason = ""
-    if exit_code == EXIT_OK and failed:
-        exit_code = EXIT_QOS
-        why = [*(["QoS failed"] if fail_on_qos and not qos.passed else []),
-               *(["significant regression"] if regression is not None and regression.regressed
-                 else [])]
-        reason = f"{' and '.join(why)} (exit {exit_code})"
-    return _Verdict(text, exit_code, regression, reason)
 
 
 @click.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +103,10 @@ def _ssh_checks(lab: Any, plan: Any, src: Any = None) -> list[Any]:
     specs = ssh_check_specs(lab)
     needs: dict[str, tuple[str, ...]] = {}
     if plan is not None:
-        from vbench.engine.session import _tools_by_guest
+        from vbench.engine.session import tools_by_guest
 
         vm_names = {n for g in vm_groups(plan.scenario, lab) for n in plan.groups.get(g, ())}
-        needs = {k: v for k, v in _tools_by_guest(plan).items() if k not in vm_names}
+        needs = {k: v for k, v in tools_by_guest(plan).items() if k not in vm_names}
     out: list[Any] = []
     if not specs:
         return out
@@ -162,172 +161,6 @@ def ssh_check_specs(lab: Any) -> list[Any]:
 # --- vbench cleanup ---------------------------------------------------------------------
 
 
-def _run_dir(store: Any, results_dir: Path, run_id: str) -> tuple[str, Path]:
-    from vbench.errors import RunNotFound
-
-    try:
-        row = store.get_run(run_id)
-        if row.run_dir:
-            return row.run_id, Path(row.run_dir)
-        return row.run_id, results_dir / row.run_id
-    except RunNotFound:
-        path = results_dir / run_id
-        if path.is_dir():
-            return run_id, path
-        raise
-
-
-def cleanup_run(lab: Any, run_id: str, run_dir: Path, include_kept: bool) -> Any:
-    from vbench.vsphere.cleanup import cleanup_journal
-    from vbench.vsphere.connection import SessionPool
-    from vbench.vsphere.journal import Journal, pending
-    from vbench.vsphere.tasks import Watcher
-    from vbench.workloads.base import REGISTRY
-
-    journal = Journal.in_run_dir(run_dir)
-    todo = pending(journal.read())
-    # Workload plugins register the destroyers of the kinds they create at import.
-    REGISTRY.loaded()
-    watchers: dict[str, Any] = {}
-    with SessionPool.for_lab(lab) as sessions:
-
-        def watcher_for(vc: str) -> Any:
-            if vc not in watchers:
-                watchers[vc] = Watcher(sessions.get(vc))
-            return watchers[vc]
-
-        try:
-            return cleanup_journal(
-                sessions.get, watcher_for, journal, run_id, todo, include_kept=include_kept
-            )
-        finally:
-            for w in watchers.values():
-                w.close()
-
-
-def _undo_hooks(lab: Any, run_dir: Path) -> tuple[bool, bool]:
-    """Undo the per-point lab hooks a killed run left applied: (one failed, one was
-    undone)."""
-    from vbench.engine.hooks import undo_pending
-
-    done, errors = undo_pending(lab, run_dir)
-    for line in done:
-        click.echo(f"undone {line}")
-    for line in errors:
-        click.echo(f"error: {line}", err=True)
-    return bool(errors), bool(done)
-
-
-def _clean_guests(lab: Any, run_id: str, run_dir: Path) -> tuple[bool, bool]:
-    """Kill what the run left running in its guests and remove its scratch directories;
-    one line per guest. (a guest could not be cleaned, something was found)."""
-    from vbench.guest.leftovers import clean_guests
-
-    results = clean_guests(lab, run_id, run_dir, vm_gone=_vm_gone(run_id, run_dir))
-    for r in results:
-        click.echo(r.line, err=not r.ok)
-    found = any(": killed " in r.line for r in results)
-    return not all(r.ok for r in results), found
-
-
-def _vm_gone(run_id: str, run_dir: Path) -> Any:
-    """guest name -> whether the journal says its VM was destroyed (or found missing):
-    then nothing of the run can still run in it."""
-    import yaml
-
-    from vbench.vsphere.journal import VM_KIND, Journal, items
-    from vbench.vsphere.specs import kept_vm_name, vm_name
-
-    gone = {i.name for i in items(Journal.in_run_dir(run_dir).read())
-            if i.kind == VM_KIND and i.state in ("destroyed", "missing")}
-    scenario = ""
-    try:
-        doc = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
-        scenario = str(doc.get("name") or "") if isinstance(doc, dict) else ""
-    except (OSError, yaml.YAMLError):
-        pass  # kept VMs are then not recognised: their guests are cleaned as reachable
-
-    def vm_is_gone(guest: str) -> bool:
-        names = {vm_name(run_id, guest)} | ({kept_vm_name(scenario, guest)} if scenario else set())
-        return bool(names & gone)
-
-    return vm_is_gone
-
-
-def _settle_status(store: Any, run_id: str, run_dir: Path) -> tuple[str, bool]:
-    """Mark a run whose vbench process is gone (kill -9, a crash) interrupted in the
-    store: (the line saying so, whether the status changed)."""
-    from vbench.errors import RunNotFound
-    from vbench.results.rundir import controller_alive
-    from vbench.results.store import UNFINISHED_STATUSES
-    from vbench.vsphere.cleanup import journal_says_alive
-
-    try:
-        row = store.get_run(run_id)
-    except RunNotFound:
-        return f"run {run_id}: not in the store ({store.url_display})", False
-    if row.status not in UNFINISHED_STATUSES:
-        return f"run {run_id}: status {row.status}", False
-    alive = controller_alive(run_dir)
-    if alive is None:
-        alive = journal_says_alive(run_dir)
-    if alive:
-        return (f"run {run_id}: its vbench process still runs; status left as "
-                f"{row.status}"), False
-    changed = store.settle_unfinished(run_id, "interrupted", time.time())
-    if not changed:  # it ended meanwhile
-        return f"run {run_id}: status {store.get_run(run_id).status}", False
-    return f"run {run_id}: status interrupted (was {row.status}; its vbench process is gone)", True
-
-
-def _print_report(report: Any) -> None:
-    for name in report.destroyed:
-        click.echo(f"destroyed {name}")
-    for name in report.kept:
-        click.echo(f"kept {name} (keep: true; --include-kept removes it)")
-    for name in report.missing:
-        click.echo(f"already gone: {name}")
-    for line in report.skipped:
-        click.echo(f"skipped {line}")
-    for line in report.errors:
-        click.echo(f"error: {line}", err=True)
-
-
-def _orphans(
-    lab: Any, store: Any, results_dir: Path, older_than: float, include_kept: bool
-) -> list[Any]:
-    from vbench.errors import RunNotFound
-    from vbench.vsphere.cleanup import find_marked, journal_says_alive, select_orphans
-    from vbench.vsphere.connection import SessionPool
-
-    def is_active(run_id: str) -> bool:
-        from vbench.results.rundir import controller_alive
-        from vbench.results.store import UNFINISHED_STATUSES
-
-        alive = controller_alive(results_dir / run_id)
-        if alive is None:
-            alive = journal_says_alive(results_dir / run_id)
-        if alive is not None:
-            return alive
-        try:
-            return store.get_run(run_id).status in UNFINISHED_STATUSES
-        except RunNotFound:
-            return False
-
-    found: list[Any] = []
-    with SessionPool.for_lab(lab) as sessions:
-        for name in lab.vcenters:
-            marked = find_marked(sessions.get(name))
-            found += select_orphans(marked, is_active, older_than, time.time(), include_kept)
-    return found
-
-
-def remove_orphans(lab: Any, orphans: list[Any]) -> list[str]:
-    from vbench.vsphere.cleanup import remove_orphan_vms
-
-    return remove_orphan_vms(lab, orphans)
-
-
 @click.command()
 @click.argument("run_id", required=False)
 @click.option("--lab", "lab_file", type=FILE, required=True, help="The lab the run used.")
@@ -362,6 +195,7 @@ def cleanup(
     the run's id are ever touched."""
     from vbench.config.load import load_lab
     from vbench.config.types import format_duration, parse_duration
+    from vbench.engine.settle import find_orphans, settle_run
     from vbench.errors import ConfigError
 
     if bool(run_id) == orphans:
@@ -370,25 +204,14 @@ def cleanup(
     store, rdir = open_store(store_url, results_dir)
     try:
         if run_id:
-            full_id, run_dir = _run_dir(store, rdir, run_id)
-            # Lab set-ups first (they need no vCenter), then the guests' processes and
-            # scratch directories while their VMs still exist, then vSphere.
-            hooks_failed, undone = _undo_hooks(lab, run_dir)
-            guests_failed, killed = _clean_guests(lab, full_id, run_dir)
-            report = cleanup_run(lab, full_id, run_dir, include_kept)
-            _print_report(report)
-            click.echo(f"run {full_id}: {report.summary()}")
-            status_line, settled = _settle_status(store, full_id, run_dir)
-            click.echo(status_line)
-            failed = bool(report.errors or hooks_failed or guests_failed)
-            if not (failed or undone or killed or report.destroyed or settled):
-                click.echo(f"run {full_id}: nothing left to clean up")
-            ctx.exit(3 if failed else 0)
+            settled = settle_run(lab, store, rdir, run_id, include_kept,
+                                 lambda line, err: click.echo(line, err=err))
+            ctx.exit(settled.exit_code)
         try:
             age = parse_duration(older_than)
         except Exception:
             raise ConfigError(f"--older-than {older_than!r}: not a duration (e.g. 24h)") from None
-        found = _orphans(lab, store, rdir, age, include_kept)
+        found = find_orphans(lab, store, rdir, age, include_kept)
     finally:
         store.close()
     for o in found:
@@ -402,6 +225,8 @@ def cleanup(
     if not yes:
         click.echo(f"{len(found)} orphaned VMs; add --yes to remove them")
         return
+    from vbench.engine.settle import remove_orphans
+
     errors = remove_orphans(lab, found)
     for e in errors:
         click.echo(f"error: {e}", err=True)

@@ -128,6 +128,25 @@ class Plan:
         }
 
 
+def _driver_findings(
+    driver_cls: type[Workload],
+    spec: PointSpec,
+    point: PlannedPoint,
+    point_groups: dict[str, tuple[str, ...]],
+    lab: Loaded[Lab] | None,
+) -> tuple[list[Finding], list[Finding]]:
+    """What the driver says of a point's parameters, its placement and (with a lab) its
+    guests: (the errors, the rest)."""
+    sizes = {role: len(names) for role, names in point.guests.items()}
+    lab_guests = _lab_guests(spec, lab, point_groups, point.guests) if lab else {}
+    found = [
+        *driver_cls.findings(point.workload.params),
+        *driver_cls.placement_findings(point.workload.params, sizes),
+        *(driver_cls.guest_findings(point.workload.params, lab_guests) if lab else ()),
+    ]
+    return [f for f in found if f.level == "error"], [f for f in found if f.level != "error"]
+
+
 def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan:
     """Expand and validate everything a run needs; raises ConfigValidationError."""
     scenario, src = loaded.model, loaded.source
@@ -155,18 +174,10 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
             unbuilt = True
             continue
-        sizes = {role: len(names) for role, names in point.guests.items()}
-        lab_guests = _lab_guests(spec, lab, point_groups, point.guests) if lab else {}
-        for f in [
-            *driver_cls.findings(point.workload.params),
-            *driver_cls.placement_findings(point.workload.params, sizes),
-            *(driver_cls.guest_findings(point.workload.params, lab_guests) if lab else ()),
-        ]:
-            if f.level == "error":
-                where = spec.source or src
-                issues.append(where.issue(("workload", "params", *f.path.split(".")), f.message))
-            else:
-                findings[(f.level, f.path, f.message)] = f
+        errors, found = _driver_findings(driver_cls, spec, point, point_groups, lab)
+        issues.extend((spec.source or src).issue(("workload", "params", *f.path.split(".")),
+                                                 f.message) for f in errors)
+        findings.update(((f.level, f.path, f.message), f) for f in found)
         points.append(point)
     # A hook that hands a level's value to a shell: warned as fio's allow_exec is.
     for path, message in shell_hook_warnings(scenario.factors):

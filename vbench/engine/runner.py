@@ -159,26 +159,8 @@ class Engine:
         coll = self.collectors.trial(ctx, point) if self.collectors else None
         coll_samples: list[Sample] = []
         try:
-            self._phase(marks, "prepare", "prepare_start", None)
-            point.workload.prepare(ctx)
-            self._raise_if_cancelled(trial_cancel, timed_out)
-            if coll is not None:
-                coll.start()
-                self._collectors_ok(coll)
-            point.workload.run(ctx)
-            self._raise_if_cancelled(trial_cancel, timed_out)
-            marks.setdefault("steady_end", time.time())
-            self._phase(marks, "cooldown", None, point.cooldown)
-            if trial_cancel.wait(point.cooldown):
-                self._raise_if_cancelled(trial_cancel, timed_out)
-            marks["cooldown_end"] = time.time()
-            self.progress.phase("collect", None)
-            if coll is not None:
-                coll_samples = coll.stop(_phase_times(marks))
-                self._collectors_ok(coll)
-            samples = point.workload.collect(ctx)
-            if coll is not None:
-                coll_samples += coll.derived(samples, point.workload.headline_metrics)
+            samples = self._measure(point, ctx, marks, (trial_cancel, timed_out), coll,
+                                    coll_samples)
         except _Cancelled as exc:
             status = "interrupted" if self.cancel.is_set() else "failed"
             error = str(exc)
@@ -196,13 +178,59 @@ class Engine:
                 samples = self._salvage(point, ctx)
             if coll is not None and not coll.stopped:
                 # Keep what the collectors measured before the trial failed.
-                coll_samples = coll.stop(_phase_times(marks))
+                coll_samples.extend(coll.stop(_phase_times(marks)))
             self.progress.phase("teardown", None)
             error = self._teardown(point, ctx, error)
             marks["teardown_end"] = time.time()
         if error and status == "ok":
             status = "failed"
-        samples = [*samples, *coll_samples]
+        return self._result(point, trial, status, marks, [*samples, *coll_samples], error)
+
+    def _measure(
+        self,
+        point: PlannedPoint,
+        ctx: TrialContext,
+        marks: dict[str, float],
+        events: tuple[threading.Event, threading.Event],
+        coll: TrialCollectors | None,
+        coll_samples: list[Sample],
+    ) -> list[Sample]:
+        """Prepare, the measured phases, cool-down and collect: the workload's samples.
+        The collectors' go to ``coll_samples`` as soon as they stop, so a trial that
+        fails after that keeps them. ``events``: the trial's cancel and timed-out."""
+        trial_cancel, timed_out = events
+        self._phase(marks, "prepare", "prepare_start", None)
+        point.workload.prepare(ctx)
+        self._raise_if_cancelled(trial_cancel, timed_out)
+        if coll is not None:
+            coll.start()
+            self._collectors_ok(coll)
+        point.workload.run(ctx)
+        self._raise_if_cancelled(trial_cancel, timed_out)
+        marks.setdefault("steady_end", time.time())
+        self._phase(marks, "cooldown", None, point.cooldown)
+        if trial_cancel.wait(point.cooldown):
+            self._raise_if_cancelled(trial_cancel, timed_out)
+        marks["cooldown_end"] = time.time()
+        self.progress.phase("collect", None)
+        if coll is not None:
+            coll_samples.extend(coll.stop(_phase_times(marks)))
+            self._collectors_ok(coll)
+        samples = point.workload.collect(ctx)
+        if coll is not None:
+            coll_samples.extend(coll.derived(samples, point.workload.headline_metrics))
+        return samples
+
+    def _result(
+        self,
+        point: PlannedPoint,
+        trial: int,
+        status: str,
+        marks: dict[str, float],
+        samples: list[Sample],
+        error: str | None,
+    ) -> TrialResult:
+        """The trial's result, logged (trial_end)."""
         result = TrialResult(
             point=point.index,
             trial=trial,

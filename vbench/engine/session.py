@@ -7,6 +7,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,22 +18,25 @@ from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
+from vbench.engine.estimate import learn, with_estimate
 from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
 from vbench.engine.lifecycle import RunSignals
 from vbench.engine.metric_check import stored_catalogue
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
-from vbench.engine.schedule import SearchContext, make_schedule, prepare_resume
+from vbench.engine.schedule import Schedule, SearchContext, make_schedule, prepare_resume
 from vbench.engine.vm_scaling import vm_hooks
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import EXIT_INTERRUPTED, GuestError, Interrupted, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
 from vbench.guest.ledger import GuestLedger
+from vbench.guest.spec import GuestSpec
 from vbench.guest.ssh import GuestPool
 from vbench.results.identity import lab_fingerprint, scenario_hash
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
+from vbench.results.stored import StoredRun
 from vbench.vsphere.journal import pending
 from vbench.workloads.base import get_driver
 
@@ -60,10 +64,13 @@ class RunSession:
     plan: Plan
 
     @classmethod
-    def load(cls, request: RunRequest) -> RunSession:
+    def load(cls, request: RunRequest, store: Store | None = None) -> RunSession:
+        """Load and plan; with ``store``, the plan's estimate learns from its runs."""
         scenario = load_scenario(request.scenario, list(request.sets))
         lab = load_lab(request.lab)
         plan = build_plan(scenario, lab)
+        if store is not None:
+            plan = with_estimate(plan, learn(store, plan, lab.model.name))
         return cls(request, scenario, lab, plan)
 
 
@@ -83,7 +90,7 @@ def preflight(plan: Plan, pool: GuestPool, names: list[str] | None = None) -> No
     """Reach every guest (or ``names``) and find the tools each role needs."""
     names = plan.node_names() if names is None else names
     pool.connect_all(names)
-    needs = _tools_by_guest(plan)
+    needs = tools_by_guest(plan)
 
     def check(guest: Any) -> None:
         for tool in sorted(needs.get(guest.name, ())):
@@ -93,6 +100,40 @@ def preflight(plan: Plan, pool: GuestPool, names: list[str] | None = None) -> No
                 )
 
     pool.fan_out(names, check)
+
+
+@dataclass
+class _Live:
+    """What a run holds while it runs: what every step uses and what the final clean-up
+    releases, whatever ends the run."""
+
+    session: RunSession
+    store: Store
+    cancel: threading.Event
+    progress: ProgressSink | None
+    vsphere: VSphereRun
+    static: list[str]  # the lab's own guests (not the run's VMs)
+    specs: list[GuestSpec]  # theirs
+    pool: GuestPool
+    rundir: RunDir | None = None
+    signals: RunSignals | None = None
+    status: str = "failed"  # what the store keeps unless the run gets further
+    outcome: RunOutcome | None = None
+
+    @classmethod
+    def open(cls, session: RunSession, store: Store, cancel: threading.Event,
+             progress: ProgressSink | None) -> _Live:
+        plan, lab = session.plan, session.lab.model
+        vsphere = _vsphere_run(session, cancel, progress)
+        vm_guests = {n for g in vsphere.group_vcenters for n in plan.groups.get(g, ())}
+        static = [n for n in plan.node_names() if n not in vm_guests]
+        specs = [guest_spec(lab, n) for n in static]
+        pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
+        return cls(session, store, cancel, progress, vsphere, static, specs, pool)
+
+    @property
+    def notice(self) -> Callable[[str], None] | None:
+        return self.progress.notice if self.progress is not None else None
 
 
 def execute(
@@ -105,128 +146,162 @@ def execute(
     """Run the session. The run is stored before anything is created (status
     ``provisioning``), is ``running`` once its guests are ready, and ends ``ok``,
     ``failed`` or ``interrupted`` after the final clean-up, whatever ends it (see
-    :mod:`vbench.engine.lifecycle`)."""
-    req, plan = session.request, session.plan
-    lab = session.lab.model
-    cancel = cancel or threading.Event()
-    vsphere = _vsphere_run(session, cancel, progress)
-    vm_guests = {n for g in vsphere.group_vcenters for n in plan.groups.get(g, ())}
-    static = [n for n in plan.node_names() if n not in vm_guests]
-    specs = [guest_spec(lab, n) for n in static]
-    pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
-    rundir: RunDir | None = None
-    signals: RunSignals | None = None
-    status = "failed"  # what the store keeps unless the run gets further
-    outcome: RunOutcome | None = None
-    # The resolved scenario (defaults filled, durations in seconds, --set applied).
-    scenario_doc = redact(session.scenario.model.model_dump(mode="json", exclude_none=True))
+    :mod:`vbench.engine.lifecycle`). When it returns, :func:`vbench.engine.finish.finish_run`
+    reads the run back and writes its figures and report; when it raises, the figures
+    are written here."""
+    live = _Live.open(session, store, cancel or threading.Event(), progress)
     try:
-        # A resumed run's scenario is checked before the lab is touched and before its
-        # run directory is written (a refused resume leaves the stored run as it was).
-        done = prepare_resume(store, req.resume, scenario_doc) if req.resume else set()
-        # Every check first, before anything is created: static guests, then vCenter.
-        preflight(plan, pool, static)
-        check_nodes(plan.scenario, lab)  # a lab hook's node, before anything is created
-        vsphere.preflight()
-        run_id = req.resume or new_run_id()
-        rundir = RunDir(results_dir, run_id)
-        signals = RunSignals(cancel, progress.notice if progress is not None else None,
-                             f"vbench cleanup {run_id} --lab {req.lab}")
-        signals.install()
-        rundir.write_controller()
-        lab_doc = redact(lab.redacted())
-        rundir.write_yaml("scenario.yaml", scenario_doc)
-        rundir.write_yaml("lab.yaml", lab_doc)
-        _store_run(session, store, rundir, scenario_doc, lab_doc)
-        # From here every guest reached and every process started is in the run
-        # directory: `vbench cleanup` finds them after a kill -9.
-        ledger = GuestLedger.in_run_dir(rundir.path)
-        pool.set_recorder(ledger)
-        testbed = None
-        if vsphere.active:
-            vm_specs = vsphere.provision(run_id, rundir.path)
-            _release(pool)
-            pool = GuestPool([*specs, *vm_specs.values()], max_parallel=pool.max_parallel,
-                             recorder=ledger)
-            preflight(plan, pool, list(vm_specs))
-            testbed = vsphere.testbed()
-            rundir.write_json("testbed.json", testbed)
-            if cancel.is_set():
-                raise Interrupted("interrupted before the first trial")
-        # A random order draws its seed here (a resumed run keeps the one it drew, so the
-        # recorded order is the one its trials ran in); a find-max search reads the run's
-        # figures.
-        seed = _stored_seed(rundir) if req.resume else None
-        schedule = make_schedule(plan, done, seed=seed, search=SearchContext(
-            session.scenario, session.lab, store, run_id, resume=bool(req.resume)))
-        rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe(),
-                                        "hooks": hooks_plan(plan.scenario, plan.points)})
-        env = {"controller": controller_facts(list(req.argv) or None)}
-        # The guests there before the first trial (a VM cloned for a later point is a
-        # clone of the same source as its group's first ones).
-        tools = {n: t for n, t in _tools_by_guest(plan).items() if n in pool.names}
-        env["guests"] = all_guest_facts(pool, tools)
-        rundir.write_json("environment.json", env)
-        if req.resume:
-            rundir.log("run_resumed", run_id=run_id, kept=len(done))
-            _undo_earlier_hooks(lab, rundir)
-        store.set_running(run_id, env)
-        if testbed:
-            store.set_testbed(run_id, testbed)
-        store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
-        collectors = _collectors(session, pool, rundir, run_id)
-        engine = Engine(
-            plan,
-            pool,
-            store,
-            rundir,
-            run_id,
-            fail_fast=req.fail_fast,
-            progress=progress,
-            cancel=cancel,
-            collectors=collectors,
-            schedule=schedule,
-            resources=lambda point: vsphere.resources(point.profiles),
-            # The point's VMs first (clones it adds, VMs it drops), then its lab hooks.
-            point_hooks=[*vm_hooks(
-                vsphere, pool, check_guests=lambda names: preflight(plan, pool, names),
-                testbed=lambda tb: _write_testbed(store, run_id, rundir, tb),
-                log=rundir.log, notice=progress.notice if progress else None,
-            ), *hooks_for(plan.scenario, lab, rundir.path, rundir.log)],
-        )
-        try:
-            outcome = engine.run()  # a signal sets cancel: the engine stops and cleans up
-        finally:
-            if collectors is not None:
-                collectors.close()
-        status = outcome.status
+        _run(live, results_dir)
     except BaseException as exc:
-        interrupted = isinstance(exc, Interrupted | KeyboardInterrupt) or cancel.is_set()
-        status = "interrupted" if interrupted else "failed"
+        interrupted = isinstance(exc, Interrupted | KeyboardInterrupt) or live.cancel.is_set()
+        live.status = "interrupted" if interrupted else "failed"
         raise
     finally:
-        failing = sys.exc_info()[1] is not None
-        try:
-            if signals is not None:
-                signals.cleaning(lambda: _left_in_vsphere(vsphere))
-            _release(pool)
-            _vsphere_cleanup(vsphere, rundir, progress, raise_errors=not failing)
-        except BaseException:
-            status = "interrupted" if status == "interrupted" else "failed"
-            raise
-        finally:
-            if signals is not None:
-                try:
-                    if signals.interrupted:
-                        status = "interrupted"
-                    _end_run(store, rundir, status, outcome)
-                finally:
-                    signals.restore()
+        _close(live)
+    outcome, rundir = live.outcome, live.rundir
     assert outcome is not None and rundir is not None
-    if status == "interrupted" and outcome.status != "interrupted":
+    if live.status == "interrupted" and outcome.status != "interrupted":
         # Ctrl-C during the final clean-up: it finished, the run counts as interrupted.
-        outcome.status, outcome.exit_code = status, EXIT_INTERRUPTED
+        outcome.status, outcome.exit_code = live.status, EXIT_INTERRUPTED
     return outcome, rundir
+
+
+def _run(live: _Live, results_dir: Path) -> None:
+    """Check, store, provision, then run every trial."""
+    req, plan, store = live.session.request, live.session.plan, live.store
+    # The resolved scenario (defaults filled, durations in seconds, --set applied).
+    scenario_doc = redact(live.session.scenario.model.model_dump(mode="json",
+                                                                 exclude_none=True))
+    # A resumed run's scenario is checked before the lab is touched and before its
+    # run directory is written (a refused resume leaves the stored run as it was).
+    done = prepare_resume(store, req.resume, scenario_doc) if req.resume else set()
+    # Every check first, before anything is created: static guests, then vCenter.
+    preflight(plan, live.pool, live.static)
+    check_nodes(plan.scenario, live.session.lab.model)  # a lab hook's node, first too
+    live.vsphere.preflight()
+    run_id = req.resume or new_run_id()
+    live.rundir = rundir = RunDir(results_dir, run_id)
+    live.signals = RunSignals(live.cancel, live.notice,
+                              f"vbench cleanup {run_id} --lab {req.lab}")
+    live.signals.install()
+    _write_inputs(live, rundir, scenario_doc)
+    # From here every guest reached and every process started is in the run
+    # directory: `vbench cleanup` finds them after a kill -9.
+    ledger = GuestLedger.in_run_dir(rundir.path)
+    live.pool.set_recorder(ledger)
+    testbed = _provision(live, rundir, ledger)
+    schedule = _schedule(live, rundir, done)
+    env = _environment(live, rundir)
+    if req.resume:
+        rundir.log("run_resumed", run_id=run_id, kept=len(done))
+        _undo_earlier_hooks(live.session.lab.model, rundir)
+    store.set_running(run_id, env)
+    if testbed:
+        store.set_testbed(run_id, testbed)
+    store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
+    _run_trials(live, rundir, schedule)
+
+
+def _write_inputs(live: _Live, rundir: RunDir, scenario_doc: dict[str, Any]) -> None:
+    """The controller's mark, the resolved scenario and lab, and the run in the store."""
+    rundir.write_controller()
+    lab_doc = redact(live.session.lab.model.redacted())
+    rundir.write_yaml("scenario.yaml", scenario_doc)
+    rundir.write_yaml("lab.yaml", lab_doc)
+    _store_run(live.session, live.store, rundir, scenario_doc, lab_doc)
+
+
+def _provision(live: _Live, rundir: RunDir, ledger: GuestLedger) -> dict[str, Any] | None:
+    """The run's VMs, reached and checked like the static guests; their testbed."""
+    if not live.vsphere.active:
+        return None
+    vm_specs = live.vsphere.provision(rundir.run_id, rundir.path)
+    _release(live.pool)
+    live.pool = GuestPool([*live.specs, *vm_specs.values()],
+                          max_parallel=live.pool.max_parallel, recorder=ledger)
+    preflight(live.session.plan, live.pool, list(vm_specs))
+    testbed = live.vsphere.testbed()
+    rundir.write_json("testbed.json", testbed)
+    if live.cancel.is_set():
+        raise Interrupted("interrupted before the first trial")
+    return testbed
+
+
+def _schedule(live: _Live, rundir: RunDir, done: set[tuple[int, int]]) -> Schedule:
+    """The order of points and trials, recorded in plan.json. A random order draws its
+    seed here (a resumed run keeps the one it drew, so the recorded order is the one its
+    trials ran in); a find-max search reads the run's figures."""
+    session, plan = live.session, live.session.plan
+    resume = bool(session.request.resume)
+    seed = _stored_seed(rundir) if resume else None
+    schedule = make_schedule(plan, done, seed=seed, search=SearchContext(
+        session.scenario, session.lab, live.store, rundir.run_id, resume=resume))
+    rundir.write_json("plan.json", {**plan.to_json(), "schedule": schedule.describe(),
+                                    "hooks": hooks_plan(plan.scenario, plan.points)})
+    return schedule
+
+
+def _environment(live: _Live, rundir: RunDir) -> dict[str, Any]:
+    """Controller and guest facts (environment.json). The guests there before the first
+    trial: a VM cloned for a later point is a clone of its group's first ones' source."""
+    plan, pool = live.session.plan, live.pool
+    env: dict[str, Any] = {"controller": controller_facts(list(live.session.request.argv)
+                                                          or None)}
+    tools = {n: t for n, t in tools_by_guest(plan).items() if n in pool.names}
+    env["guests"] = all_guest_facts(pool, tools)
+    rundir.write_json("environment.json", env)
+    return env
+
+
+def _run_trials(live: _Live, rundir: RunDir, schedule: Schedule) -> None:
+    """The engine over the schedule; a signal sets cancel: it stops and cleans up."""
+    plan, pool, lab = live.session.plan, live.pool, live.session.lab.model
+    run_id = rundir.run_id
+    collectors = _collectors(live.session, pool, rundir, run_id)
+    engine = Engine(
+        plan, pool, live.store, rundir, run_id,
+        fail_fast=live.session.request.fail_fast,
+        progress=live.progress,
+        cancel=live.cancel,
+        collectors=collectors,
+        schedule=schedule,
+        resources=lambda point: live.vsphere.resources(point.profiles),
+        # The point's VMs first (clones it adds, VMs it drops), then its lab hooks.
+        point_hooks=[*vm_hooks(
+            live.vsphere, pool, check_guests=lambda names: preflight(plan, pool, names),
+            testbed=lambda tb: _write_testbed(live.store, run_id, rundir, tb),
+            log=rundir.log, notice=live.notice,
+        ), *hooks_for(plan.scenario, lab, rundir.path, rundir.log)],
+    )
+    try:
+        live.outcome = engine.run()
+    finally:
+        if collectors is not None:
+            collectors.close()
+    live.status = live.outcome.status
+
+
+def _close(live: _Live) -> None:
+    """The final clean-up (guests' processes, then vSphere; a signal cannot cut it
+    short), then the run's end in the store. Called with the run's exception, if any,
+    being raised."""
+    failing = sys.exc_info()[1] is not None
+    try:
+        if live.signals is not None:
+            live.signals.cleaning(lambda: _left_in_vsphere(live.vsphere))
+        _release(live.pool)
+        _vsphere_cleanup(live.vsphere, live.rundir, live.progress, raise_errors=not failing)
+    except BaseException:
+        live.status = "interrupted" if live.status == "interrupted" else "failed"
+        raise
+    finally:
+        if live.signals is not None:
+            try:
+                if live.signals.interrupted:
+                    live.status = "interrupted"
+                _end_run(live.store, live.rundir, live.status, live.outcome)
+            finally:
+                live.signals.restore()
 
 
 def _store_run(
@@ -264,7 +339,9 @@ def _store_run(
 
 
 def _end_run(store: Store, rundir: RunDir | None, status: str, outcome: RunOutcome | None) -> None:
-    """The run's final status, its figures beside its raw outputs, and the log's end."""
+    """The run's final status and the log's end. When the run raises, its figures are
+    written beside its raw outputs here (else :func:`vbench.engine.finish.finish_run`
+    writes them from the run it reads back)."""
     if rundir is None:
         return
     failed = len(outcome.failed) if outcome is not None else 0
@@ -275,7 +352,8 @@ def _end_run(store: Store, rundir: RunDir | None, status: str, outcome: RunOutco
         if sys.exc_info()[1] is None:
             raise
     else:
-        _write_figures(store, rundir.run_id, rundir)
+        if sys.exc_info()[1] is not None:
+            _write_figures(store, rundir)
     finally:
         rundir.log("run_end", status=status, failed=failed)
 
@@ -311,6 +389,7 @@ def _vsphere_run(
         cancel=cancel,
         notice=notice,
         workload_profiles=[p.profiles for p in plan.points if p.workload.needs_vcenter],
+        workload_extra=[vc for p in plan.points for vc in p.workload.vcenters(p.workload.params)],
         point_profiles=[p.profiles for p in plan.points],
         point_guests=[[n for names in p.nodes.values() for n in names] for p in plan.points],
     )
@@ -330,6 +409,8 @@ def _vsphere_cleanup(
 ) -> None:
     """Remove what the run created — after a normal end, a failure or an interrupt. Ctrl-C
     does not stop it (:class:`RunSignals`; `vbench cleanup RUN_ID` if it is killed)."""
+    from vbench.engine.verdict import cleanup_text
+
     try:
         if vsphere.journal is None:
             return
@@ -347,7 +428,7 @@ def _vsphere_cleanup(
                 errors=report.errors,
             )
         if progress is not None:
-            progress.notice(f"vSphere cleanup: {report.summary()}")
+            progress.notice(cleanup_text(report, rundir))
         if report.errors and raise_errors:
             raise LabError(
                 "vSphere cleanup",
@@ -357,19 +438,18 @@ def _vsphere_cleanup(
         vsphere.close()
 
 
-def _write_figures(store: Store, run_id: str, rundir: RunDir) -> None:
-    """Keep the run's figures beside its raw outputs, so the run directory stands on its
-    own: every sample (samples.csv) and the per-point statistics (summary.json)."""
+def _write_figures(store: Store, rundir: RunDir) -> None:
+    """The figures of a run that raised, beside its raw outputs."""
+    from vbench.engine.finish import figures_to_run_dir
+    from vbench.report.build import report_data_of
+
     try:
-        from vbench.report.exports import csv_frame
-
-        # Labels and names a spreadsheet would run as formulas are neutralised.
-        csv_frame(store.samples_frame(run_id)).to_csv(rundir.path / "samples.csv", index=False)
-        from vbench.report.build import run_summary_json
-
-        rundir.write_json("summary.json", run_summary_json(store, run_id))
+        run = StoredRun.load(store, rundir.run_id)
+        data = report_data_of(run)
     except Exception as exc:  # the store already holds them; a copy must not fail a run
         rundir.log("figures_not_written", level="warning", error=str(exc))
+        return
+    figures_to_run_dir(run, data, rundir)
 
 
 def _release(pool: GuestPool) -> None:
@@ -382,8 +462,9 @@ def _release(pool: GuestPool) -> None:
     pool.close()
 
 
-def _tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
-    # Every point: parameters (and so tools) may differ between points.
+def tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
+    """The tools each guest needs, over every point (parameters, and so tools, may
+    differ between points)."""
     out: dict[str, set[str]] = {}
     for point in plan.points:
         tools = point.workload.tools()

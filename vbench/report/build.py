@@ -28,10 +28,23 @@ def _map_of(value: Any) -> dict[str, Any]:
 def report_data(
     store: Store, run_id: str, *, regression: RegressionResult | None = None
 ) -> ReportData:
-    run = store.get_run(run_id)
-    run_d = dataclasses.asdict(run)
-    trials = [dataclasses.asdict(t) for t in store.trials(run.run_id)]
-    samples = store.samples_frame(run.run_id)
+    """Read the run and assemble its report data (a command that does more with the run
+    loads a :class:`StoredRun` once and calls :func:`report_data_of`)."""
+    return report_data_of(StoredRun.load(store, run_id), regression=regression)
+
+
+def report_data_of(
+    run: StoredRun, *, regression: RegressionResult | None = None
+) -> ReportData:
+    """The report data of a run read once with :meth:`StoredRun.load`; its analysis is
+    computed here, once, for every output drawn from it."""
+    run_d = dict(run.record)
+    trials = list(run.trials)
+    samples = run.samples
+    if samples is None:  # a StoredRun built from a record alone: no samples
+        import pandas as pd
+
+        samples = pd.DataFrame()
     ok = {(t["point"], t["trial"]) for t in trials if t["status"] == "ok"}
     warnings: list[str] = []
     if len(samples):
@@ -57,10 +70,11 @@ def report_data(
         points=points,
         trials=trials,
         samples=samples,
-        headline_metrics=headline_metrics(run_d),
+        headline_metrics=run.headline,
         warnings=tuple(warnings),
         analysis=analyze(run_d, points, trials, samples),
         regression=regression,
+        source=run,
     )
 
 
@@ -80,26 +94,42 @@ def check_regression(
 ) -> RegressionResult:
     """The run against its baseline, as its scenario's ``regression`` section says
     (``spec``, ``metrics`` and ``min_effect`` override it)."""
-    run = store.get_run(run_id)
-    raw = (run.scenario or {}).get("regression") or {}
+    run = StoredRun.load(store, run_id)
+    return check_regression_of(store, run, analysis_of(run).figures, spec, metrics=metrics,
+                               min_effect=min_effect)
+
+
+def check_regression_of(
+    store: Store,
+    run: StoredRun,
+    figures: RunFigures,
+    spec: str | None = None,
+    *,
+    metrics: Sequence[str] = (),
+    min_effect: float | None = None,
+) -> RegressionResult:
+    """:func:`check_regression` of a run already loaded and analysed (``figures``); the
+    store is read only for the baseline runs."""
+    if run.row is None:
+        raise ValueError("check_regression_of needs a run read with StoredRun.load")
     try:
-        conf = RegressionSpec.model_validate(raw)
+        conf = RegressionSpec.model_validate(run.scenario.regression)
     except ValueError:  # a shape another version stored: the defaults still apply
         conf = RegressionSpec()
-    cache: dict[str, RunFigures] = {}
+    cache: dict[str, RunFigures] = {run.run_id: figures}
 
     def load(rid: str) -> RunFigures:
         if rid not in cache:
             cache[rid] = load_figures(store, rid)
         return cache[rid]
 
-    chosen = list(metrics) or conf.metrics or list(headline_metrics(dataclasses.asdict(run)))
+    chosen = list(metrics) or conf.metrics or list(run.headline)
     return run_regression(
-        store, run.run_id, load, chosen,
+        store, run.row, load, chosen,
         spec=spec or conf.baseline,
         min_effect=conf.min_effect if min_effect is None else min_effect,
         alpha=conf.alpha,
-        better_overrides=better_overrides(run.scenario or {}),
+        better_overrides=run.scenario.better,
     )
 
 
@@ -111,9 +141,15 @@ def render_run_report(
     *,
     regression: RegressionResult | None = None,
 ) -> Path:
+    return write_run_report(report_data(store, run_id, regression=regression), output,
+                            template)
+
+
+def write_run_report(data: ReportData, output: Path, template: Path | None = None) -> Path:
+    """The HTML report of a run already loaded, written to ``output``."""
     from vbench.report.html import render_html
 
-    html = render_html(report_data(store, run_id, regression=regression), template=template)
+    html = render_html(data, template=template)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(html, encoding="utf-8")
     return output
@@ -238,11 +274,16 @@ def run_summary_json(
 ) -> dict[str, Any]:
     """What `vbench run --json` prints: per point the headline and derived figures
     (trial statistics), the QoS and regression verdicts and the warnings."""
+    return summary_json_of(report_data(store, run_id, regression=regression))
+
+
+def summary_json_of(data: ReportData) -> dict[str, Any]:
+    """:func:`run_summary_json` of a run already loaded (its regression: ``data``'s)."""
     from vbench.analysis.figures import present
     from vbench.analysis.stats import summarize
     from vbench.report.exports import STAT_FIELDS, qos_json, regression_json
 
-    data = report_data(store, run_id, regression=regression)
+    regression = data.regression
     a = data.analyzed()
     f = a.figures
     names = [m for m in (*data.headline_metrics, *a.derived.names()) if m in f.units]

@@ -61,11 +61,13 @@ class ReportData:
     # The run's verdict (vbench/analysis/verdict.py), as the engine computed it with the
     # schedule's and the driver's answers; see :meth:`verdicted`.
     verdict: Verdict | None = None
+    # The run as read once from the store (report_data_of), when it was.
+    source: StoredRun | None = None
 
     @property
     def stored(self) -> StoredRun:
         """The run record, typed (what a renderer should read instead of ``run``)."""
-        return StoredRun.of(self.run)
+        return self.source if self.source is not None else StoredRun.of(self.run)
 
     def verdicted(self) -> Verdict:
         """The run's verdict: the one attached (vbench/engine/verdict.py), else the one

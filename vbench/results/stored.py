@@ -4,13 +4,23 @@ The store keeps a run's resolved scenario, lab and environment as JSON documents
 by whatever vbench version made the run. Reading them as nested dictionaries meant a
 ``.get(...) or {}`` at every step in every reader; :class:`StoredRun` reads them once,
 tolerating what an older version left out (``None`` or empty, never a made-up value).
+
+:meth:`StoredRun.load` reads a whole run once — its record, points, trials and samples —
+so that a command hands the same :class:`StoredRun` to every analysis and output instead
+of each one reading the store again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vbench.results.store import RunRow, Store
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -200,6 +210,29 @@ class StoredRun:
     vbench_version: str | None
     testbed: dict[str, Any] | None
     headline: tuple[str, ...]  # as stored with the run (schema 3), else the scenario's
+    run_dir: str | None = None
+    # Filled by :meth:`load` (empty when built from a record alone with :meth:`of`): the
+    # record as a mapping, the store's row, and the run's points, trials and samples
+    # (every sample, failed trials' included; the frame is None until loaded).
+    record: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    row: RunRow | None = field(default=None, compare=False, repr=False)
+    points: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    trials: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    samples: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def load(cls, store: Store, run_id: str) -> StoredRun:
+        """The whole run (``run_id`` or a unique prefix of it), read from the store once."""
+        row = store.get_run(run_id)
+        record = dataclasses.asdict(row)
+        return dataclasses.replace(
+            cls.of(record),
+            record=record,
+            row=row,
+            points=tuple(dataclasses.asdict(p) for p in store.points(row.run_id)),
+            trials=tuple(dataclasses.asdict(t) for t in store.trials(row.run_id)),
+            samples=store.samples_frame(row.run_id),
+        )
 
     @classmethod
     def of(cls, run: Mapping[str, Any]) -> StoredRun:
@@ -220,6 +253,7 @@ class StoredRun:
             vbench_version=run.get("vbench_version"),
             testbed=_map(run.get("testbed")) or None,
             headline=stored or scenario.headline,
+            run_dir=run.get("run_dir"),
         )
 
     @property
