@@ -71,9 +71,8 @@ def test_wait_timeout_and_cancel(guest_pool: GuestPool, log: str) -> None:
         proc.wait(timeout=0.3)
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
-    started = time.monotonic()
     assert proc.wait(cancel=cancel) is None
-    assert time.monotonic() - started < 2
+    assert proc.is_running()  # the cancel ended the wait, not the process
     proc.kill()
 
 

@@ -78,9 +78,11 @@ def test_silent_server_times_out(local_guests: LocalGuests) -> None:
         srv.listen()
         spec = GuestSpec("mute", "127.0.0.3", srv.getsockname()[1], connect_timeout=0.4)
         started = time.monotonic()
-        with pytest.raises(GuestError, match=r"^mute \(127\.0\.0\.3:\d+\): no SSH banner within"):
+        banner = r"^mute \(127\.0\.0\.3:\d+\): no SSH banner within 0\.4 s"
+        with pytest.raises(GuestError, match=banner):
             Guest(spec).connect()
-        assert time.monotonic() - started < 3
+        # The spec's timeout ended the wait, not paramiko's own 15 s banner timeout.
+        assert time.monotonic() - started < 15
 
 
 def test_strict_policy_refuses_an_unknown_host_key(
@@ -159,14 +161,18 @@ def test_pool_shares_a_pool_guest_as_jump_host(local_guests: LocalGuests) -> Non
         assert pool.get("guest1").connected  # opened as the jump, reused as a guest
 
 
-def test_fan_out_runs_on_every_guest_in_parallel(guest_pool: GuestPool) -> None:
-    started = time.monotonic()
-    out = guest_pool.fan_out(
-        ["guest1", "guest2"],
-        lambda g: g.run(["sh", "-c", "sleep 0.5; echo $SSH_CONNECTION"]).stdout.split()[2],
-    )
+def test_fan_out_runs_on_every_guest_in_parallel(guest_pool: GuestPool, tmp_path: Path) -> None:
+    # Each guest's command says it has started, then waits until the other's has too: run
+    # one after the other, the first would wait for the second until its timeout. (The
+    # loopback guests share this file system; no guess of how long a command takes.)
+    def both_at_once(g: Guest) -> str:
+        script = (f"touch {tmp_path}/{g.name}; "
+                  f"until [ -e {tmp_path}/guest1 ] && [ -e {tmp_path}/guest2 ]; do sleep 0.05; "
+                  "done; echo $SSH_CONNECTION")  # fmt: skip
+        return g.run(["sh", "-c", script], timeout=120).stdout.split()[2]
+
+    out = guest_pool.fan_out(["guest1", "guest2"], both_at_once)
     assert out == {"guest1": "127.0.0.2", "guest2": "127.0.0.3"}
-    assert time.monotonic() - started < 0.95
 
 
 def test_fan_out_raises_after_the_others_finished(guest_pool: GuestPool) -> None:
