@@ -17,6 +17,7 @@ from scipy import stats as sp
 from tests.analysis_runs import T0, add_run, scenario_doc
 from vbench.analysis.compare import (
     CompareRow,
+    capped_metrics,
     compare_figures,
     min_effects,
     min_p_value,
@@ -245,3 +246,17 @@ def test_the_scenario_sets_the_minimum_effect_per_metric(tmp_path: Path) -> None
     scenario = {**fa.scenario, "report": {"min_effect": {"ops": 0.2}}}
     wide = dataclasses.replace(fa, run={**fa.run, "scenario": scenario})
     assert next(r.verdict for r in compare_figures(wide, fb, ["ops"]).rows) == "same"
+
+
+def test_a_rate_capped_search_level_is_not_compared_as_performance() -> None:
+    # fio-findmax-local: a search over rate_iops; at each level the IOPS are the setting.
+    scenario = {"workload": {"driver": "fio", "params": {"rw": "randread"}},
+                "search": {"factor": "rate_iops", "min": 50, "max": 1600}}
+    d = directions_of({"scenario": scenario, "metrics": to_stored(FioWorkload.metrics or ())})
+    caps = capped_metrics(scenario, d, ["total_iops", "read_iops", "read_clat_p99"])
+    assert caps == {"total_iops": "rate_iops caps it (searched factor rate_iops)",
+                    "read_iops": "rate_iops caps it (searched factor rate_iops)"}
+    fixed = {"workload": {"driver": "fio", "params": {"jobs": [{"rate_iops": 400}]}}}
+    assert "total_iops" in capped_metrics(fixed, d, ["total_iops"])
+    free = {"workload": {"driver": "fio", "params": {"rw": "randread"}}}
+    assert capped_metrics(free, d, ["total_iops"]) == {}

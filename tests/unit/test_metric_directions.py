@@ -95,7 +95,8 @@ def test_runs_stored_before_directions_keep_the_old_guess() -> None:
 
 
 def test_stored_catalogue_round_trips() -> None:
-    entries = (metric("<dir>_iops", "IO/s", "higher", dir=("read", "write")),
+    entries = (metric("<dir>_iops", "IO/s", "higher", capped_by=("rate_iops",),
+                      dir=("read", "write")),
                metric("x", None, "none"))
     assert from_stored(to_stored(entries)) == entries
     assert isinstance(directions_of({"metrics": to_stored(entries)}), Directions)

@@ -41,6 +41,9 @@ class Metric:
     better: Better  # direction of improvement; "none": never ranked
     # (placeholder, the values it takes); a placeholder without choices is free
     choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Driver parameters that cap it (fio's rate_iops caps its IOPS): where a run sets one,
+    # the figure follows the setting and is not compared as performance.
+    capped_by: tuple[str, ...] = ()
 
     @property
     def choice_map(self) -> Mapping[str, tuple[str, ...]]:
@@ -72,18 +75,24 @@ class Metric:
         return out
 
 
-def metric(pattern: str, unit: str | None, better: Better, **choices: Iterable[str]) -> Metric:
-    """A catalogue entry: ``metric("<dir>_iops", "IO/s", "higher", dir=("read", "write"))``."""
+def metric(
+    pattern: str, unit: str | None, better: Better, *, capped_by: Iterable[str] = (),
+    **choices: Iterable[str],
+) -> Metric:
+    """A catalogue entry: ``metric("<dir>_iops", "IO/s", "higher", dir=("read", "write"))``;
+    ``capped_by``: the driver parameters that cap it (``("rate_iops",)``)."""
     if better not in BETTER:  # a typo would otherwise rank the metric the wrong way
         raise ValueError(f"metric {pattern}: better must be one of {', '.join(BETTER)}")
-    return Metric(pattern, unit, better, tuple((k, tuple(v)) for k, v in choices.items()))
+    return Metric(pattern, unit, better, tuple((k, tuple(v)) for k, v in choices.items()),
+                  tuple(capped_by))
 
 
 def same_unit(
-    patterns: Iterable[str], unit: str | None, better: Better, **choices: Iterable[str]
+    patterns: Iterable[str], unit: str | None, better: Better, *,
+    capped_by: Iterable[str] = (), **choices: Iterable[str],
 ) -> list[Metric]:
     """Several entries of one unit and direction."""
-    return [metric(p, unit, better, **choices) for p in patterns]
+    return [metric(p, unit, better, capped_by=capped_by, **choices) for p in patterns]
 
 
 @dataclass(frozen=True)

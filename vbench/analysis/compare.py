@@ -14,7 +14,9 @@ another for the metric. Within it the runs are the "same", whatever the test say
 with many trials a 0.1 % difference is significant and still no change worth a word. A
 metric without a direction of improvement (vbench/analysis/direction.py) is "changed"
 at most, never better or worse; a metric the scenario's QoS caps in its better direction
-(``total_iops <= 400``: a rate limit) is "capped", not compared as a performance figure.
+(``total_iops <= 400``: a rate limit), or one a driver parameter the run sets caps
+(fio's ``rate_iops``, as its catalogue declares), is "capped", not compared as a
+performance figure.
 
 Points are matched by their labels (factor → level), not by their index. What the runs
 measured and where (scenario after ``--set``, overrides, lab) is compared too, so that a
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vbench.analysis.comparable import Comparability, compare_runs
-from vbench.analysis.direction import DirectionSource, directions_with
+from vbench.analysis.direction import Directions, DirectionSource, directions_with
 from vbench.analysis.figures import FactDiff, RunFigures, better, fact_differences, present
 from vbench.analysis.stats import Summary, summarize
 
@@ -198,7 +200,7 @@ def compare_figures(
     directions = directions_with(a.run, better_overrides)
     scenario = a.scenario
     default = DEFAULT_MIN_EFFECT if min_effect is None else min_effect
-    effects, caps = min_effects(scenario), qos_caps(scenario, directions)
+    effects, caps = min_effects(scenario), capped_metrics(scenario, directions, metrics)
     for pa, pb in pairs:
         for m in metrics:
             va, vb = present(a.trial_values(pa, m)), present(b.trial_values(pb, m))
@@ -238,6 +240,47 @@ def min_effects(scenario: Mapping[str, Any]) -> dict[str, float]:
 
 
 _CAPS = {"higher": ("<=", "<"), "lower": (">=", ">")}
+
+
+def capped_metrics(
+    scenario: Mapping[str, Any], directions: Directions, metrics: Sequence[str]
+) -> dict[str, str]:
+    """Metric -> why it is capped: :func:`qos_caps`, and a driver parameter its catalogue
+    says caps it that the scenario sets (in ``workload.params``, a factor or a search)."""
+    out = qos_caps(scenario, directions)
+    set_params = _set_params(scenario)
+    for m in metrics:
+        params = [p for p in directions.capped_by(m) if p in set_params]
+        if params and m not in out:
+            out[m] = f"{', '.join(params)} caps it ({set_params[params[0]]})"
+    return out
+
+
+def _set_params(scenario: Mapping[str, Any]) -> dict[str, str]:
+    """Driver parameter name -> where the scenario sets it (any depth of the workload's
+    parameters, a factor's path, a search's path or factor)."""
+    out: dict[str, str] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if v is not None and not isinstance(v, Mapping | list):
+                    out.setdefault(str(k), f"workload.params: {k}={v}")
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    workload = scenario.get("workload") if isinstance(scenario.get("workload"), Mapping) else {}
+    walk(workload.get("params"))
+    for name, f in (scenario.get("factors") or {}).items():
+        path = str(f.get("path") or "") if isinstance(f, Mapping) else ""
+        out[path.rsplit(".", 1)[-1] or str(name)] = f"factor {name}"
+    search = scenario.get("search") if isinstance(scenario.get("search"), Mapping) else {}
+    if search.get("factor"):
+        path = str(search.get("path") or f"workload.params.{search['factor']}")
+        out[path.rsplit(".", 1)[-1]] = f"searched factor {search['factor']}"
+    return out
 
 
 def qos_caps(scenario: Mapping[str, Any], directions: DirectionSource) -> dict[str, str]:

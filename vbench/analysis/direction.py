@@ -36,7 +36,9 @@ _INHERITING = ("normalize", "speedup", "geomean")  # derived kinds that keep the
 def to_stored(entries: Iterable[Metric]) -> list[dict[str, Any]]:
     """Catalogue entries as JSON for ``runs.metrics``."""
     return [{"pattern": m.pattern, "unit": m.unit, "better": m.better,
-             "choices": {k: list(v) for k, v in m.choices}} for m in entries]  # fmt: skip
+             "choices": {k: list(v) for k, v in m.choices},
+             **({"capped_by": list(m.capped_by)} if m.capped_by else {})}
+            for m in entries]  # fmt: skip
 
 
 def from_stored(raw: Any) -> tuple[Metric, ...] | None:
@@ -48,8 +50,10 @@ def from_stored(raw: Any) -> tuple[Metric, ...] | None:
         if not isinstance(e, Mapping) or e.get("better") not in BETTER:
             continue
         choices = e.get("choices") if isinstance(e.get("choices"), Mapping) else {}
+        caps = e.get("capped_by") if isinstance(e.get("capped_by"), list) else []
         out.append(Metric(str(e.get("pattern")), e.get("unit"), e["better"],
-                          tuple((str(k), tuple(map(str, v))) for k, v in choices.items())))
+                          tuple((str(k), tuple(map(str, v))) for k, v in choices.items()),
+                          tuple(map(str, caps))))
     return tuple(out)
 
 
@@ -78,6 +82,11 @@ class Directions(Mapping[str, str]):
             return guess_better(metric, unit)
         found = self.declared.find(metric)
         return found.better if found is not None else NONE
+
+    def capped_by(self, metric: str) -> tuple[str, ...]:
+        """The driver parameters its catalogue says cap ``metric`` (none: not known)."""
+        found = self.declared.find(metric) if self.declared is not None else None
+        return found.capped_by if found is not None else ()
 
     def ranks(self, metric: str, unit: str = "") -> bool:
         """Whether ``metric`` may be ranked (a best point, better/worse)."""

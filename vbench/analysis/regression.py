@@ -39,9 +39,9 @@ from typing import Any
 from vbench.analysis.comparable import Comparability, compare_runs
 from vbench.analysis.compare import (
     Significance,
+    capped_metrics,
     match_points,
     min_effects,
-    qos_caps,
     significance,
 )
 from vbench.analysis.direction import directions_with
@@ -255,7 +255,8 @@ def check_regression(
     """One check per metric and point the current run shares with the baseline(s)."""
     checks: list[RegressionCheck] = []
     directions = directions_with(current.run, better_overrides)
-    effects, caps = min_effects(current.scenario), qos_caps(current.scenario, directions)
+    effects = min_effects(current.scenario)
+    caps = capped_metrics(current.scenario, directions, metrics)
     shared = set()
     for base in baselines:
         shared |= {p for p, _ in match_points(current, base)}

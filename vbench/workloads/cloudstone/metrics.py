@@ -206,7 +206,10 @@ _BETTER: dict[str, mc.Better] = {
 
 # Per operation (label `operation`, `all` for the whole mix) and instance; and per trial.
 METRICS: tuple[mc.Metric, ...] = (
-    *(mc.metric(name, unit, _BETTER.get(name, "lower")) for name, unit in _UNITS.items()),
+    # The rate profile's fixed request rate caps the throughput.
+    *(mc.metric(name, unit, _BETTER.get(name, "lower"),
+                capped_by=("rate",) if name in ("ops_per_sec", "operations") else ())
+      for name, unit in _UNITS.items()),
     # The load generator's own CPU and users: whether the client kept up, not a score.
     mc.metric("client_cpu", "fraction", "none"), mc.metric("client_users_min", "count", "none"),
     mc.metric("client_saturated", "flag", "lower"), mc.metric("instances", "count", "none"),

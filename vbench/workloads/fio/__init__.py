@@ -66,18 +66,23 @@ T = TypeVar("T")
 # the bytes, I/Os and runtime of a job follow from its size or time limit: context.
 _BETTER: dict[str, Better] = {"iops": "higher", "bw": "higher", "io_bytes": "none",
                               "ios": "none", "runtime": "none"}  # fmt: skip
+# A job's rate limit caps its IOPS and with them its bandwidth.
+_RATE = ("rate_iops",)
+_CAPPED = {"iops": _RATE, "bw": _RATE}
 
 METRICS: tuple[Metric, ...] = (
     # Per job, guest and trial (drivers/fio/README.md#metrics).
-    *(metric(f"<direction>_{name}", unit, _BETTER.get(name, "lower"), direction=DIRECTIONS)
+    *(metric(f"<direction>_{name}", unit, _BETTER.get(name, "lower"),
+             capped_by=_CAPPED.get(name, ()), direction=DIRECTIONS)
       for name, unit in UNITS.items()),
     *same_unit(("<direction>_lat_mean_median", "<direction>_clat_mean_median",
               *(f"<direction>_{p}_max" for p in PERCENTILES)), "ms", "lower",
                direction=DIRECTIONS),
-    metric("total_iops", UNITS["iops"], "higher"),
-    metric("total_bw", UNITS["bw"], "higher"),
+    metric("total_iops", UNITS["iops"], "higher", capped_by=_RATE),
+    metric("total_bw", UNITS["bw"], "higher", capped_by=_RATE),
     # From the per-second logs (per_second_logs: true).
-    *same_unit(("iops_ts_mean", "iops_ts_min", "iops_ts_max"), "1/s", "higher"),
+    *same_unit(("iops_ts_mean", "iops_ts_min", "iops_ts_max"), "1/s", "higher",
+               capped_by=_RATE),
     metric("iops_ts_cv", "ratio", "lower"),  # the rate's variability over the seconds
     metric("ts_seconds", "s", "none"),
     metric("<direction>_lat_ts_mean", "ms", "lower", direction=("read", "write")),

@@ -82,13 +82,16 @@ class Iperf3Workload(PairWorkload):
         "packet_rate", "avg_packet_bytes",
     )
     metrics: ClassVar[tuple[Metric, ...]] = (
-        metric("gbps", "Gbps", "higher"), metric("retransmits", "count", "lower"),
+        # A target bitrate (-b) caps the throughput.
+        metric("gbps", "Gbps", "higher", capped_by=("bitrate",)),
+        metric("retransmits", "count", "lower"),
         # CPU busy on each end: the cost of the throughput (gbps_per_core scores it).
         *same_unit(("client_cpu_pct", "server_cpu_pct"), "%", "none"),
         metric("lost_pct", "%", "lower"),
         metric("iperf3_cores_used", "cores", "none"),
         metric("gbps_per_core", "Gbps/core", "higher"),
-        metric("packet_rate", "packets/s", "higher"), metric("avg_packet_bytes", "B", "none"),
+        metric("packet_rate", "packets/s", "higher", capped_by=("bitrate",)),
+        metric("avg_packet_bytes", "B", "none"),
         metric("jitter_ms", "ms", "lower"),
     )  # fmt: skip
 
