@@ -95,6 +95,8 @@ def test_run_stores_per_op_figures_and_leaves_nothing(vc: VcsimServer, tmp_path:
     assert any("export_throughput" in r for r in rows)
     assert any("sync_items" in r for r in rows)
     assert library_names(vc) == []
+    # The answer (on stderr with the summary) flags the sync time: vcsim copies nothing.
+    assert "* sync: vcsim shares the publisher's items with the subscriber" in res.stderr
 
 
 def test_wrong_credentials_are_one_line_and_exit_3(vc: VcsimServer, tmp_path: Path) -> None:

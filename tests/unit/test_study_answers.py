@@ -355,3 +355,22 @@ def test_a_declared_speedup_with_its_ideal_answers_the_redis_scale_out(tmp_path:
     assert answer is not None and answer.kind == "scaling"
     assert answer.text.startswith("layout=scale-out: speedup 1.6× ± ")
     assert answer.text.endswith("against ideal 2× (efficiency 80 %)")
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_content_library_knows_vcsim_by_its_product_name(tmp_path: Path, many: bool) -> None:
+    """A lab pointing at a vcsim started elsewhere has no `simulator:`: the testbed's
+    product name (vcsim's about.fullName) tells, with one vCenter or several."""
+    values = {"sync_time": [0.0012], "sync_items": [3.0]}
+    doc = scenario_doc("cl", workload={"driver": "content_library", "roles": {},
+                                       "params": {"steps": CL_STEPS}},
+                       report={"headline": ["sync_time"], "charts": []})
+    vc = {"name": "vc1",
+          "product": "VMware vCenter Server 6.5.0 build-5973321 (govmomi simulator)"}
+    with Store.open(f"sqlite:///{tmp_path}/s.db", tmp_path) as store:
+        add_run(store, "r1", [({}, values)], scenario=doc,
+                lab={"name": "ext", "vcenters": {"vc1": {"url": "https://127.0.0.1/sdk"}}},
+                testbed={"vcenters": [vc]} if many else {"vcenter": vc})
+        answer = verdict_of(attach(report_data(store, "r1"))).answer
+    assert answer is not None
+    assert "* sync: vcsim shares the publisher's items with the subscriber" in answer.text
