@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-import pandas as pd
 from pydantic import Field
 
 from vbench.analysis.catalogue import Metric, metric, same_unit
@@ -29,6 +27,7 @@ from vbench.collectors.base import (
 from vbench.collectors.checks import near
 from vbench.collectors.esxtop.figures import host_figures
 from vbench.errors import ConfigError, GuestError, VbenchError
+from vbench.lazy import lazy_module
 from vbench.parsers.esxtop import EsxtopReader
 from vbench.parsers.esxtop.catalog import KNOWN_COUNTERS
 from vbench.parsers.esxtop.names import check_known, compile_selection
@@ -40,6 +39,14 @@ if TYPE_CHECKING:
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
     from vbench.results.records import Sample, Window
+
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 # Always read: the derived figures (host CPU, cores used, guest latency per virtual disk)
 # are computed from these whatever else a scenario selects.

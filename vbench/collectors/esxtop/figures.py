@@ -3,10 +3,16 @@ latency (see docs/metrics.md)."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from vbench.collectors.derived import window_mean
+from vbench.lazy import lazy_module
 from vbench.results.records import Sample, Window
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def host_figures(

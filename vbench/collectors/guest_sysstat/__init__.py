@@ -13,7 +13,6 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-import pandas as pd
 from pydantic import Field
 
 from vbench.analysis.catalogue import Metric, metric, same_unit
@@ -30,6 +29,7 @@ from vbench.collectors.checks import near
 from vbench.collectors.derived import cpus_of
 from vbench.collectors.guest_sysstat.figures import guest_figures
 from vbench.errors import GuestError
+from vbench.lazy import lazy_module
 from vbench.parsers.sysstat import parse_sysstat_json
 from vbench.results.records import Sample, Window
 
@@ -39,6 +39,12 @@ if TYPE_CHECKING:
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec, Scenario
     from vbench.guest.ssh import Guest, RemoteProcess
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 Activity = Literal["cpu", "queue", "memory", "disk", "network"]
 # sadf report options per activity (after `--`); -p prints disk names (sda, not dev8-0).

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from vbench.collectors.derived import window_mean
+from vbench.lazy import lazy_module
 from vbench.results.records import Sample, Window
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def guest_figures(

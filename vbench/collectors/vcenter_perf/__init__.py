@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
 from pydantic import Field, field_validator
 
 from vbench.analysis.catalogue import Metric, metric
@@ -30,6 +29,7 @@ from vbench.collectors.base import (
 from vbench.collectors.series import ClockOffset
 from vbench.config.types import Duration
 from vbench.errors import ConfigError
+from vbench.lazy import lazy_module
 from vbench.vsphere.perf import REALTIME, PerfPoller
 
 if TYPE_CHECKING:
@@ -37,6 +37,12 @@ if TYPE_CHECKING:
     from vbench.collectors.runtime import RunEnv
     from vbench.config.lab import Lab
     from vbench.config.scenario import CollectorSpec, Scenario
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 _NAME = re.compile(r"^[A-Za-z]+\.[A-Za-z0-9_.]+\.(average|summation|latest|maximum|minimum|none)$")
 _KINDS = ("host", "vm", "datastore", "cluster")

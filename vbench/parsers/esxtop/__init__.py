@@ -20,12 +20,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import IO, Any
-
-import numpy as np
-import pyarrow as pa
+from typing import IO, TYPE_CHECKING, Any
 
 from vbench.errors import ConfigError, ParseError
+from vbench.lazy import lazy_module
 from vbench.parsers.base import ToolParser, register
 from vbench.parsers.esxtop.csvfile import (
     STAMP_MINUTE,
@@ -38,6 +36,13 @@ from vbench.parsers.esxtop.csvfile import (
     split_cells,
 )
 from vbench.parsers.esxtop.names import ColumnName, Selection, compile_selection, unit_of
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+else:
+    np = lazy_module("numpy")
+    pa = lazy_module("pyarrow")
 
 DEFAULT_BLOCK = 4 << 20  # bytes read at a time (a few rows; cache-friendly)
 _MAX_HEADER = 256 << 20  # a header longer than this is not an esxtop header

@@ -11,13 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pyarrow as pa
-
+from vbench.lazy import lazy_module
 from vbench.parsers.esxtop.names import ColumnName
 
 if TYPE_CHECKING:
     from vbench.parsers.esxtop import EsxtopBatch, EsxtopReader
+
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+else:
+    np = lazy_module("numpy")
+    pa = lazy_module("pyarrow")
 
 _ROW_GROUP = 1 << 20  # tidy rows per Parquet row group
 

@@ -21,12 +21,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import ParseError
+from vbench.lazy import lazy_module
 from vbench.parsers.base import ToolParser, register
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 COLUMNS = ("sample", "time", "object", "instance", "counter", "value", "unit")
 _CPU_FIELDS = {"usr", "user", "nice", "sys", "system", "iowait", "steal", "irq", "soft",
