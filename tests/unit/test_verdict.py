@@ -90,6 +90,10 @@ def test_the_default_answer_is_the_best_point_that_passes_qos(tmp_path: Path) ->
     assert "1 point(s) failing QoS left out" in a.text
     # A real QoS failure of a matrix stays a failure.
     assert v.qos.status == "fail" and v.qos.bad
+    # The summary's best point agrees with the answer: the fastest point fails QoS.
+    page = html.unescape(render_html(report_data(store, "r1")))
+    best = re.search(r"<tr><td>ops \(ops/s\)</td><td class=\"num\">([^<]*)</td>", page)
+    assert best and best.group(1).endswith("at bs=64k"), best and best.group(1)
 
 
 def test_a_headline_metric_without_data_says_why(tmp_path: Path) -> None:

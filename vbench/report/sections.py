@@ -88,9 +88,11 @@ def badges(
 
 
 def headline_rows(view: ReportView, overrides: Mapping[str, str],
-                  hidden: Collection[str] = ()) -> list[dict[str, str]]:
+                  hidden: Collection[str] = (),
+                  failing: Collection[int] = ()) -> list[dict[str, str]]:
     """Per headline metric (but those in ``hidden``: zero everywhere): the best and the
-    worst point (or the one value), in the unit the two read best in."""
+    worst point (or the one value), in the unit the two read best in. A point in
+    ``failing`` (its QoS criteria fail) is never called best, as in the run's answer."""
     rows = []
     for m in view.headline:
         if m in hidden:
@@ -107,9 +109,11 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str],
         ordered = sorted(found, key=lambda ps: ps[1].mean or 0.0,
                          reverse=direction != "lower")
         sc = choose(unit, [ordered[0][1].mean, ordered[-1][1].mean])
-        best_p, best = ordered[0]
+        passing = [ps for ps in ordered if ps[0].point not in failing]
+        best_p, best = passing[0] if passing else ordered[0]
         worst_p, worst = ordered[-1]
         one = len(ordered) == 1
+        skipped = passing[:1] != ordered[:1]
         if direction not in ("higher", "lower"):  # no best point by a figure of context
             span = fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else (
                 f" at {best_p.title} to {fmt_mean_ci(sc.summary(worst), sc.unit)} "
@@ -123,7 +127,8 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str],
             "best": fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else f" at {best_p.title}"),
             "worst": "" if one else fmt_mean_ci(sc.summary(worst), sc.unit)
             + f" at {worst_p.title}",
-            "note": f"{direction} is better",
+            "note": f"{direction} is better"
+            + ("; points failing QoS are not called best" if skipped else ""),
         })
     return rows
 
