@@ -15,11 +15,16 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from vbench.analysis import catalogue as mc
+from vbench.lazy import lazy_module
 from vbench.results.records import Sample
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 SOURCE = "cloudstone"
 ALL = "all"
