@@ -119,6 +119,11 @@ def test_two_vcenters_as_profile_levels_give_latency_normalised_to_the_first(
     # Latency per operation type with error bars, per point, from the labelled samples.
     assert 'id="operations"' in html and "Mean latency per operation" in html
     assert "power_on" in html.split('id="operations"', 1)[1]
+    # The driver's answer leads: ops/s against Little's law, and its one chart first.
+    assert "vCenter operations against Little's law: " in res.stderr
+    assert "% of Little's law" in res.stderr
+    summary = html.split('<section id="summary">', 1)[1]
+    assert summary.index("ops/s against Little&#39;s law") < summary.index("</figure>")
     testbed = {v["name"] for v in data["run"]["testbed"]["vcenters"]}
     assert testbed == {"vc1", "vc2"}
     assert _nothing_left(lab), _leftovers(lab)
