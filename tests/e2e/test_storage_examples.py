@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import run_id_of, vbench, write_lab
+from tests.e2e.helpers import run_id_of, show, vbench, write_lab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -84,10 +84,17 @@ def test_vaio_scaling_local_has_the_median_of_per_worker_latency(
 def test_iometer_profile_and_raid_vs_pool_local_run(
     local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
-    run_id, _, con = _run("iometer-profile-local.yaml", tmp_path, local_guests, vbench_home)
+    run_id, report, con = _run("iometer-profile-local.yaml", tmp_path, local_guests, vbench_home)
     (iops,) = [v for (_, g), v in _values(con, run_id, "total_iops").items() if g is None]
     assert iops is not None and iops > 0
-    assert _values(con, run_id, "iops_ts_cv")
+    (cv,) = _values(con, run_id, "iops_ts_cv").values()  # per guest: one guest ran
+    assert cv is not None
+    # Issue 22: the headline iops_ts_cv was stored and in no output (terminal, HTML, or
+    # the "Not shown" line); now it is a figure of the run's summary and of its report.
+    shown = show(run_id)
+    [row] = [s for s in shown["summary"] if s["metric"] == "iops_ts_cv"]
+    assert row["mean"] == pytest.approx(cv)
+    assert re.search(r"iops_ts_cv\b[^<]*</t[dh]>\s*<td[^>]*>[^<]*\d", report), "no figure"
     run_id, _, con = _run("raid-vs-pool-local.yaml", tmp_path, local_guests, vbench_home)
     guests = {lab: g for (lab, g) in _values(con, run_id, "total_iops") if g}
     # Each level ran on the guest its lab profile names.
