@@ -13,64 +13,23 @@ starts simulators of any shape for one test.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vbench.errors import LabError
-from vbench.vsphere.simulator import VcsimOptions, VcsimProcess, start_vcsim
+from vbench.testing import (
+    VCSIM_PASSWORD,
+    VCSIM_PASSWORD_ENV,
+    VCSIM_USER,
+    VcsimServer,
+    start_vcsim_server,
+)
 
-USER = "vbench-test"
-PASSWORD = "vcsim-Pw-91c4"
-PASSWORD_ENV = "VBENCH_TEST_VC_PASSWORD"
-
-
-@dataclass
-class VcsimServer:
-    process: VcsimProcess
-    user: str
-    password: str
-
-    @property
-    def host(self) -> str:
-        return self.process.address
-
-    @property
-    def port(self) -> int:
-        return self.process.port
-
-    @property
-    def url(self) -> str:
-        return self.process.url
-
-    def certificate_pem(self) -> str:
-        return ssl.get_server_certificate((self.host, self.port))
-
-    def lab_vcenter(self, **extra: Any) -> dict[str, Any]:
-        """A lab file's `vcenters.<name>` entry for this simulator (password from env)."""
-        entry: dict[str, Any] = {
-            "url": self.url,
-            "user": self.user,
-            "password": "${env:" + PASSWORD_ENV + "}",
-        }
-        entry.update(extra)
-        return entry
-
-    def stop(self) -> None:
-        self.process.stop()
-
-
-def start_server(log_dir: Path, **options: Any) -> VcsimServer:
-    opts = VcsimOptions(**{"username": USER, "password": PASSWORD, **options})
-    try:
-        proc = start_vcsim(opts, log_dir / "vcsim.log")
-    except LabError as exc:
-        pytest.fail(f"cannot start vcsim (run `make tools`): {exc}", pytrace=False)
-    return VcsimServer(proc, opts.username or "", opts.password or "")
+# The simulator and its credentials: vbench's plugin author's kit (vbench/testing.py).
+USER, PASSWORD, PASSWORD_ENV = VCSIM_USER, VCSIM_PASSWORD, VCSIM_PASSWORD_ENV
+start_server = start_vcsim_server
 
 
 @pytest.fixture(scope="module")

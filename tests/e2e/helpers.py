@@ -5,20 +5,33 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import LocalGuests, free_port
+
+# Running the CLI as a process, waiting for a run's log events and writing a lab of the
+# loopback guests: vbench's plugin author's kit (vbench/testing.py); importable from here.
+from vbench.testing import (
+    guest_workdir,
+    log_events,
+    logged,
+    run_id_of,
+    vbench_popen,
+    wait_for,
+    wait_for_log,
+    write_lab,
+)
+from vbench.testing import (
+    local_processes as remote_processes,
+)
 
 SSHD = "/usr/sbin/sshd"
 
@@ -36,117 +49,15 @@ def vbench(
     )
 
 
-def vbench_popen(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "vbench", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def run_id_of(output: str) -> str:
-    m = re.search(r"^run (\S+): ", output, re.M)
-    assert m, f"no run id in output:\n{output}"
-    return m.group(1)
-
-
 def show(run_id: str, *extra: str) -> dict:
     res = vbench("show", run_id, "--json", *extra)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
 
-def remote_processes(pattern: str) -> list[str]:
-    """Processes on this machine (where the loopback guests live) matching ``pattern``."""
-    res = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
-    return [ln for ln in res.stdout.splitlines() if "pgrep" not in ln]
-
-
 def fio_started(lab: Path, tag: str):  # type: ignore[no-untyped-def]
     """A predicate: fio of this test's lab runs in the trial directory named by ``tag``."""
     return lambda: len(remote_processes(f"{guest_workdir(lab)}/.*{tag}")) > 0
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def log_events(home: Path) -> list[dict]:
-    """Every complete line of every run log under ``home`` (a test's VBENCH_HOME)."""
-    records: list[dict] = []
-    for log in sorted((home / "results").glob("*/log.jsonl")):
-        for line in log.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(json.JSONDecodeError):  # a line still being written
-                records.append(json.loads(line))
-    return records
-
-
-def logged(home: Path, event: str, **fields: object):  # type: ignore[no-untyped-def]
-    """A predicate: a run under ``home`` has logged ``event`` with these field values
-    (e.g. ``logged(home, "phase_mark", mark="steady_start", point=0, trial=1)``)."""
-
-    def seen() -> bool:
-        return any(
-            r.get("event") == event and all(r.get(k) == v for k, v in fields.items())
-            for r in log_events(home)
-        )
-
-    return seen
-
-
-def wait_for_log(
-    home: Path,
-    event: str,
-    timeout: float = 60.0,
-    proc: subprocess.Popen | None = None,
-    **fields: object,
-) -> None:
-    """Wait until a run under ``home`` logs ``event`` (with ``fields``): the event itself,
-    not a guess of how long it takes. If ``proc`` (the run) ends first, fail at once."""
-    seen = logged(home, event, **fields)
-
-    def seen_or_ended() -> bool:
-        if seen():
-            return True
-        if proc is not None and proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(
-                f"run ended (rc={proc.returncode}) before {event} {fields}:\n{out}{err}"
-            )
-        return False
-
-    wait_for(seen_or_ended, timeout, f"{event} {fields} in the run log")
-
-
-def guest_workdir(lab: Path) -> Path:
-    """The remote scratch root of the lab written at ``lab``: one per test, so that
-    process patterns and leftovers are this test's own, whatever else runs."""
-    return lab.parent / "guest-work"
-
-
-def write_lab(path: Path, guests: LocalGuests, extra_nodes: dict[str, dict] | None = None) -> Path:
-    sshd = guests.sshd
-    nodes = {g.name: {"address": g.address, "roles": ["storage"]} for g in guests}
-    nodes.update(extra_nodes or {})
-    lab = {
-        "version": 1,
-        "name": "e2e",
-        "defaults": {
-            "port": sshd.port,
-            "key_file": str(sshd.key_file),
-            "known_hosts": str(sshd.known_hosts),
-            "workdir": str(guest_workdir(path)),
-        },
-        "nodes": nodes,
-    }
-    path.write_text(yaml.safe_dump(lab, sort_keys=False))
-    return path
 
 
 def write_scenario(

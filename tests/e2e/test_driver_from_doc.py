@@ -108,11 +108,44 @@ def workspace(
     return {"site": installed, "lab": lab, "scenario": scenario, "home": tmp / "home"}
 
 
+def test_the_drivers_own_tests_pass_with_vbench_s_kit(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The page's tests of its driver use vbench's kit only (vbench.testing: loopback
+    guests, a lab file, the CLI as a process, waiting for a log event); run by pytest
+    as a lab runs them, outside vbench's suite (no conftest of ours), with the driver
+    found through its entry point. Peers are required: a skip would be a failure."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the lab's own project root
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_stress_cpu.py").write_text(doc_files()["tests/test_stress_cpu.py"])
+    path = os.pathsep.join(filter(None, [str(installed), os.environ.get("PYTHONPATH")]))
+    res = subprocess.run(
+        # -p: where the entry point is installed it is the same plugin, loaded once.
+        [sys.executable, "-m", "pytest", "-q", "-p", "vbench.testing", "-p", "no:cacheprovider",
+         str(tests)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": path, "VBENCH_REQUIRE_PEERS": "1"},
+    )
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert re.search(r"\b3 passed\b", res.stdout), res.stdout[-2000:]
+
+
+def test_pytest_finds_the_kit_through_an_entry_point() -> None:
+    """Installing vbench registers vbench.testing with pytest (named as the module, so
+    `-p vbench.testing` does not load it twice)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["pytest11"] == {"vbench.testing": "vbench.testing"}
+
+
 def test_doc_holds_every_file_a_driver_adds() -> None:
     files = doc_files()
     assert {
         f"vbench/workloads/{DRIVER}/__init__.py", f"drivers/{DRIVER}/cpu.job.j2",
         f"drivers/{DRIVER}/README.md", SCENARIO, "pyproject.toml", "DISTRIBUTION",
+        f"tests/test_{DRIVER}.py",
     } <= set(files)
     layout = distribution_layout(files)
     # Every driver file of the walk-through goes into the distribution unchanged.

@@ -38,8 +38,8 @@ def _layer(module: str) -> str:
 
 
 def _rank(layer: str) -> int:
-    if layer == "__main__":
-        return -1  # `python -m vbench`: the entry point, above the CLI
+    if layer in ("__main__", "testing"):
+        return -1  # `python -m vbench`, and the pytest plugin of tests: above the CLI
     if layer in BASE or layer not in LAYERS:
         return len(LAYERS)  # the base: importable from everywhere
     return LAYERS.index(layer)
@@ -145,6 +145,13 @@ def test_plugins_never_import_another_plugin() -> None:
     a layer down, in a flat module beside them (e.g. workloads/pairs.py)."""
     problems = _plugin_crossings()
     assert not problems, "plugins importing plugins:\n" + "\n".join(problems)
+
+
+def test_the_testing_kit_sits_above_everything() -> None:
+    """vbench/testing.py (the pytest plugin) may use every layer; any module importing it
+    (the CLI loading test code) is an upward import."""
+    assert _rank(_layer("vbench.testing")) < _rank("cli")
+    assert all(_rank(_layer("vbench.testing")) < _rank(layer) for layer in LAYERS)
 
 
 def test_the_plugin_rule_sees_a_sibling_import() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
 from vbench.config.schema import _models, _table
-from vbench.workloads.base import driver_names, get_driver
+from vbench.workloads.base import REGISTRY, driver_names, get_driver
 
 
 def reference_markdown() -> str:
@@ -33,6 +33,8 @@ def reference_markdown() -> str:
             out += _table(m)
     out += ["## Workload driver parameters (`workload.params`)", ""]
     for name in driver_names():
+        if not REGISTRY.origin(name).startswith("vbench."):
+            continue  # a lab's own driver (an entry point) documents itself
         d = get_driver(name)
         out += [f"## Driver `{name}`", "", f"Roles: {', '.join(d.roles)}.", ""]
         out += _table(d.Params)

@@ -144,6 +144,11 @@ class Workload(ABC):
     required_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # Metrics a report leads with, in order (first is the headline figure).
     headline_metrics: ClassVar[tuple[str, ...]] = ()
+    # The pages that document the driver's parameters for its users, checked against
+    # ``Params`` (vbench.testing.driver_doc_problems): paths in the project for a built-in
+    # (drivers/<name>/README.md, docs/<name>.md), in the distribution's top-level package
+    # for a driver shipped on its own.
+    docs: ClassVar[tuple[str, ...]] = ()
     # The driver acts on vCenter itself (ctx.vsphere): the run opens the vCenter of each
     # point's lab profile even when no `vm:` group is provisioned.
     needs_vcenter: ClassVar[bool] = False

@@ -47,6 +47,7 @@ class Cloudstone(Workload):
     """Olio-shaped web tier (nginx + PHP-FPM + MariaDB) driven by Locust, N instances."""
 
     name: ClassVar[str] = "cloudstone"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/cloudstone/README.md", "docs/cloudstone.md")
     Params: ClassVar[type[CloudstoneParams]] = CloudstoneParams
     roles: ClassVar[tuple[str, ...]] = (SERVERS, CLIENTS)
     optional_roles: ClassVar[tuple[str, ...]] = (SERVERS,)

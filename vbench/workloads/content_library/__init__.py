@@ -47,6 +47,7 @@ class ContentLibraryWorkload(Workload):
     """Content Library operations on one or two vCenters, N at a time."""
 
     name: ClassVar[str] = "content_library"
+    docs: ClassVar[tuple[str, ...]] = ("docs/content-library.md",)
     Params: ClassVar[type[ContentLibraryParams]] = ContentLibraryParams
     roles: ClassVar[tuple[str, ...]] = ()
     needs_vcenter: ClassVar[bool] = True

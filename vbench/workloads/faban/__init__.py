@@ -67,6 +67,7 @@ class Instance:
 @register
 class FabanWorkload(Workload):
     name: ClassVar[str] = "faban"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/faban/README.md",)
     Params: ClassVar[type[FabanParams]] = FabanParams
     roles: ClassVar[tuple[str, ...]] = (CLIENTS,)
     headline_metrics: ClassVar[tuple[str, ...]] = ("ops_per_sec", "rt_avg", "rt_p95",

@@ -103,6 +103,7 @@ class FioWorkload(Workload):
     """fio on every target guest at once; one JSON result per guest."""
 
     name: ClassVar[str] = "fio"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/fio/README.md",)
     Params: ClassVar[type[FioParams]] = FioParams
     roles: ClassVar[tuple[str, ...]] = (ROLE,)
     required_tools: ClassVar[dict[str, tuple[str, ...]]] = {ROLE: ("fio",)}

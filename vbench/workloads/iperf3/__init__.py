@@ -72,6 +72,7 @@ class Iperf3Params(PairParams):
 @register
 class Iperf3Workload(PairWorkload):
     name: ClassVar[str] = "iperf3"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/iperf3/README.md",)
     Params: ClassVar[type[Iperf3Params]] = Iperf3Params
     tool: ClassVar[str] = "iperf3"
     result_name: ClassVar[str] = "json"

@@ -68,6 +68,7 @@ class NetperfParams(PairParams):
 @register
 class NetperfWorkload(PairWorkload):
     name: ClassVar[str] = "netperf"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/netperf/README.md",)
     Params: ClassVar[type[NetperfParams]] = NetperfParams
     tool: ClassVar[str] = "netperf"
     result_name: ClassVar[str] = "log"  # netperf prints its result: the process log

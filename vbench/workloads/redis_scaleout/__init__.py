@@ -69,6 +69,7 @@ class RedisScaleout(Workload):
     """Redis servers behind optional twemproxy and HAProxy tiers, driven by redis-benchmark."""
 
     name: ClassVar[str] = "redis_scaleout"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/redis/README.md",)
     Params: ClassVar[type[RedisParams]] = RedisParams
     roles: ClassVar[tuple[str, ...]] = (SERVERS, PROXIES, CLIENTS)
     optional_roles: ClassVar[tuple[str, ...]] = (PROXIES,)

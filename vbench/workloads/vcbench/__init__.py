@@ -60,6 +60,7 @@ class VcbenchWorkload(Workload):
     """Many vCenter sessions issuing a management-operation mix."""
 
     name: ClassVar[str] = "vcbench"
+    docs: ClassVar[tuple[str, ...]] = ("docs/vcbench.md",)
     Params: ClassVar[type[VcbenchParams]] = VcbenchParams
     roles: ClassVar[tuple[str, ...]] = ()
     needs_vcenter: ClassVar[bool] = True

@@ -76,6 +76,7 @@ class VdbenchWorkload(Workload):
     """vdbench with the user's parameter file on every target guest at once."""
 
     name: ClassVar[str] = "vdbench"
+    docs: ClassVar[tuple[str, ...]] = ("drivers/vdbench/README.md",)
     Params: ClassVar[type[VdbenchParams]] = VdbenchParams
     roles: ClassVar[tuple[str, ...]] = (ROLE,)
     headline_metrics: ClassVar[tuple[str, ...]] = ("total_iops", "resp", "total_mb_per_sec")
