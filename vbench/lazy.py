@@ -31,12 +31,15 @@ class LazyModule:
     read: then imports it and puts the real module in its place there (later reads
     there cost nothing, and a test that patches the library is seen)."""
 
-    def __init__(self, name: str, owner: dict[str, Any]) -> None:
+    def __init__(self, name: str, owner: dict[str, Any], member: str) -> None:
         self.__dict__["_lazy_name"] = name
         self.__dict__["_lazy_owner"] = owner
+        self.__dict__["_lazy_member"] = member
 
     def __getattr__(self, attr: str) -> Any:
         module = importlib.import_module(self.__dict__["_lazy_name"])
+        for part in filter(None, self.__dict__["_lazy_member"].split(".")):
+            module = getattr(module, part)
         owner = self.__dict__["_lazy_owner"]
         for key, value in list(owner.items()):
             if value is self:
@@ -47,7 +50,9 @@ class LazyModule:
         return f"<lazy module {self.__dict__['_lazy_name']!r}>"
 
 
-def lazy_module(name: str) -> Any:
-    """A stand-in for ``import name`` at the top of a module: the import happens at
-    the first attribute read."""
-    return LazyModule(name, sys._getframe(1).f_globals)
+def lazy_module(name: str, member: str = "") -> Any:
+    """A stand-in for ``import name`` at the top of a module — or for ``from name import
+    member`` (dotted: ``vmodl.query.PropertyCollector``), for what a package makes at
+    import rather than holds as a module, such as pyVmomi's ``vim``: the import happens
+    at the first attribute read."""
+    return LazyModule(name, sys._getframe(1).f_globals, member)

@@ -82,6 +82,15 @@ def test_validate_and_plan_load_no_heavy_library(command: str, tmp_path: Path) -
     assert sorted(loaded & HEAVY) == []
 
 
+@pytest.mark.parametrize("command", ["plugins", "drivers"])
+def test_discovering_every_plugin_loads_no_heavy_library(command: str, tmp_path: Path) -> None:
+    # Discovery imports each built-in plugin package (drivers, collectors, parsers): what
+    # they need to run (pyVmomi, httpx, pandas...) waits until they run.
+    loaded, out = _loaded([command], tmp_path)
+    assert "fio" in out and "content_library" in out
+    assert sorted(loaded & HEAVY) == []
+
+
 def test_ls_loads_no_data_stack(tmp_path: Path) -> None:
     from vbench.results.records import RunInfo
     from vbench.results.store import Store

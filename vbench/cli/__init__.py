@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import traceback
 
 import click
 
@@ -50,6 +49,12 @@ def _register() -> None:
 _register()
 
 
+def _print_traceback() -> None:
+    import traceback  # only with --debug: its import (linecache, tokenize) costs every command
+
+    traceback.print_exc()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, print errors as one clear answer, exit with the code."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
@@ -66,13 +71,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except ConfigValidationError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         for issue in exc.issues:
             click.echo(str(issue), err=True)
         sys.exit(exc.exit_code)
     except VbenchError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         else:
             click.echo(
                 f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)",

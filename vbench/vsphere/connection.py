@@ -21,16 +21,20 @@ import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
-
-from pyVim.connect import SmartStubAdapter
-from pyVmomi import vim, vmodl
 
 from vbench.config.lab import Lab
 from vbench.config.secrets import expand_path
 from vbench.errors import ConfigError, LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.faults import fault_text
+
+if TYPE_CHECKING:
+    from pyVmomi import vim, vmodl
+else:
+    vim = lazy_module("pyVmomi", "vim")
+    vmodl = lazy_module("pyVmomi", "vmodl")
 
 T = TypeVar("T")
 Warn = Callable[[str], None]
@@ -334,6 +338,8 @@ def connect(
     on_login: OnLogin | None = None,
 ) -> VSphereSession:
     """Log in to ``target``; every failure is a LabError naming the vCenter and the cause."""
+    from pyVim.connect import SmartStubAdapter
+
     if target.insecure and warn is not None:
         warn(
             f"{target.label}: TLS certificate verification is off (insecure: true); "

@@ -29,12 +29,16 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.connection import VCenterTarget, tls_context
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy_module("httpx")
 
 REST = "/rest"
 SESSION = "/rest/com/vmware/cis/session"

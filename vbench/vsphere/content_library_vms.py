@@ -4,15 +4,20 @@ one (pyVmomi stays in this layer; the workload calls these)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
-
-from pyVmomi import vim, vmodl
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.destroyers import DestroyRequest
 from vbench.vsphere.inventory import retrieve
 from vbench.vsphere.tasks import TaskFailed
+
+if TYPE_CHECKING:
+    from pyVmomi import vim, vmodl
+else:
+    vim = lazy_module("pyVmomi", "vim")
+    vmodl = lazy_module("pyVmomi", "vmodl")
 
 GRACE = 120.0
 

@@ -20,15 +20,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from pyVmomi import vim, vmodl
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import ConfigError, LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.inventory import retrieve_refs
 from vbench.vsphere.journal import VM_KIND, JournalItem
 from vbench.vsphere.tasks import TaskFailed, Watcher
+
+if TYPE_CHECKING:
+    from pyVmomi import vim, vmodl
+else:
+    vim = lazy_module("pyVmomi", "vim")
+    vmodl = lazy_module("pyVmomi", "vmodl")
 
 SNAPSHOT_KIND = "snapshot"
 TASK_GRACE = 120.0  # how long a destroyer waits for the creating task or its own

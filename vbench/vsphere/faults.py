@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyVmomi import vmodl
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from pyVmomi import vmodl
+else:
+    vmodl = lazy_module("pyVmomi", "vmodl")
 
 # Fields every fault has; they say nothing about this one.
 _COMMON = {"dynamicType", "dynamicProperty", "msg", "faultCause", "faultMessage"}

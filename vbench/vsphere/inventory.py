@@ -12,14 +12,19 @@ import contextlib
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from pyVmomi import vim, vmodl
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.connection import VSphereSession
 
-PC = vmodl.query.PropertyCollector
+if TYPE_CHECKING:
+    from pyVmomi import vim, vmodl
+else:
+    vim = lazy_module("pyVmomi", "vim")
+    vmodl = lazy_module("pyVmomi", "vmodl")
+
+PC = lazy_module("pyVmomi", "vmodl.query.PropertyCollector")
 PAGE_SIZE = 1000
 
 PropsByType = Mapping[type, Sequence[str]]
@@ -124,21 +129,23 @@ def retrieve_refs(
 
 # --- the inventory, by name ------------------------------------------------------------
 
-INVENTORY_PROPS: dict[type, tuple[str, ...]] = {
-    vim.Datacenter: ("name", "parent", "vmFolder"),
-    vim.Folder: ("name", "parent", "childType"),
-    vim.ComputeResource: ("name", "parent", "resourcePool", "host"),
-    vim.HostSystem: (
+# By type name: the pyVmomi types are looked up when the inventory is read, so that
+# importing this module does not import pyVmomi.
+INVENTORY_PROPS: dict[str, tuple[str, ...]] = {
+    "Datacenter": ("name", "parent", "vmFolder"),
+    "Folder": ("name", "parent", "childType"),
+    "ComputeResource": ("name", "parent", "resourcePool", "host"),
+    "HostSystem": (
         "name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode",
         "summary.hardware.memorySize", "summary.hardware.numCpuCores",
         "summary.hardware.cpuMhz", "summary.quickStats.overallMemoryUsage",
         "summary.quickStats.overallCpuUsage",
     ),
-    vim.Datastore: ("name", "parent", "summary.freeSpace", "summary.capacity",
+    "Datastore": ("name", "parent", "summary.freeSpace", "summary.capacity",
                     "summary.accessible", "summary.type"),
-    vim.Network: ("name", "parent"),
-    vim.ResourcePool: ("name", "parent", "owner"),
-    vim.VirtualMachine: (
+    "Network": ("name", "parent"),
+    "ResourcePool": ("name", "parent", "owner"),
+    "VirtualMachine": (
         "name", "parent", "config.template", "resourcePool", "runtime.host",
         "runtime.powerState", "customValue", "summary.storage.committed",
         "summary.config.memorySizeMB", "summary.config.numCpu", "datastore", "network",
@@ -178,7 +185,8 @@ class Inventory:
 
     @classmethod
     def load(cls, session: VSphereSession) -> Inventory:
-        return cls(session.target.name, retrieve(session, INVENTORY_PROPS))
+        props = {getattr(vim, kind): paths for kind, paths in INVENTORY_PROPS.items()}
+        return cls(session.target.name, retrieve(session, props))
 
     def of_kind(self, *kinds: str) -> list[Obj]:
         return [o for k in kinds for o in self._by_kind.get(k, ())]

@@ -22,15 +22,20 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
-
-from pyVmomi import vim, vmodl
+from typing import TYPE_CHECKING, Any
 
 from vbench.errors import Interrupted, LabError
+from vbench.lazy import lazy_module
 from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.faults import fault_text
 
-PC = vmodl.query.PropertyCollector
+if TYPE_CHECKING:
+    from pyVmomi import vim, vmodl
+else:
+    vim = lazy_module("pyVmomi", "vim")
+    vmodl = lazy_module("pyVmomi", "vmodl")
+
+PC = lazy_module("pyVmomi", "vmodl.query.PropertyCollector")
 TASK_PROPS = ("info.state", "info.error", "info.result")  # read once, when a watch starts
 # What the shared filter reports of a task: its state only. vcsim recomputes a filter's
 # every property for every change in its inventory, so the filter stays as lean as it
