@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,6 +24,7 @@ from vbench.testing import (
     VCSIM_USER,
     VcsimServer,
     start_vcsim_server,
+    vcsim_servers,
 )
 
 # The simulator and its credentials: vbench's plugin author's kit (vbench/testing.py).
@@ -45,19 +45,9 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VcsimServer]:
 def vcsim_factory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[..., VcsimServer]]:
-    started: list[VcsimServer] = []
     monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
-
-    def factory(**options: Any) -> VcsimServer:
-        server = start_server(tmp_path / f"vcsim-{len(started)}", **options)
-        started.append(server)
-        return server
-
-    try:
+    with vcsim_servers(tmp_path) as factory:
         yield factory
-    finally:
-        for s in started:
-            s.stop()
 
 
 @pytest.fixture

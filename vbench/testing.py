@@ -342,6 +342,24 @@ def start_vcsim_server(log_dir: Path, **options: Any) -> VcsimServer:
     return VcsimServer(proc, opts.username or "", opts.password or "")
 
 
+@contextlib.contextmanager
+def vcsim_servers(folder: Path) -> Iterator[Callable[..., VcsimServer]]:
+    """A factory of simulators (``factory(**VcsimOptions fields)``), each logging in a
+    folder of its own under ``folder``; every one is stopped at the end."""
+    started: list[VcsimServer] = []
+
+    def factory(**options: Any) -> VcsimServer:
+        server = start_vcsim_server(folder / f"vcsim-{len(started)}", **options)
+        started.append(server)
+        return server
+
+    try:
+        yield factory
+    finally:
+        for s in started:
+            s.stop()
+
+
 # --------------------------------------------------------------- the fixtures
 
 
@@ -385,19 +403,9 @@ def vbench_cli(vbench_home: Path) -> Cli:
 @pytest.fixture
 def vbench_vcsim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                  ) -> Iterator[Callable[..., VcsimServer]]:
-    started: list[VcsimServer] = []
     monkeypatch.setenv(VCSIM_PASSWORD_ENV, VCSIM_PASSWORD)
-
-    def factory(**options: Any) -> VcsimServer:
-        server = start_vcsim_server(tmp_path / f"vcsim-{len(started)}", **options)
-        started.append(server)
-        return server
-
-    try:
+    with vcsim_servers(tmp_path) as factory:
         yield factory
-    finally:
-        for s in started:
-            s.stop()
 
 
 # --------------------------------------------------------------- a driver's docs

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from tests.analysis_runs import add_run
+from tests.unit.test_progress_lines import Clock
 from vbench.analysis.findmax import FindMax, SearchParams
 from vbench.cli import cli
 from vbench.cli.eta import Eta
@@ -100,14 +101,6 @@ def test_plan_and_validate_of_a_search_give_its_range_of_levels_trials_and_time(
 
 def _ok(point: int, trial: int, samples: tuple[Sample, ...]) -> TrialResult:
     return TrialResult(point, trial, "ok", PhaseTimes(), samples, None)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_the_search_eta_is_its_trials_left_times_the_trial_time(findmax_plan: Plan) -> None:

@@ -168,3 +168,17 @@ def test_compare_puts_two_searches_answers_side_by_side(tmp_path: Path) -> None:
     assert [f["metric"] for f in doc["figures"]] == ["lat"]
     lines = compare_answer_lines(doc)
     assert lines[0].startswith("A run-findmax: find-max users: highest pass")
+
+
+def test_a_simulated_vcenter_is_known_by_the_lab_or_by_the_testbed() -> None:
+    from vbench.analysis.verdict_build import simulated_text
+
+    product = "VMware vCenter Server 6.5.0 build-5973321 (govmomi simulator)"
+    lab = {"vcenters": {"sim": {"url": "https://127.0.0.1/sdk", "simulator": {}}}}
+    real = {"vcenter": {"name": "vc1", "product": "VMware vCenter Server 8.0.2"}}
+    assert simulated_text({"lab": lab, "testbed": real}) == "simulated vCenter (vcsim): sim"
+    assert simulated_text({"lab": lab, "testbed": None}) is None  # it reached no vCenter
+    two = {"vcenter": {"name": "vc1", "product": product},
+           "vcenters": [{"name": "vc1", "product": product}, {"name": "vc2", "product": product}]}
+    assert simulated_text({"lab": {}, "testbed": two}) == "simulated vCenter (vcsim): vc1, vc2"
+    assert simulated_text({"lab": {}, "testbed": real}) is None

@@ -252,14 +252,25 @@ def qos_view(qos: QosResult, answers: Sequence[Answer]) -> QosView:
                    tuple(f"{c.criterion} at {c.point_title}: {c.message}" for c in unexpected))
 
 
+SIMULATOR_PRODUCT = "govmomi simulator"  # in vcsim's about.fullName, kept in the testbed
+
+
 def simulated_text(run: Mapping[str, Any]) -> str | None:
-    """Which simulated vCenter(s) the run measured, when it reached one (vcsim)."""
+    """Which simulated vCenter(s) the run measured, when it reached one (vcsim): those
+    its lab starts as simulators (``simulator:``), and those whose product name in the
+    run's testbed is vcsim's (a lab pointing at a vcsim started elsewhere)."""
+    testbed = run.get("testbed") or {}
+    if not isinstance(testbed, Mapping) or not testbed:
+        return None  # the run reached no vCenter: its figures are not the simulator's
     lab = run.get("lab") or {}
     sims = [str(n) for n, vc in (lab.get("vcenters") or {}).items()
-            if isinstance(vc, Mapping) and vc.get("simulator")]
-    if not sims or not run.get("testbed"):
+            if isinstance(vc, Mapping) and vc.get("simulator") is not None]
+    for vc in [testbed.get("vcenter"), *(testbed.get("vcenters") or ())]:
+        if isinstance(vc, Mapping) and SIMULATOR_PRODUCT in str(vc.get("product") or ""):
+            sims.append(str(vc.get("name") or "?"))
+    if not sims:
         return None
-    return f"simulated vCenter (vcsim): {', '.join(sims)}"
+    return f"simulated vCenter (vcsim): {', '.join(dict.fromkeys(sims))}"
 
 
 def build_verdict(
