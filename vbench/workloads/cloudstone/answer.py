@@ -59,7 +59,7 @@ def cloudstone_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
     figures = tuple(inputs.figure(shown, m) for m in inputs.headline)
     return (Answer("cloudstone", "CloudStone validity (Faban)", text, status, facts,
                    figures, details, HOW_TO_READ.format(tol=tol), ok=ok,
-                   charts=_charts(inputs, shown)),)
+                   charts=_charts(inputs, shown, tol)),)
 
 
 def _point(inputs: AnswerInputs, point: int, tol: float) -> tuple[str, bool]:
@@ -104,9 +104,9 @@ def _qos_text(failed: Sequence[QosCheck]) -> str:
     return f"{first.metric} {subject} {value} vs {first.op} {first.threshold:g}{more}"
 
 
-def _charts(inputs: AnswerInputs, point: int) -> tuple[AnswerChart, ...]:
+def _charts(inputs: AnswerInputs, point: int, tol: float) -> tuple[AnswerChart, ...]:
     where = inputs.point_title(point)
-    out = [AnswerChart("mix", ideal="mix_required", ideal_label="required mix",
+    out = [AnswerChart("mix", ideal="mix_required", ideal_label=f"required mix (±{tol:g} pp)",
                        title=f"achieved vs required mix at {where}", by=OP_LABEL,
                        point=point, flag="mix_outside_tolerance")]
     metrics = dict.fromkeys(c.metric for c in inputs.analysis.qos.checks
