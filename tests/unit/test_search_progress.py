@@ -174,3 +174,24 @@ def test_a_resumed_run_says_what_it_kept(tmp_path: Path) -> None:
     RichProgress(Console(file=out, width=500), kept=kept).start_run(plan)
     assert f"resuming run {rid}: kept {kept.trials} trials ({kept.ok} ok) of 2 points; " \
            f"{6 - kept.trials} of 6 trials remain" in out.getvalue()
+
+
+def test_the_live_display_of_a_search_counts_and_times_what_it_may_still_run(
+    findmax_plan: Plan,
+) -> None:
+    progress = RichProgress(Console(file=io.StringIO(), force_terminal=True, width=160))
+    progress.start_run(findmax_plan)
+    try:
+        assert progress._progress is not None
+        search = FindMax(PARAMS)
+        search.next()
+        outlook = search.outlook()
+        progress.outlook(outlook)
+        progress.start_trial(findmax_plan.points[0], 1)
+        task = progress._progress.tasks[0]
+        # The bar's length: the trials the search may still run, not the plan's one.
+        assert task.total == outlook.trials[1] > 1
+        assert re.fullmatch(rf".+–.+, at most {outlook.levels[1]} more levels",
+                            task.fields["left"]), task.fields["left"]
+    finally:
+        progress.end_run()
