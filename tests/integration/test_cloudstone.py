@@ -4,6 +4,7 @@ from a wheelhouse built from PyPI on this controller)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -26,11 +27,13 @@ from vbench.results.rundir import RunDir
 from vbench.results.store import Store
 from vbench.workloads.base import TrialContext
 from vbench.workloads.cloudstone import Cloudstone
+from vbench.workloads.cloudstone.loadgen import ensure_locust
 from vbench.workloads.cloudstone.params import OLIO_MATRIX, CloudstoneParams, stationary_mix
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+WHEELHOUSE = ROOT / ".tools" / "wheelhouse"
 TOOLS = ("nginx", "php-fpm8.2", "mariadbd", "mariadb-install-db", "mariadb", "curl")
 SERVER_NAMES = ("mariadbd", "php-fpm", "nginx: ", "locust")
 
@@ -46,7 +49,7 @@ def _tools() -> None:
 def _wheelhouse(monkeypatch: pytest.MonkeyPatch) -> None:
     # One wheelhouse for every test (each test has its own VBENCH_HOME): `make wheelhouse`
     # fills it, else the driver builds it from PyPI on first use.
-    monkeypatch.setenv("VBENCH_WHEELHOUSE", str(ROOT / ".tools" / "wheelhouse"))
+    monkeypatch.setenv("VBENCH_WHEELHOUSE", str(WHEELHOUSE))
 
 
 def free_base(guests: LocalGuests) -> int:
@@ -141,6 +144,17 @@ BASE = {"users": 12, "think": {"kind": "negexp", "mean": 0.1}, "sub_window": 3,
 
 
 @pytest.fixture(scope="module")
+def locust(local_guests: LocalGuests, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One Locust for the module's runs, as a lab's own (``locust_command``): installing
+    the private venv costs each run ~15 s. The ``two`` run still installs its own, so the
+    default path (wheelhouse pushed, venv made, removed with the run) stays tested."""
+    base = str(tmp_path_factory.mktemp("locust"))
+    params = CloudstoneParams.model_validate({**BASE, "wheelhouse": str(WHEELHOUSE)})
+    with Guest(dataclasses.replace(local_guests[1], workdir=base)) as client:
+        return ensure_locust(client, params, base)
+
+
+@pytest.fixture(scope="module")
 def two(local_guests: LocalGuests, tmp_path_factory: pytest.TempPathFactory) -> Done:
     """A short Olio run with 2 instances (both servers on guest1, clients on guest2)."""
     tmp = tmp_path_factory.mktemp("cloudstone-two")
@@ -199,9 +213,11 @@ def test_writes_really_write_and_nothing_is_left(two: Done) -> None:
     assert raw, "the Locust records are kept in the run directory"
 
 
-def test_failing_limit_fails_the_point(local_guests: LocalGuests, tmp_path: Path) -> None:
+def test_failing_limit_fails_the_point(
+    local_guests: LocalGuests, tmp_path: Path, locust: str
+) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    params = {"locust_command": locust, **BASE, "users": 4, "port": free_base(local_guests)}
     qos = [{"metric": "rt_avg", "where": {"operation": "HomePage"}, "op": "<=",
             "threshold": 0.001, "unit": "ms"}]  # fmt: skip
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s",
@@ -237,10 +253,10 @@ def _kill_php_fpm(workdir: Path, trial_dir: str) -> int:
 
 
 def test_killed_php_fpm_fails_that_trial_and_the_run_completes(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    params = {"locust_command": locust, **BASE, "users": 4, "port": free_base(local_guests)}
     path = scenario(tmp_path / "s.yaml", params, steady="6s", warmup="1s")
     doc = yaml.safe_load(path.read_text())
     doc["repeat"] = 2
@@ -261,10 +277,10 @@ def test_killed_php_fpm_fails_that_trial_and_the_run_completes(
 
 
 def test_interrupt_mid_trial_leaves_nothing_running(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 4, "port": free_base(local_guests)}
+    params = {"locust_command": locust, **BASE, "users": 4, "port": free_base(local_guests)}
     path = scenario(tmp_path / "s.yaml", params, steady="120s", warmup="1s")
     cancel = threading.Event()
     worker, result = _run_in_thread(tmp_path, path, lab, cancel)
@@ -291,12 +307,12 @@ def test_interrupt_mid_trial_leaves_nothing_running(
 
 
 def test_saturated_client_fails_the_trial_when_asked(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     # A CPU limit no Locust process can stay under: the real CPU figures trip it.
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 4, "port": free_base(local_guests), "cpu_limit": 0.0001,
-              "saturation": "fail"}  # fmt: skip
+    params = {"locust_command": locust, **BASE, "users": 4, "port": free_base(local_guests),
+              "cpu_limit": 0.0001, "saturation": "fail"}  # fmt: skip
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="4s", warmup="1s"), lab)
     (trial,) = done.trials
     assert trial.status == "failed"
@@ -306,11 +322,11 @@ def test_saturated_client_fails_the_trial_when_asked(
 
 
 def test_fixed_rate_profile_serves_the_asked_rate_of_static_pages(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {"profile": "rate", "rate": 25, "port": free_base(local_guests),
-              "php_children": 2, "users": 1}  # fmt: skip
+    params = {"locust_command": locust, "profile": "rate", "rate": 25,
+              "port": free_base(local_guests), "php_children": 2, "users": 1}  # fmt: skip
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="6s", warmup="2s"), lab)
     assert done.outcome.status == "ok", [t.error for t in done.trials]
     rate = done.value("ops_per_sec", operation="StaticPage")
@@ -325,10 +341,11 @@ def test_fixed_rate_profile_serves_the_asked_rate_of_static_pages(
 
 
 def test_distributed_mode_master_and_workers_share_the_users(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 6, "clients_per_instance": 2, "port": free_base(local_guests)}
+    params = {"locust_command": locust, **BASE, "users": 6, "clients_per_instance": 2,
+              "port": free_base(local_guests)}  # fmt: skip
     done = run(tmp_path, scenario(tmp_path / "s.yaml", params, steady="6s", warmup="2s"), lab)
     assert done.outcome.status == "ok", [t.error for t in done.trials]
     logs = sorted(p.name for p in (done.rundir.path / "raw").rglob("locust-*.log"))
@@ -369,10 +386,11 @@ def test_an_instance_failing_to_deploy_leaves_no_server_of_any_instance(
 
 
 def test_records_lost_for_one_instance_fail_the_trial_and_keep_the_others_figures(
-    local_guests: LocalGuests, tmp_path: Path
+    local_guests: LocalGuests, tmp_path: Path, locust: str
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    params = {**BASE, "users": 4, "instances": 2, "port": free_base(local_guests)}
+    params = {"locust_command": locust, **BASE, "users": 4, "instances": 2,
+              "port": free_base(local_guests)}  # fmt: skip
     path = scenario(tmp_path / "s.yaml", params, steady="5s", warmup="1s")
     worker, result = _run_in_thread(tmp_path, path, lab)
     wait_for(logged(tmp_path, "phase_mark", mark="steady_start", trial=1), 180, "steady")
