@@ -260,3 +260,6 @@ def test_a_rate_capped_search_level_is_not_compared_as_performance() -> None:
     assert "total_iops" in capped_metrics(fixed, d, ["total_iops"])
     free = {"workload": {"driver": "fio", "params": {"rw": "randread"}}}
     assert capped_metrics(free, d, ["total_iops"]) == {}
+    # Throttled on one side only (a nightly's stand-in for a slower system): compared.
+    assert capped_metrics(fixed, d, ["total_iops"], others=[free]) == {}
+    assert "total_iops" in capped_metrics(scenario, d, ["total_iops"], others=[scenario])

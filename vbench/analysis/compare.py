@@ -200,7 +200,8 @@ def compare_figures(
     directions = directions_with(a.run, better_overrides)
     scenario = a.scenario
     default = DEFAULT_MIN_EFFECT if min_effect is None else min_effect
-    effects, caps = min_effects(scenario), capped_metrics(scenario, directions, metrics)
+    effects = min_effects(scenario)
+    caps = capped_metrics(scenario, directions, metrics, others=[b.scenario])
     for pa, pb in pairs:
         for m in metrics:
             va, vb = present(a.trial_values(pa, m)), present(b.trial_values(pb, m))
@@ -243,12 +244,19 @@ _CAPS = {"higher": ("<=", "<"), "lower": (">=", ">")}
 
 
 def capped_metrics(
-    scenario: Mapping[str, Any], directions: Directions, metrics: Sequence[str]
+    scenario: Mapping[str, Any], directions: Directions, metrics: Sequence[str],
+    others: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, str]:
     """Metric -> why it is capped: :func:`qos_caps`, and a driver parameter its catalogue
-    says caps it that the scenario sets (in ``workload.params``, a factor or a search)."""
+    says caps it that the scenario sets (in ``workload.params``, a factor or a search) —
+    and every one of ``others`` (the runs it is compared with) too: a cap set on one side
+    only is a difference in the experiment (the comparison prints it), and the figure it
+    changes is compared."""
     out = qos_caps(scenario, directions)
     set_params = _set_params(scenario)
+    for other in others:
+        theirs = _set_params(other)
+        set_params = {k: v for k, v in set_params.items() if k in theirs}
     for m in metrics:
         params = [p for p in directions.capped_by(m) if p in set_params]
         if params and m not in out:

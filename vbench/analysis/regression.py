@@ -256,7 +256,8 @@ def check_regression(
     checks: list[RegressionCheck] = []
     directions = directions_with(current.run, better_overrides)
     effects = min_effects(current.scenario)
-    caps = capped_metrics(current.scenario, directions, metrics)
+    caps = capped_metrics(current.scenario, directions, metrics,
+                          others=[b.scenario for b in baselines])
     shared = set()
     for base in baselines:
         shared |= {p for p, _ in match_points(current, base)}
