@@ -104,3 +104,12 @@ def test_bars_are_named_by_the_factors_telling_points_apart() -> None:
     # Two factors left once the profile (which follows vcenter) is dropped: grouped bars.
     assert legend_texts(svg) == ["sessions", "8", "32"]
     assert "baseline / 8 / baseline" not in svg and "profile" not in svg
+
+
+def test_the_answers_levels_are_labelled_before_their_neighbours() -> None:
+    xs = [50.0, 375.0, 387.0, 400.0, 750.0]
+    lines = [Line("total_iops", xs, [min(x, 400.0) for x in xs])]
+    plain = [t for _, t in x_labels(line_chart_svg(lines, "IO/s", chart_id="a"))]
+    assert "375" in plain and "387" not in plain  # left to right, 375 comes first
+    marked = line_chart_svg(lines, "IO/s", chart_id="b", label_first=[387.0])
+    assert [t for _, t in x_labels(marked)] == ["50", "387", "750"]

@@ -17,6 +17,7 @@ from tests.analysis_runs import UNITS, add_run, scenario_doc
 from vbench.analysis.verdict import Verdict, verdict_from_json, verdict_to_json
 from vbench.engine.verdict import attach, verdict_of
 from vbench.report.build import report_data
+from vbench.report.data import ReportView
 from vbench.report.html import render_html
 from vbench.results.store import Store
 
@@ -374,3 +375,20 @@ def test_content_library_knows_vcsim_by_its_product_name(tmp_path: Path, many: b
         answer = verdict_of(attach(report_data(store, "r1"))).answer
     assert answer is not None
     assert "* sync: vcsim shares the publisher's items with the subscriber" in answer.text
+
+
+# ------------------------------------------------------------------ find-max charts
+
+def test_a_findmax_charts_x_labels_name_the_answers_levels_first(tmp_path: Path) -> None:
+    from tests.unit.test_findmax_report import stored_search
+    from vbench.report.lead import answer_levels
+
+    store, run_id, search = stored_search(tmp_path, headline=("lat",))
+    data = attach(report_data(store, run_id))
+    outcome = search.outcome()
+    levels = answer_levels(ReportView(data))
+    assert levels == {"users": {outcome.highest_pass, outcome.lowest_fail}}
+    charts = summary_charts(render_html(data))
+    labels = re.findall(r'text-anchor="middle" font-size="9.5" fill="#222222">([^<]*)<',
+                        charts[0][0])
+    assert f"{outcome.highest_pass:g}" in labels

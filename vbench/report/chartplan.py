@@ -156,13 +156,15 @@ def draw_series(
     template: str | None = None,
     ideal: str | None = None,
     counts: Collection[str] = (),
+    labelled: Mapping[str, Collection[float]] | None = None,
 ) -> tuple[str, str]:
     """Pick the chart for ``series`` and draw it; returns (svg, what the chart shows).
     ``template``: the scenario's point label template, naming the bars of a bar chart.
     ``ideal``: ``linear`` draws linear scaling from the smallest level of ``x``, ``none``
     draws no ideal (not even a derived figure's own); None: linear only when ``x`` is
     one of ``counts`` (factors that set how many workers, VMs or clients run) and the
-    figure is higher-is-better, a derived figure's own ideal always."""
+    figure is higher-is-better, a derived figure's own ideal always. ``labelled``:
+    factor -> levels whose x label a curve over that factor prints first."""
     labels = [lab for lab, _ in series.rows]
     # A factor whose level follows another's (a level's lab profile) names nothing new.
     vary = telling_keys([{f: lab.get(f, MISSING) for f in varying(labels, factors)}
@@ -181,7 +183,8 @@ def draw_series(
         return _bars_with_ideal(series, vary, ids, mode, ylabel, title)
     if x is not None and (prefer in (None, "line")):
         return _curve(series, vary, x, ids, mode, ylabel, reference, reference_label, title,
-                      linear=linear, declared=declared)
+                      linear=linear, declared=declared,
+                      first=(labelled or {}).get(x, ()))
     if len(vary) == 2:
         return _grouped(series, vary, ids, mode, ylabel, reference, reference_label, title)
     bars = []
@@ -230,7 +233,7 @@ def _grouped(series: Series, vary: Sequence[str], ids: ChartIds, mode: str, ylab
 
 def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str, ylabel: str,
            reference: float | None, reference_label: str, title: str, *, linear: bool,
-           declared: bool) -> tuple[str, str]:
+           declared: bool, first: Collection[float] = ()) -> tuple[str, str]:
     others = telling_keys([{f: lab.get(f, MISSING) for f in vary if f != x}
                            for lab, _ in series.rows]) or [f for f in vary if f != x]
     groups: dict[str, list[int]] = {}
@@ -260,7 +263,7 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
         )
     svg = line_chart_svg(lines, ylabel, chart_id=ids.next(), xlabel=x, ideal=ideal,
                          threshold=reference, title=title, legend_title=", ".join(others),
-                         threshold_label=reference_label or "reference")
+                         threshold_label=reference_label or "reference", label_first=first)
     if reference is not None:
         note += f"; dashed red line = {reference_label or 'reference'}"
     return svg, note

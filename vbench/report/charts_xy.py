@@ -5,7 +5,7 @@ series with the steady-state window shaded."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,11 +64,14 @@ def line_chart_svg(
     legend_title: str = "",
     level_ticks: bool = True,
     threshold_label: str = "QoS limit",
+    label_first: Collection[float] = (),
 ) -> str:
     """Curves with whiskers, dashed grey ideal curves and an optional QoS limit line.
 
     ``level_ticks``: a tick at every x of the data (factor levels); else round ticks (an x
-    that is a measured figure). The y axis holds the ideal and the limit too."""
+    that is a measured figure). The y axis holds the ideal and the limit too.
+    ``label_first``: levels whose x label is printed before any other (a find-max
+    answer's highest pass and lowest fail) when labels would collide."""
     legend = Legend(legend_title)
     for k, ln in enumerate(lines):
         if len(lines) > 1:
@@ -93,7 +96,8 @@ def line_chart_svg(
     canvas.y_axis(ys, marks, ylabel)
     canvas.line(canvas.x0, canvas.y0, canvas.x1, canvas.y0, MUTED, 0.8)
     texts = [f"{x:g}" for x in x_marks] if level_ticks else tick_texts(x_marks)
-    shown = fitting_labels([xs(x) for x in x_marks], texts)
+    first = [i for i, x in enumerate(x_marks) if x in label_first]
+    shown = fitting_labels([xs(x) for x in x_marks], texts, first=first)
     for x, text, show in zip(x_marks, texts, shown, strict=True):
         canvas.line(xs(x), canvas.y0, xs(x), canvas.y0 + 4, MUTED, 0.8)
         if show:

@@ -221,6 +221,19 @@ def _figure_chart(view: ReportView, analysis: RunAnalysis, name: str,
     assert series is not None  # a headline metric with data always has a series
     shown = scaled(series)
     svg, shows = draw_series(shown, view.factors, ids, mode=mode, counts=counts,
-                             template=str(template) if template else None)
+                             template=str(template) if template else None,
+                             labelled=answer_levels(view))
     cap = caption(shown, shows, mode, _ci_text(series), view.window_text)
     return [{**chart(svg, cap, series.name, "headline"), "metric": series.name}]
+
+
+def answer_levels(view: ReportView) -> dict[str, set[float]]:
+    """Search factor -> the levels a find-max answer names (its highest pass and lowest
+    fail): the x labels a chart over that factor prints first."""
+    factor = (view.scenario.get("search") or {}).get("factor")
+    if not factor:
+        return {}
+    levels = {f.value for a in view.data.verdicted().answers if a.kind == "find-max"
+              for f in a.facts if f.label in ("highest pass", "lowest fail")
+              and f.value is not None}
+    return {str(factor): levels}

@@ -129,28 +129,20 @@ def _fixed(value: float, step: float) -> str:
 
 
 def fitting_labels(centres: Sequence[float], texts: Sequence[str], size: float = SMALL,
-                   gap: float = 4.0) -> list[bool]:
+                   gap: float = 4.0, first: Iterable[int] = ()) -> list[bool]:
     """Which of the axis labels centred at ``centres`` (pixels, increasing) to print so
-    that no two overlap: the first and the last always, then every label that keeps
-    ``gap`` clear of the ones kept. Levels crowded together (a find-max search's 400,
-    412, 425, 450 on an axis to 1,600) keep their tick marks; the tables carry every
-    level."""
+    that no two overlap: those of ``first`` (a find-max answer's levels), then the first
+    and the last, then every other label that keeps ``gap`` clear of those kept, from
+    the left. Levels crowded together (a search's 400, 412, 425, 450 on an axis to
+    1,600) keep their tick marks; the tables carry every level."""
     n = len(centres)
-    keep = [False] * n
-    if not n:
-        return keep
     half = [text_width(t, size) / 2 for t in texts]
-
-    def clear(i: int, j: int) -> bool:
-        return abs(centres[j] - centres[i]) >= half[i] + half[j] + gap
-
-    keep[0] = True
-    keep[-1] = n == 1 or clear(0, n - 1)
-    last = 0
-    for i in range(1, n - 1):
-        if clear(last, i) and clear(i, n - 1):
-            keep[i], last = True, i
-    return keep
+    kept: list[int] = []
+    for i in [*first, 0, n - 1, *range(1, n - 1)]:
+        if 0 <= i < n and i not in kept and all(
+                abs(centres[i] - centres[j]) >= half[i] + half[j] + gap for j in kept):
+            kept.append(i)
+    return [i in kept for i in range(n)]
 
 
 @dataclass(frozen=True)
