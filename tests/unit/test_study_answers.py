@@ -386,7 +386,7 @@ def test_a_findmax_charts_x_labels_name_the_answers_levels_first(tmp_path: Path)
     store, run_id, search = stored_search(tmp_path, headline=("lat",))
     data = attach(report_data(store, run_id))
     outcome = search.outcome()
-    levels = answer_levels(ReportView(data))
+    levels = answer_levels(ReportView(data), data.verdicted().answers)
     assert levels == {"users": {outcome.highest_pass, outcome.lowest_fail}}
     charts = summary_charts(render_html(data))
     labels = re.findall(r'text-anchor="middle" font-size="9.5" fill="#222222">([^<]*)<',

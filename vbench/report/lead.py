@@ -12,14 +12,14 @@ for it with ``ideal: linear``. ``ideal: none`` removes any.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vbench.analysis.answer_kit import labelled_means
 from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.scaling_answer import count_factors
-from vbench.analysis.verdict import AnswerChart
+from vbench.analysis.verdict import Answer, AnswerChart
 from vbench.report.chartplan import (
     ChartIds,
     Series,
@@ -71,11 +71,13 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
     asked = list(dict.fromkeys(view.data.headline_metrics)) or list(view.headline)
     lead = [m for m in asked if (m in view.headline and m in choice.shown)
             or m in derived_names]
-    charts, problems = answer_charts(view, lookup, ids, mode, counts)
+    answers = view.data.verdicted().answers  # computed once (read from verdict.json)
+    charts, problems = answer_charts(view, answers, lookup, ids, mode, counts)
     answered = {c["metric"] for c in charts}
     # An entry drawing an answer chart's figure over the same factor is that chart
     # (without the ideal the answer draws over it): drawn once.
-    same = {(c.metric, c.x) for a in view.data.verdicted().answers for c in a.charts}
+    same = {(c.metric, c.x) for a in answers for c in a.charts}
+    labelled = answer_levels(view, answers)
     specs = [c for c in specs if (c.get("metric"), c.get("x")) not in same]
     for name in lead:
         mine = [c for c in specs if c.get("metric") == name]
@@ -88,7 +90,7 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
         instead = [c for c in mine if c not in beside]
         if not instead:
             charts += _figure_chart(view, analysis, name, lookup, ids, mode, counts,
-                                    template)
+                                    template, labelled)
         drawn, why = explicit_charts([*instead, *beside], lookup, view.factors, ids, mode,
                                      view.window_text, counts=counts,
                                      extra=_ci_text if name in view.units else None)
@@ -101,15 +103,15 @@ def lead_charts(view: ReportView, analysis: RunAnalysis, choice: MetricChoice,
                       problems + why)
 
 
-def answer_charts(view: ReportView, lookup: Callable[[str], Series | None], ids: ChartIds,
-                  mode: str, counts: Collection[str]
-                  ) -> tuple[list[dict[str, Any]], list[str]]:
+def answer_charts(view: ReportView, answers: Sequence[Answer],
+                  lookup: Callable[[str], Series | None], ids: ChartIds, mode: str,
+                  counts: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """The charts the study's answer is read from (its plugin declares them with the
     answer: vcbench's ops/s with Little's law over it), first on the page; a chart
     whose figure has no data is said to be left out, never silently dropped."""
     out: list[dict[str, Any]] = []
     problems: list[str] = []
-    for spec in (c for a in view.data.verdicted().answers for c in a.charts):
+    for spec in (c for a in answers for c in a.charts):
         if spec.by is not None:
             drawn = _labelled_chart(view, spec, ids)
             if drawn is None:
@@ -211,7 +213,8 @@ def _with_ideal(series: Series, ideal: Series | None, label: str) -> Series:
 
 def _figure_chart(view: ReportView, analysis: RunAnalysis, name: str,
                   lookup: Callable[[str], Series | None], ids: ChartIds, mode: str,
-                  counts: Collection[str], template: Any) -> list[dict[str, Any]]:
+                  counts: Collection[str], template: Any,
+                  labelled: Mapping[str, Collection[float]]) -> list[dict[str, Any]]:
     """The chart of one headline figure that no ``report.charts`` entry draws."""
     if name not in view.units:  # a derived figure: its own chart (normalised bars, …)
         return [{**c, "metric": name} for c in derived_charts(
@@ -222,18 +225,18 @@ def _figure_chart(view: ReportView, analysis: RunAnalysis, name: str,
     shown = scaled(series)
     svg, shows = draw_series(shown, view.factors, ids, mode=mode, counts=counts,
                              template=str(template) if template else None,
-                             labelled=answer_levels(view))
+                             labelled=labelled)
     cap = caption(shown, shows, mode, _ci_text(series), view.window_text)
     return [{**chart(svg, cap, series.name, "headline"), "metric": series.name}]
 
 
-def answer_levels(view: ReportView) -> dict[str, set[float]]:
+def answer_levels(view: ReportView, answers: Sequence[Answer]) -> dict[str, set[float]]:
     """Search factor -> the levels a find-max answer names (its highest pass and lowest
     fail): the x labels a chart over that factor prints first."""
     factor = (view.scenario.get("search") or {}).get("factor")
     if not factor:
         return {}
-    levels = {f.value for a in view.data.verdicted().answers if a.kind == "find-max"
+    levels = {f.value for a in answers if a.kind == "find-max"
               for f in a.facts if f.label in ("highest pass", "lowest fail")
               and f.value is not None}
     return {str(factor): levels}
