@@ -182,3 +182,15 @@ def test_a_simulated_vcenter_is_known_by_the_lab_or_by_the_testbed() -> None:
            "vcenters": [{"name": "vc1", "product": product}, {"name": "vc2", "product": product}]}
     assert simulated_text({"lab": {}, "testbed": two}) == "simulated vCenter (vcsim): vc1, vc2"
     assert simulated_text({"lab": {}, "testbed": real}) is None
+
+
+def test_history_answers_older_runs_from_their_stored_verdicts_only(tmp_path: Path) -> None:
+    from vbench.engine.verdict import verdicts_of
+
+    store = Store.open(None, tmp_path)
+    ids = [f"r{i}" for i in range(4)]
+    for i, run_id in enumerate(ids):
+        add_run(store, run_id, [({}, {"ops": [1.0 + i, 2.0 + i]})], scenario=scenario_doc("m"),
+                started=1.8e9 + i)
+    found = verdicts_of(store, ids, compute_at_most=2)
+    assert [found[r] is not None for r in ids] == [False, False, True, True]

@@ -181,7 +181,7 @@ def history(
     """Show the trend of a scenario's figures, per point, over its stored runs: which lab
     each ran in, which ran with --set, and how scenario variants differ."""
     from vbench.analysis.comparable import comparable_json
-    from vbench.engine.verdict import ensure_verdict
+    from vbench.engine.verdict import verdicts_of
     from vbench.report.historyfmt import format_history
     from vbench.report.verdict_view import answer_json
 
@@ -189,7 +189,7 @@ def history(
     try:
         hist = load_filtered_history(store, scenario, filters)
         # One row per run with its answer (verdict.json; computed once for older runs).
-        verdicts = {r.run_id: ensure_verdict(store, r.run_id) for r in hist.runs}
+        verdicts = verdicts_of(store, [r.run_id for r in hist.runs])
     finally:
         store.close()
     if not as_json:

@@ -45,7 +45,7 @@ def _override_lines(history: History) -> list[str]:
     return [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in out]
 
 
-def _answer_lines(history: History, verdicts: Mapping[str, Verdict]) -> list[str]:
+def _answer_lines(history: History, verdicts: Mapping[str, Verdict | None]) -> list[str]:
     """One entry per run: its answer (the study's, as every output of the run leads with)
     under the run, then its headline figures. Indented: a line that starts with a run id
     is its row in a metric's table below."""
@@ -57,12 +57,17 @@ def _answer_lines(history: History, verdicts: Mapping[str, Verdict]) -> list[str
         a = v.answer if v is not None else None
         sim = " [simulated lab]" if v is not None and v.simulated else ""
         out.append(f"  {r.run_id}  {utc(r.started)}  {r.status}{sim}")
+        if v is None:  # an older run not answered yet (history computes the newest only)
+            out.append(f"      {MISSING} (no stored verdict: `vbench show {r.run_id}` "
+                       "computes it)")
+            continue
         out.append(f"      {a.line() if a is not None else MISSING}")
         out += [f"        {f.text()}" for f in (v.headline if v is not None else ())]
     return [*out, ""]
 
 
-def format_history(history: History, verdicts: Mapping[str, Verdict] | None = None) -> str:
+def format_history(history: History,
+                   verdicts: Mapping[str, Verdict | None] | None = None) -> str:
     if not history.runs:
         return f"no stored run of scenario {history.scenario}\n"
     runs = history.runs

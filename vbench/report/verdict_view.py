@@ -167,8 +167,11 @@ def compare_answer_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def answer_json(v: Verdict) -> dict[str, Any]:
-    """A run's answer and headline for a row of ``history --json``."""
+def answer_json(v: Verdict | None) -> dict[str, Any]:
+    """A run's answer and headline for a row of ``history --json`` (None: an older run
+    whose verdict history did not compute)."""
+    if v is None:
+        return {"answer": None, "answer_title": None, "headline": [], "simulated": None}
     a = v.answer
     return {"answer": a.text if a else None, "answer_title": a.title if a else None,
             "headline": [{"metric": f.metric, "value": f.value, "unit": f.unit, "n": f.n,
