@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,15 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import remote_processes, show, vbench, vbench_popen, wait_for, wait_for_log
+from tests.e2e.helpers import (
+    log_events,
+    remote_processes,
+    show,
+    vbench,
+    vbench_popen,
+    wait_for,
+    wait_for_log,
+)
 from tests.seed import SEED, every_case
 from tests.vcsim import PASSWORD, PASSWORD_ENV, VcsimServer, start_server
 from vbench.config.load import load_lab
@@ -131,6 +140,33 @@ def _scenario(path: Path, moment: str) -> Path:
     return path
 
 
+# Moments inside the trials, where Ctrl-C stops a measurement (issue 28, item 8).
+TRIAL_MOMENTS = ("warmup", "steady", "between-trials")
+
+
+def _holds_time_to_exit(home: Path, times: tuple[float, float, float], output: str) -> None:
+    """Ctrl-C answers at once: from the signal to the exit, the vSphere clean-up of the
+    clones left out (vCenter's tasks, said as it waits), the run takes no longer than it
+    took to start: from its launch to its first trial (imports, connections, clones,
+    guests). Both are measured in the same run on the same machine, so the bound holds
+    whatever the machine's speed; a stop that waits on a timer (the steady phase, a TERM
+    grace per process in turn, a teardown guest after guest) breaks it."""
+    spawned, sent, exited = times
+    events = log_events(home)
+    first_trial = min(e["ts"] for e in events if e["event"] == "trial_start")
+    cleanup = [e["ts"] for e in events if e["event"] in ("vsphere_cleanup_start",
+                                                         "vsphere_cleanup")]
+    waited_for_vcenter = max(cleanup) - min(cleanup) if len(cleanup) == 2 else 0.0
+    stopping = exited - sent - waited_for_vcenter
+    starting = first_trial - spawned
+    print(f"time to exit {exited - sent:.2f} s ({waited_for_vcenter:.2f} s of vSphere "
+          f"clean-up), time to the first trial {starting:.2f} s")
+    assert stopping <= starting, (
+        f"Ctrl-C took {stopping:.2f} s to exit besides the vSphere clean-up, more than the "
+        f"{starting:.2f} s the run took to start its first trial:\n{output}")
+    assert "vSphere clean-up: waiting for vCenter to remove" in output
+
+
 def _status(home: Path, run_id: str) -> str:
     with Store.open(None, home / "results") as store:
         return store.get_run(run_id).status
@@ -177,11 +213,14 @@ def test_an_interrupted_run_leaves_nothing_and_is_stored_interrupted(
 ) -> None:
     monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
     scenario = _scenario(tmp_path / "s.yaml", moment)
+    spawned = time.time()
     proc = vbench_popen("run", str(scenario), "--lab", str(matrix_lab.lab))
     try:
         _reach(moment, vbench_home, proc)
+        sent = time.time()
         proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
         out, err = proc.communicate(timeout=180)
+        exited = time.time()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -190,6 +229,8 @@ def test_an_interrupted_run_leaves_nothing_and_is_stored_interrupted(
     lab = str(matrix_lab.lab)
     if how == "sigint":
         assert proc.returncode == 130, out + err
+        if moment in TRIAL_MOMENTS:
+            _holds_time_to_exit(vbench_home, (spawned, sent, exited), out + err)
     else:
         assert proc.returncode == -signal.SIGKILL
         # The store knows the run from its first moment, and where it was.

@@ -81,3 +81,27 @@ def test_a_task_watched_again_while_in_the_view_settles(session: VSphereSession)
         assert w.pending() == 1
         again = w.watch(task, task_done)
         assert wait_future(again, None, 10)[0] == "success" and w.pending() == 0
+
+
+def test_closing_ends_the_wait_in_vcenter_at_once(
+    vcsim_factory: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run's last step after Ctrl-C closes its watchers: each was inside WaitForUpdatesEx,
+    # which vCenter holds up to WAIT_SECONDS. Made 30 s here, so that waiting it out
+    # (instead of CancelWaitForUpdates) cannot pass: the bound is that timer, not speed.
+    monkeypatch.setattr("vbench.vsphere.tasks.WAIT_SECONDS", 30)
+    server = vcsim_factory(method_delay_ms=(("ReconfigVm", 120_000),))
+    vc = server.lab_vcenter(thumbprint=server_thumbprint(server.host, server.port))
+    lab = Lab.model_validate({"version": 1, "name": "w", "vcenters": {"vc1": vc}})
+    with SessionPool.for_lab(lab) as pool:
+        session = pool.get("vc1")
+        task = _vm(session, "DC0_H0_VM0").ReconfigVM_Task(spec=vim.vm.ConfigSpec(annotation="x"))
+        w = Watcher(session)
+        w.watch(task, task_done)
+        # Its first answer read the task running; the next wait is the long one.
+        wait_for(lambda: w.updates >= 1, 30, "the watcher's first update")
+        t0 = time.monotonic()
+        w.close()
+        took = time.monotonic() - t0
+        assert not w._thread.is_alive()
+        assert took < 15, f"close took {took:.1f} s: it waited for vCenter's wait to end"

@@ -17,10 +17,10 @@ from vbench.errors import (
     EXIT_INTERRUPTED,
     EXIT_LAB,
     EXIT_OK,
-    GuestError,
     Interrupted,
     VbenchError,
 )
+from vbench.guest.fanout import on_each
 from vbench.guest.ssh import GuestPool
 from vbench.results.records import PhaseTimes, Sample, TrialResult
 from vbench.results.rundir import RunDir
@@ -175,11 +175,13 @@ class Engine:
         finally:
             watchdog.cancel()
             if status != "ok":
+                self._waiting_for(f"keeping what trial {trial} measured", ctx)
                 samples = self._salvage(point, ctx)
             if coll is not None and not coll.stopped:
                 # Keep what the collectors measured before the trial failed.
                 coll_samples.extend(coll.stop(_phase_times(marks)))
             self.progress.phase("teardown", None)
+            self._waiting_for("tearing the trial down", ctx)
             error = self._teardown(point, ctx, error)
             marks["teardown_end"] = time.time()
         if error and status == "ok":
@@ -338,17 +340,23 @@ class Engine:
             )
             return []
 
+    def _waiting_for(self, what: str, ctx: TrialContext) -> None:
+        """After Ctrl-C, say what the run still waits for, and on which guests."""
+        if self.cancel.is_set():
+            names = ", ".join(g.name for g in ctx.all_guests()) or "no guest"
+            self.progress.notice(f"interrupted: {what} on {names}")
+
     def _teardown(self, point: PlannedPoint, ctx: TrialContext, error: str | None) -> str | None:
         try:
             point.workload.teardown(ctx)
         except Exception as exc:
             self.rundir.log("teardown_failed", level="error", error=str(exc))
             error = error or f"teardown failed: {exc}"
-        for guest in ctx.all_guests():
-            try:
-                guest.kill_all()
-            except VbenchError as exc:
-                self.rundir.log("kill_failed", level="error", guest=guest.name, error=str(exc))
+        # Every guest at once: each kill may take its TERM grace.
+        for guest, exc in on_each(ctx.all_guests(), lambda g: g.kill_all()):
+            if not isinstance(exc, VbenchError):
+                raise exc
+            self.rundir.log("kill_failed", level="error", guest=guest.name, error=str(exc))
         return error
 
     def _cleanup_guests(self) -> None:
@@ -359,11 +367,14 @@ class Engine:
             guest.remove(f"{guest.spec.workdir.rstrip('/')}/{self.run_id}")
 
         # Guests of VMs destroyed between points (or never needed) are no longer there.
-        for name in [n for n in self.plan.node_names() if n in self.pool.names]:
-            try:
-                clean(self.pool.get(name))
-            except (GuestError, VbenchError) as exc:
-                self.rundir.log("cleanup_failed", level="error", guest=name, error=str(exc))
+        names = [n for n in self.plan.node_names() if n in self.pool.names]
+        if self.cancel.is_set() and names:
+            self.progress.notice("interrupted: removing the run's scratch directories on "
+                                 + ", ".join(names))
+        for name, exc in on_each(names, lambda n: clean(self.pool.get(n))):
+            if not isinstance(exc, VbenchError):
+                raise exc
+            self.rundir.log("cleanup_failed", level="error", guest=name, error=str(exc))
 
 
 class _Cancelled(Exception):

@@ -414,8 +414,12 @@ def _vsphere_cleanup(
     try:
         if vsphere.journal is None:
             return
+        left = _left_in_vsphere(vsphere)
         if rundir is not None:
-            rundir.log("vsphere_cleanup_start", pending=len(_left_in_vsphere(vsphere)))
+            rundir.log("vsphere_cleanup_start", pending=len(left))
+        if progress is not None and left:  # said before the wait, not only after it
+            shown = ", ".join(left[:4]) + (f" and {len(left) - 4} more" if len(left) > 4 else "")
+            progress.notice(f"vSphere clean-up: waiting for vCenter to remove {shown}")
         report = vsphere.cleanup()
         if rundir is not None:
             rundir.log(

@@ -355,6 +355,11 @@ class Watcher:
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
+        # The thread may be in vCenter's WaitForUpdatesEx for up to WAIT_SECONDS: end that
+        # wait now (it returns RequestCanceled) rather than let a Ctrl-C wait for it.
+        with contextlib.suppress(Exception):
+            self._pc.CancelWaitForUpdates()
         self._thread.join(WAIT_SECONDS + 5)
         with contextlib.suppress(Exception):
             self._view.DestroyView()

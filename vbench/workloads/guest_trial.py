@@ -9,7 +9,6 @@ driver at once.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -17,6 +16,7 @@ from threading import Event
 from typing import TYPE_CHECKING
 
 from vbench.errors import GuestError, Interrupted, VbenchError
+from vbench.guest.fanout import on_each
 
 if TYPE_CHECKING:
     from vbench.guest.ssh import Guest, RemoteProcess
@@ -46,11 +46,12 @@ def log_tail(proc: RemoteProcess, lines: int = TAIL_LINES) -> str:
 
 
 def stop_all(procs: Iterable[RemoteProcess]) -> None:
-    """Kill each process; one that cannot be killed does not keep the others running
+    """Kill every process at once (each may take its TERM grace: in turn, a Ctrl-C
+    would wait for the sum); one that cannot be killed does not keep the others running
     (the engine's ``guest.kill_all`` at the end of the trial is the backstop)."""
-    for proc in list(procs):
-        with contextlib.suppress(VbenchError, OSError):
-            proc.kill()
+    for _proc, exc in on_each(procs, lambda p: p.kill()):
+        if not isinstance(exc, VbenchError | OSError):
+            raise exc
 
 
 def wait_exit(
@@ -77,13 +78,12 @@ def wait_exit(
 
 
 def remove_trial_dirs(guests: Iterable[Guest], dir_of: Callable[[Guest], str]) -> None:
-    """Remove each guest's trial directory, trying every guest before one GuestError
-    naming those that failed."""
+    """Remove each guest's trial directory (all at once), trying every guest before one
+    GuestError naming those that failed."""
     failed: dict[str, str] = {}
-    for g in {g.name: g for g in guests}.values():
-        try:
-            g.remove(dir_of(g))
-        except VbenchError as exc:
-            failed[g.name] = str(exc)
+    for g, exc in on_each({g.name: g for g in guests}.values(), lambda g: g.remove(dir_of(g))):
+        if not isinstance(exc, VbenchError):
+            raise exc
+        failed[g.name] = str(exc)
     if failed:
         raise GuestError(", ".join(failed), "teardown: " + "; ".join(failed.values()))
