@@ -206,6 +206,23 @@ def test_achieved_mix_follows_the_matrix(two: Done) -> None:
     assert home is not None and abs(home - 26.15) < 8
 
 
+def test_the_answer_is_fabans_validity_read_from_the_run(two: Done) -> None:
+    """The driver's answer over the real run's stored figures: the mix verdict, the
+    per-operation QoS and the load generator's, as the figures above have them."""
+    from vbench.engine.verdict import attach, verdict_of
+    from vbench.report.build import report_data
+
+    answer = verdict_of(attach(report_data(two.store, two.outcome.run_id))).answer
+    assert answer is not None and answer.kind == "cloudstone"
+    checks = load_analysis(two.store, two.outcome.run_id).qos.checks
+    passed = sum(c.passed for c in checks)
+    qos = f"QoS {'pass' if passed == len(checks) else 'FAIL'} {passed}/{len(checks)}"
+    assert f"mix valid: {len(OLIO_MATRIX)} operations within ±5 pp · {qos}" in answer.text
+    assert "load generator kept up" in answer.text
+    assert answer.ok is (passed == len(checks))
+    assert [c.metric for c in answer.charts] == ["mix", "rt_avg"]
+
+
 def test_writes_really_write_and_nothing_is_left(two: Done) -> None:
     assert two.value("operations", operation="AddPerson") is not None
     assert left_running(two.workdir) == []  # type: ignore[attr-defined]
