@@ -49,6 +49,9 @@ def test_an_interrupted_matrix_run_resumes_without_repeating_finished_trials(
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"resuming run {run_id}: kept {len(kept)} trial" in res.stderr
     assert f"; {4 - len(kept)} of 4 trials remain" in res.stderr
+    left = 4 - len(kept)
+    assert f"running the {left} trial{'s' if left != 1 else ''} left of 2 points × 2 trials" \
+        in res.stderr
     done = show(run_id)
     assert done["run"]["status"] == "ok"
     after = {(t["point"], t["trial"]): (t["status"], t["started"]) for t in done["trials"]}

@@ -87,6 +87,7 @@ def test_interrupted_search_keeps_its_levels_and_resumes(
     assert run_id_of(res.stdout + res.stderr) == run_id
     assert f"resuming run {run_id}: kept {len(kept)} trials ({len(kept)} ok) of 3 levels" \
         in res.stderr, _said(res)
+    assert "the search goes on: " in res.stderr, _said(res)  # what it has left
     done = show(run_id)
     assert done["run"]["status"] == "ok"
     # Finished levels were not run again: their trials are the ones stored before.

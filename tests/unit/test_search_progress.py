@@ -122,7 +122,7 @@ def test_search_progress_lines_say_the_search_s_own_time_left(
     findmax_plan: Plan, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = Clock()  # each trial takes what it was planned to: the pace is 1
-    monkeypatch.setattr("vbench.cli.progress.Eta", lambda plan: Eta(plan, clock))
+    monkeypatch.setattr("vbench.cli.progress.Eta", lambda plan, **kw: Eta(plan, clock, **kw))
     progress = RichProgress(Console(file=io.StringIO()))  # plain lines, as in cron
     progress.start_run(findmax_plan)
     search = FindMax(PARAMS)
@@ -195,3 +195,41 @@ def test_the_live_display_of_a_search_counts_and_times_what_it_may_still_run(
                             task.fields["left"]), task.fields["left"]
     finally:
         progress.end_run()
+
+
+def test_a_resumed_search_says_what_it_has_left(findmax_plan: Plan) -> None:
+    out = io.StringIO()
+    kept = Kept("20270101-000000-srch", trials=3, ok=3, points=3, rerun=1)
+    progress = RichProgress(Console(file=out, width=500), kept=kept)
+    progress.start_run(findmax_plan)
+    search = FindMax(PARAMS)
+    for level, ok in ((50, True), (150, True), (350, True)):  # what the first session ran
+        assert search.next().level == level
+        search.record(level, [ok], ok)
+    search.next()
+    outlook = search.outlook()
+    progress.outlook(outlook)
+    text = out.getvalue()
+    assert "kept 3 trials (3 ok) of 3 levels; 1 interrupted trial run again" in text
+    # Not the whole search's estimate: what is left of it, from where it stands.
+    assert "running the rest of a find-max search over rate_iops" in text
+    assert not re.search(r"\d+–\d+ levels, \d+–\d+ trials, estimated", text), text
+    assert (f"the search goes on: {outlook.levels[0]}–{outlook.levels[1]} more levels at most, "
+            f"{outlook.trials[0]}–{outlook.trials[1]} trials") in text
+
+
+def test_a_resumed_matrix_run_times_only_the_trials_it_has_left(plan_2x3: Plan) -> None:
+    out = io.StringIO()
+    kept = Kept("20270101-000000-mtrx", trials=4, ok=4, points=2, rerun=0)
+    RichProgress(Console(file=out, width=500), kept=kept).start_run(plan_2x3)
+    per_trial = plan_2x3.trials_seconds / plan_2x3.n_trials
+    assert (f"running the 2 trials left of 2 points × 3 trials (estimated "
+            f"{format_duration(2 * per_trial)})") in out.getvalue()
+    clock = Clock()
+    eta = Eta(plan_2x3, clock, skipped=4)
+    assert eta.left() == pytest.approx(2 * per_trial)
+
+
+@pytest.fixture
+def plan_2x3() -> Plan:
+    return build_plan(load_scenario(ROOT / "examples" / "quickstart.yaml"))  # 2 points × 3

@@ -22,10 +22,14 @@ from vbench.engine.plan import Plan, PlannedPoint
 
 
 class Eta:
-    def __init__(self, plan: Plan, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, plan: Plan, clock: Callable[[], float] = time.monotonic, *,
+                 skipped: int = 0) -> None:
+        """``skipped``: trials of the plan a resumed run kept and does not run again."""
         self._clock = clock
         self._overhead = plan.overhead_per_trial
-        self._total = plan.trials_seconds  # planned seconds of every trial
+        # Planned seconds of every trial to run (the kept ones at the mean trial's time).
+        per_trial = plan.trials_seconds / plan.n_trials if plan.n_trials else 0.0
+        self._total = max(0.0, plan.trials_seconds - skipped * per_trial)
         self._finish = plan.finish_seconds  # clean-up after the last trial
         self._planned_done = 0.0  # planned seconds of the trials that finished
         self._spent_done = 0.0  # their wall time

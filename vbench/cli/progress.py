@@ -109,7 +109,7 @@ class RichProgress(ProgressSink):
         if self._kept is not None:
             self.console.print(self._kept.text(plan), highlight=False, markup=False)
         if not self.live:
-            self.console.print(_run_text(plan), highlight=False, markup=False)
+            self.console.print(_run_text(plan, self._kept), highlight=False, markup=False)
             return
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -129,13 +129,18 @@ class RichProgress(ProgressSink):
         if self._eta is None:
             from vbench.engine.session import headline_of
 
-            self._eta = Eta(self._plan)
+            # A resumed matrix run skips the trials it kept (a search says what is left).
+            matrix = self._plan.scenario.search is None
+            self._eta = Eta(self._plan, skipped=self._kept.trials if self._kept and matrix else 0)
             self._headlines = headline_of(self._plan)
         self._point, self._trial = point, trial
         self._eta.start_trial(point, self._outlook.trials if self._outlook else None)
         self.phase("prepare", None)
 
     def outlook(self, outlook: Outlook) -> None:
+        if self._kept is not None and self._outlook is None:  # what a resumed search has left
+            self.console.print(f"the search goes on: {span(outlook.levels)} more levels at most, "
+                               f"{span(outlook.trials)} trials", highlight=False, markup=False)
         self._outlook = outlook
         if self._progress is not None and self._task is not None:  # the bar's length
             done = self._progress.tasks[0].completed
@@ -203,15 +208,24 @@ class RichProgress(ProgressSink):
         self.console.print(message, highlight=False, markup=False)
 
 
-def _run_text(plan: Plan) -> str:
-    """The first plain line: what runs and how long it should take."""
+def _run_text(plan: Plan, kept: Kept | None = None) -> str:
+    """The first plain line: what runs and how long it should take (a resumed run: what
+    is left of it)."""
     from vbench.engine.estimate import search_estimate
 
     search, est = plan.scenario.search, search_estimate(plan)
+    size = f"{counted(len(plan.points), 'point')} × {counted(plan.repeat, 'trial')}"
+    if search is None and kept is not None:
+        left = max(0, plan.n_trials - kept.trials)
+        seconds = (plan.setup_seconds + plan.finish_seconds
+                   + plan.trials_seconds * left / max(1, plan.n_trials))
+        return (f"running the {counted(left, 'trial')} left of {size} "
+                f"(estimated {format_duration(seconds)})")
     if search is None or est is None:
-        return (f"running {counted(len(plan.points), 'point')} × "
-                f"{counted(plan.repeat, 'trial')} "
-                f"(estimated {format_duration(plan.estimated_seconds)})")
+        return f"running {size} (estimated {format_duration(plan.estimated_seconds)})"
+    if kept is not None:  # its first trial says what the search has left
+        return (f"running the rest of a find-max search over {search.factor} "
+                f"({counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs)")
     return (f"running a find-max search over {search.factor} "
             f"({counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs: "
             f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials, "
