@@ -9,6 +9,7 @@ import re
 
 from vbench.analysis.stats import summarize
 from vbench.report.chartplan import ChartIds, Series, draw_series
+from vbench.report.charts import Bar, bar_chart_svg
 from vbench.report.charts_xy import Line, line_chart_svg
 from vbench.report.ops_section import OpFigures, PointOps, ops_section
 from vbench.report.svg import MAX_LABEL, SMALL, fitting_labels, text_width
@@ -113,3 +114,12 @@ def test_the_answers_levels_are_labelled_before_their_neighbours() -> None:
     assert "375" in plain and "387" not in plain  # left to right, 375 comes first
     marked = line_chart_svg(lines, "IO/s", chart_id="b", label_first=[387.0])
     assert [t for _, t in x_labels(marked)] == ["50", "387", "750"]
+
+
+def test_a_bar_too_short_for_its_figure_carries_it_above() -> None:
+    # CloudStone's response times against their limits: 14 ms bars under 500 ms.
+    svg = bar_chart_svg([Bar("HomePage", 14.16, None, None), Bar("Login", 6.2, None, None)],
+                        "rt_avg (ms)", chart_id="q", thresholds=[250.0, 500.0],
+                        passed=[True, True])
+    figures = re.findall(r'fill="#222222">([\d.,]+)</text>', svg)
+    assert "14.2" in figures and "6.20" in figures
