@@ -5,6 +5,7 @@ document are all drawn from the one :class:`StoredRun` (issue 22: one run was re
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections import Counter
@@ -56,7 +57,10 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counted]:
         c.analyses[run["run_id"]] += 1
         return analyze(run, *a, **kw)
 
-    # Every module that imported the function by name (reports, data, analysis).
+    # Every module that imported the function by name (reports, data, analysis), imported
+    # now if a command would import it later.
+    for name in ("vbench.report.build", "vbench.report.data"):
+        importlib.import_module(name)
     for mod in [m for n, m in sys.modules.items() if n.startswith("vbench.")]:
         if getattr(mod, "analyze", None) is analyze:
             monkeypatch.setattr(mod, "analyze", counting)
@@ -98,3 +102,41 @@ def test_an_interrupted_run_before_any_trial_prints_no_table(tmp_path: Path) -> 
     assert result.kept.startswith("interrupted: kept 0 finished trials (0 ok)")
     assert f"vbench run --resume {CURRENT} --lab lab.yaml" in result.kept
     assert result.exit_code == 130 and result.last_line.startswith(f"run {CURRENT}: interrupted")
+
+
+def _two_runs(tmp_path: Path, store: Store) -> None:
+    for run_id, values, day in ((BASE, GOOD, 0), (CURRENT, SLOW, 1)):
+        run_dir = tmp_path / "results" / run_id
+        run_dir.mkdir(parents=True)
+        add_run(store, run_id, [({"bs": "4k"}, values), ({"bs": "64k"}, values)], scenario=SC,
+                started=T0 + day * 86400, run_dir=str(run_dir))
+
+
+@pytest.mark.parametrize("args", [
+    ["show", CURRENT],
+    ["show", CURRENT, "--json"],
+    ["report", CURRENT, "-o", "{tmp}/r.html", "--baseline", BASE],
+    ["report", CURRENT, "-o", "{tmp}/r.md"],
+    ["compare", BASE, CURRENT],
+], ids=["show", "show-json", "report-html-baseline", "report-markdown", "compare"])
+def test_each_command_reads_and_analyses_a_run_once(
+    tmp_path: Path, counted: Counted, args: list[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from vbench.cli import cli
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    with Store.open(url, tmp_path) as store:
+        _two_runs(tmp_path, store)
+    counted.reads.clear()
+    counted.analyses.clear()
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    res = CliRunner().invoke(cli, [*argv, "--store", url, "--results", str(tmp_path / "results")])
+    assert res.exit_code == 0, res.output
+    assert CURRENT[:8] in res.output or (tmp_path / "r.html").is_file() or \
+        (tmp_path / "r.md").is_file()
+    shown = [CURRENT, BASE] if args[0] == "compare" else [CURRENT]
+    for run_id in shown:
+        assert {n: counted.reads[(n, run_id)] for n in READS} == dict.fromkeys(READS, 1), run_id
+        assert counted.analyses[run_id] == 1, run_id

@@ -50,18 +50,20 @@ def compare(
     """Compare two runs point by point: values, ratio B/A and significance."""
     from vbench.analysis.comparable import comparable_json
     from vbench.analysis.compare import compare_figures
-    from vbench.analysis.run_analysis import better_overrides, load_analysis
-    from vbench.engine.verdict import ensure_verdict
-    from vbench.report.build import headline_metrics
+    from vbench.analysis.run_analysis import better_overrides
+    from vbench.engine.verdict import with_verdict
+    from vbench.report.build import headline_metrics, report_data_of
     from vbench.report.textfmt import format_compare
     from vbench.report.verdict_view import compare_answer_lines, compare_answers
+    from vbench.results.stored import StoredRun
 
     store, _ = open_store(store_url, results_dir)
-    try:
-        a, b = load_analysis(store, run_a), load_analysis(store, run_b)
-        answers = compare_answers(ensure_verdict(store, run_a), ensure_verdict(store, run_b))
+    try:  # each run read and analysed once; one stored without a verdict gets it once
+        da, db = (with_verdict(report_data_of(StoredRun.load(store, r))) for r in (run_a, run_b))
     finally:
         store.close()
+    a, b = da.analyzed(), db.analyzed()
+    answers = compare_answers(da.verdicted(), db.verdicted())
     chosen = list(metrics) or [
         *headline_metrics(a.figures.run), *a.derived.names()
     ] or a.figures.metrics()

@@ -64,19 +64,21 @@ def ls_cmd(
 def show(run_id: str, store_url: str | None, results_dir: Path | None, as_json: bool) -> None:
     """Describe one stored run: context, points, trials and the summary table."""
     from vbench.cli.options import text_console
-    from vbench.engine.verdict import ensure_verdict
-    from vbench.report.build import show_json, show_text
+    from vbench.engine.verdict import with_verdict
+    from vbench.report.build import report_data_of, show_json_of, show_text_of
     from vbench.results.collected import series_listing
+    from vbench.results.stored import StoredRun
 
     store, _ = open_store(store_url, results_dir)
     try:
-        ensure_verdict(store, run_id)  # a run stored without one gets its verdict once
-        series = series_listing(store.get_run(run_id).run_dir)
+        # Read once; a run stored without a verdict gets it once.
+        data = with_verdict(report_data_of(StoredRun.load(store, run_id)))
+        series = series_listing(data.stored.run_dir)
         if as_json:
-            doc = {**show_json(store, run_id), "collectors": series}
+            doc = {**show_json_of(data), "collectors": series}
             click.echo(json.dumps(doc, indent=2, default=str))
         else:
-            show_text(store, run_id, text_console())
+            show_text_of(data, text_console())
             _print_series(series)
     finally:
         store.close()
@@ -149,7 +151,6 @@ def report(
     """Render stored runs (no guest is touched): the first in full, the others overlaid
     and compared with it. HTML, JSON, CSV, JUnit XML or Markdown. With --history, a trend
     page over a scenario's runs."""
-    from vbench.report.build import render_report
     from vbench.report.exports import format_for
 
     if _trend_or_refuse(run_ids, history_of, template, baseline):
@@ -157,13 +158,15 @@ def report(
         trend_report(history_of, output, fmt, store_url, results_dir, filters)
         return
     kind = format_for(str(output), fmt)
-    from vbench.engine.verdict import ensure_verdict
+    from vbench.engine.verdict import with_verdict
+    from vbench.report.build import render_report_of, report_data_of
+    from vbench.results.stored import StoredRun
 
     store, _ = open_store(store_url, results_dir)
     try:
-        for run_id in run_ids:  # a run stored without a verdict gets it once
-            ensure_verdict(store, run_id)
-        text = render_report(store, run_ids, kind, template=template, baseline=baseline)
+        # Each run read once; a run stored without a verdict gets it once.
+        datas = [with_verdict(report_data_of(StoredRun.load(store, r))) for r in run_ids]
+        text = render_report_of(store, datas, kind, template=template, baseline=baseline)
     finally:
         store.close()
     write_report(text, output)

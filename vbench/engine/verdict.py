@@ -137,6 +137,22 @@ def attach(data: ReportData) -> ReportData:
     return dataclasses.replace(data, verdict=stored or verdict_of(data))
 
 
+def with_verdict(data: ReportData) -> ReportData:
+    """``data`` with its run's verdict, as :func:`ensure_verdict` gives it, for a command
+    that has read the run already (the stored verdict when current, else computed now
+    and stored)."""
+    if data.verdict is not None:
+        return data
+    run_dir = data.run.get("run_dir")
+    verdict = read_stored(run_dir, str(data.run.get("status")))
+    if verdict is None:
+        verdict = verdict_of(data)
+        if run_dir and Path(run_dir).is_dir():
+            with contextlib.suppress(OSError):  # a read-only copy of a run
+                store_verdict(run_dir, verdict)
+    return dataclasses.replace(data, verdict=verdict)
+
+
 def ensure_verdict(store: Store, run_id: str) -> Verdict:
     """The verdict of a stored run: its ``verdict.json`` when current, else computed now
     (with the schedule's and driver's answers) and stored in its run directory, so that

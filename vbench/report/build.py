@@ -165,18 +165,32 @@ def render_report(
 ) -> str:
     """One or several runs in one of :data:`exports.FORMATS`; the first run is the one
     reported in full (and checked against ``baseline`` when given)."""
+    datas = [report_data_of(StoredRun.load(store, r)) for r in run_ids]
+    return render_report_of(store, datas, fmt, template=template, baseline=baseline)
+
+
+def render_report_of(
+    store: Store,
+    datas: Sequence[ReportData],
+    fmt: str,
+    *,
+    template: Path | None = None,
+    baseline: str | None = None,
+) -> str:
+    """:func:`render_report` of runs already loaded (``report_data_of``); the store is
+    read only for the baseline runs."""
     from vbench.report import exports
     from vbench.report.html import render_html
 
-    first, *rest = run_ids
-    reg = check_regression(store, first, baseline) if baseline is not None else None
-    datas = [report_data(store, first, regression=reg), *(report_data(store, r) for r in rest)]
+    first, *rest = datas
+    if baseline is not None:
+        reg = check_regression_of(store, first.stored, first.analyzed().figures, baseline)
+        first = dataclasses.replace(first, regression=reg)
     if fmt == "html":
-        main = dataclasses.replace(datas[0], others=tuple(datas[1:]))
-        return render_html(main, template=template)
+        return render_html(dataclasses.replace(first, others=tuple(rest)), template=template)
     writer = {"json": exports.to_json, "csv": exports.to_csv, "junit": exports.to_junit,
               "markdown": exports.to_markdown}[fmt]
-    return writer(datas)
+    return writer([first, *rest])
 
 
 def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
@@ -198,11 +212,15 @@ def print_summary(data: ReportData, console: Console, *, with_verdict: bool = Tr
 
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
+    return show_json_of(report_data(store, run_id))
+
+
+def show_json_of(data: ReportData) -> dict[str, Any]:
+    """What `vbench show --json` prints, of a run already loaded."""
     from vbench.analysis.aggregate import point_summaries
     from vbench.analysis.verdict import verdict_to_json
     from vbench.report.exports import qos_json
 
-    data = report_data(store, run_id)
     summary = point_summaries(data.samples) if len(data.samples) else None
     return {
         "run": data.run,
@@ -216,9 +234,13 @@ def show_json(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def show_text(store: Store, run_id: str, console: Console) -> None:
+    show_text_of(report_data(store, run_id), console)
+
+
+def show_text_of(data: ReportData, console: Console) -> None:
+    """What `vbench show` prints, of a run already loaded."""
     from vbench.report.fit import console_width
 
-    data = report_data(store, run_id)
     r = data.run
     console.print(
         f"[bold]run {r['run_id']}[/]  scenario {r['scenario_name']}  status {r['status']}",
