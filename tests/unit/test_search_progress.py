@@ -58,10 +58,11 @@ def test_the_search_outlook_holds_what_it_then_runs(limit: float) -> None:
         assert trials[0] <= trials_left <= trials[1], (limit, trials, trials_left)
 
 
-@pytest.mark.parametrize("limit", [7, 1234, 123457, 999999])
+@pytest.mark.parametrize("limit", [1234, 999999])
 def test_a_very_wide_search_is_read_from_a_spread_of_its_paths(limit: float) -> None:
     """1 to 1,000,000 at a 1 % gap has more paths than FindMax.outlook plays out: the
-    ones it plays, spread over the bracket, still hold what the search then runs."""
+    ones it plays, spread over the bracket, still hold what the search then runs (two
+    limits: each search here costs a second or so of play-outs)."""
     wide = SearchParams(min=1, max=1_000_000, trials=3, verify_trials=2, gap=1.0)
     for levels, trials, levels_left, trials_left in _run(FindMax(wide), limit):
         assert levels[0] <= levels_left <= levels[1], (limit, levels, levels_left)
