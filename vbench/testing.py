@@ -291,7 +291,10 @@ class Cli:
         wait_for_log(self.home, event, timeout, proc, **fields)
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        return {"VBENCH_HOME": str(self.home), **(env or {})}
+        # Empty is unset: the run's store and results are the test's home, never the
+        # store a developer's shell points at.
+        own = {"VBENCH_HOME": str(self.home), "VBENCH_STORE": "", "VBENCH_RESULTS": ""}
+        return {**own, **(env or {})}
 
 
 # --------------------------------------------------------------- vcsim
@@ -368,6 +371,8 @@ def vbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh VBENCH_HOME for this test: nothing touches the user's own results."""
     home = tmp_path / "vbench-home"
     monkeypatch.setenv("VBENCH_HOME", str(home))
+    for own_store in ("VBENCH_STORE", "VBENCH_RESULTS"):  # a developer's, from the shell
+        monkeypatch.delenv(own_store, raising=False)
     return home
 
 
