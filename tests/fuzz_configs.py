@@ -247,6 +247,12 @@ SETS: list[Callable[[random.Random], str]] = [
     lambda rng: "workload.params.extra={exec_prerun: 'touch PWNED'}",
     lambda rng: "settings.max_points=" + rng.choice(["0", "99999999999", "1"]),
     lambda rng: "x=&a [*a]",
+    # Free text and hook values shown on terminals and in exports (issue 28).
+    lambda rng: rng.choice(["description", "report.title", "label"]) + "="
+    + rng.choice(['"\\e[31mred"', '"\\e]0;t\\a"', '"a\\0b"', '"\\ud83d\\udca5"', '"x\\x9b2J"']),
+    lambda rng: "factors.fz.levels=[" + rng.choice(['"\\e[2J"', '"a\\nb"', '"\\a"', "ok"]) + "]",
+    lambda rng: "factors.fz={hook: {node: n1, run: [sh, -c, 'tc {value}'], undo: [tc]}, "
+    + "levels: [" + rng.choice(['"1ms\\nreboot"', '"$(reboot)"', "5ms"]) + "]}",
 ]
 
 

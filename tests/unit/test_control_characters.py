@@ -140,3 +140,15 @@ def test_exports_stay_well_formed_whatever_a_stored_value_holds(bad_store: Store
     assert "x\\x1b[31m\\x07\\x00\\x0b\\x9b" in md
     rows = list(csv.DictReader(io.StringIO(table)))
     assert {r["bs"] for r in rows} == {"4k", "x\\x1b[31m\\x07\\x00\\x0b\\x9b|<"}
+
+
+def test_a_lone_surrogate_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    # JSON writes 💥 as "\ud83d\udca5"; YAML reads that as two lone surrogates, which no
+    # output can encode (an internal error at the first write, found by the fuzz test).
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO.replace("description: plain", 'description: "x\\ud83d\\udca5"'))
+    code, err = run_cli("validate", str(p))
+    assert code == EXIT_CONFIG
+    assert err.startswith(f"{p}:3:14: \\ud83d is half of a UTF-16 surrogate pair"), err
+    code, err = run_cli("validate", str(QUICKSTART), "--set", 'report.title="\\ud83d"')
+    assert code == EXIT_CONFIG and err.startswith('--set report.title="\\ud83d":1:1: '), err

@@ -176,3 +176,100 @@ def test_the_fuzzer_makes_the_attack_classes_of_issue_18() -> None:
                  "d_wrong_type", "--set"):
         assert any(kind in name for name in made), kind
     assert len(made) >= 250
+
+
+# -- hostile values in every string field of every driver (issue 28) ----------------------
+
+HOSTILE_TEXT = [
+    "", " ", "x" * 5000, "a\x1bb", "\x1b]0;owned\x07", "a\x00b", "one\rtwo", "two\nlines",
+    "guest1\n[global]\nexec_prerun=touch PWNED", "../../etc/passwd", "..", "a/b",
+    "${env:VB_FUZZ_UNSET}", "$(touch x)", "; rm -rf /", "x;touch /tmp/pwned",
+    "--logfile=/tmp/x", "-o", "é✓💥", "{value}", "{{", "%s%n",
+]
+# A scenario per driver: the catalog's first, else a minimal one (no catalog scenario).
+MINIMAL = {
+    "faban": {"topology": {"clients": {"count": 1}},
+              "workload": {"driver": "faban", "params": {"command": ["faban-driver"]}}},
+    "netperf": {"topology": {"servers": {"count": 1}, "clients": {"count": 1}},
+                "workload": {"driver": "netperf", "params": {}}},
+    "vdbench": {"topology": {"target": {"count": 1}},
+                "workload": {"driver": "vdbench", "params": {"parmfile": "PARMFILE"}}},
+}
+
+
+def _is_text(annotation: object) -> bool:
+    import typing
+
+    return annotation is str or any(_is_text(a) for a in typing.get_args(annotation))
+
+
+def _models(annotation: object) -> list[type]:
+    import typing
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in typing.get_args(annotation) for m in _models(a)]
+
+
+def string_fields(model: type, data: object, prefix: str = "") -> list[str]:
+    """Dotted paths (below workload.params) of every text field of a parameter model,
+    nested models included (the first item of a list the scenario has)."""
+    out = []
+    for name, field in model.model_fields.items():  # type: ignore[attr-defined]
+        here = data.get(name) if isinstance(data, dict) else None
+        if _is_text(field.annotation):
+            out.append(f"{prefix}{name}")
+        for sub in _models(field.annotation):
+            if isinstance(here, list) and here and isinstance(here[0], dict):
+                out += string_fields(sub, here[0], f"{prefix}{name}.0.")
+            elif isinstance(here, dict) or here is None:
+                out += string_fields(sub, here or {}, f"{prefix}{name}.")
+    return out
+
+
+def driver_scenarios(tmp_path: Path) -> dict[str, Path]:
+    import yaml
+
+    out: dict[str, Path] = {}
+    for path in SCENARIOS:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        out.setdefault(doc["workload"]["driver"], path)
+    parm = tmp_path / "fuzz.parm"
+    parm.write_text("sd=sd1,lun=/dev/null\n")
+    for driver, doc in MINIMAL.items():
+        if driver not in out:
+            text = yaml.safe_dump({"version": 1, "name": f"fuzz-{driver}", **doc,
+                                   "phases": {"steady": "10s"}})
+            out[driver] = tmp_path / f"{driver}.yaml"
+            out[driver].write_text(text.replace("PARMFILE", str(parm)))
+    return out
+
+
+def test_hostile_text_in_every_string_field_of_every_driver(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    from vbench.workloads.base import driver_names, get_driver
+
+    scenarios = driver_scenarios(tmp_path)
+    assert set(driver_names()) <= set(scenarios), "a driver without a scenario to fuzz"
+    rng = session_seed.rng("hostile-driver-text")
+    cases = 0
+    for driver in sorted(driver_names()):
+        source = scenarios[driver]
+        params = yaml.safe_load(source.read_text(encoding="utf-8"))["workload"]["params"]
+        fields = string_fields(get_driver(driver).Params, params)
+        assert fields, driver
+        for path in fields:
+            values = (HOSTILE_TEXT if session_seed.every_case()
+                      else rng.sample(HOSTILE_TEXT, 3))
+            for value in values:
+                given = f"workload.params.{path}={json.dumps(value)}"
+                command = "plan" if cases % 2 else "validate"
+                variant = Variant(f"{driver} {path}={value!r:.40}", b"")
+                check(variant, [command, str(source), "--set", given], (str(source),), source)
+                cases += 1
+    assert cases >= 3 * len(scenarios)

@@ -16,6 +16,7 @@ characters) are reported at their line and column.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,11 +198,21 @@ class _BoundedLoader(yaml.SafeLoader):
         # A scalar the resolver typed but Python refuses (2024-13-45, !!int x) is a
         # mistake at that value, not an internal error.
         try:
-            return super().construct_object(node, deep=deep)
+            value = super().construct_object(node, deep=deep)
         except (yaml.YAMLError, _Refused):
             raise
         except Exception as exc:  # e.g. "!!timestamp x" fails inside PyYAML itself
             raise _Refused(node.start_mark, f"cannot read this value: {exc}") from None
+        # "\ud83d\udca5" (a JSON-style pair) is two lone surrogates to YAML: no text can
+        # hold them (writing them anywhere fails), so they are refused here.
+        if isinstance(value, str) and (bad := _SURROGATE.search(value)):
+            raise _Refused(node.start_mark, f"\\u{ord(bad.group()):04x} is half of a UTF-16 "
+                           "surrogate pair, not a character (write the character itself, "
+                           "or \\U and its 8 hex digits)")
+        return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _index_key(index: Any) -> int:

@@ -224,7 +224,10 @@ def _wheelhouse_problem(p: CloudstoneParams) -> str | None:
     if not env and p.wheelhouse == DEFAULT_WHEELHOUSE:
         return None
     root = Path(env or expand_path(p.wheelhouse))
-    if root.is_dir():
-        return None
     where = "$VBENCH_WHEELHOUSE" if env else "wheelhouse"
+    try:
+        if root.is_dir():
+            return None
+    except OSError as exc:  # a name too long for the file system …
+        return f"{where} folder {str(root)[:80]!r}: {exc.strerror or exc}"
     return f"{where} folder {str(root)!r} does not exist"

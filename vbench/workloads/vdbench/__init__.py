@@ -96,14 +96,15 @@ class VdbenchWorkload(Workload):
     def findings(cls, params: VdbenchParams) -> list[Finding]:  # type: ignore[override]
         # A missing parameter file would fail every trial (exit 3): validate says it.
         path = Path(params.parmfile).expanduser()
-        if not path.is_file():
-            return [Finding("error", "parmfile", f"no such file on the controller: {path}"
-                            + (" (a relative path is read from the current folder)"
-                               if not path.is_absolute() else ""))]
         try:
+            if not path.is_file():
+                return [Finding("error", "parmfile", f"no such file on the controller: {path}"
+                                + (" (a relative path is read from the current folder)"
+                                   if not path.is_absolute() else ""))]
             path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            return [Finding("error", "parmfile", f"cannot read {path}: {exc}")]
+            return [Finding("error", "parmfile", f"cannot read {str(path)[:80]}: "
+                            f"{getattr(exc, 'strerror', None) or exc}")]
         return []
 
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
