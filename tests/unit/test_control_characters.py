@@ -14,7 +14,7 @@ import pytest
 
 from tests.analysis_runs import add_run, scenario_doc
 from tests.unit.test_config_limits import QUICKSTART, ROOT, run_cli
-from vbench.config.load import load_scenario
+from vbench.config.load import load_lab, load_scenario
 from vbench.engine.plan import build_plan
 from vbench.errors import EXIT_CONFIG, ConfigValidationError
 from vbench.report.build import render_report
@@ -152,3 +152,13 @@ def test_a_lone_surrogate_is_refused_where_it_is_written(tmp_path: Path) -> None
     assert err.startswith(f"{p}:3:14: \\ud83d is half of a UTF-16 surrogate pair"), err
     code, err = run_cli("validate", str(QUICKSTART), "--set", 'report.title="\\ud83d"')
     assert code == EXIT_CONFIG and err.startswith('--set report.title="\\ud83d":1:1: '), err
+
+
+def test_a_lab_name_or_description_with_an_escape_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "lab.yaml"
+    p.write_text('version: 1\nname: "lab\\e]0;owned\\a"\ndescription: "ok\\nsecond line"\n')
+    with pytest.raises(ConfigValidationError) as exc:
+        load_lab(p)
+    assert [str(i) for i in exc.value.issues] == [
+        f"{p}:2:7: name: control character '\\x1b' at position 4 (not allowed in text "
+        "vbench shows)"]

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from vbench.config import netaddr
 from vbench.config.secrets import SecretError, resolve_secret
-from vbench.config.types import Duration, SecretRef, Strict, located
+from vbench.config.types import Duration, OneLine, SecretRef, Strict, Text, located
 from vbench.errors import ConfigValidationError
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -187,7 +187,7 @@ class Profile(Strict):
     vCenter works) in this vCenter, datacenter, cluster, resource pool, folder,
     datastore and network; `nodes` swaps lab nodes; `labels` are recorded."""
 
-    description: str = ""
+    description: Text = ""
     vcenter: str | None = Field(None, description="vCenter (name in `vcenters`)")
     datacenter: str | None = Field(None, description="datacenter (default: the vCenter's)")
     cluster: str | None = Field(None, description="cluster for `vm:` groups")
@@ -223,8 +223,8 @@ class Lab(Strict):
     """A lab file: where scenarios run."""
 
     version: Literal[1]
-    name: str
-    description: str = ""
+    name: OneLine  # shown by reports, `ls`, comparisons: no control character
+    description: Text = ""
     defaults: NodeDefaults = Field(default_factory=NodeDefaults)
     # Names reach guests (headers, directories) and the controller's paths: checked here.
     nodes: dict[GuestName, Node] = Field(default_factory=dict, description="static SSH guests")
