@@ -272,8 +272,8 @@ def run(
 
 
 def _print_result(result: RunResult, console: Any, as_json: bool) -> None:
-    """What a finished run prints: the summary table (on the progress console), the
-    verdicts, the find-max answer, the report's path and how the run ended; with
+    """What a finished run prints: the verdict and summary table (on the progress
+    console), the QoS and regression verdicts, the report's path and how the run ended; with
     --json, stdout carries the JSON document only."""
     if result.kept:
         console.print(result.kept, highlight=False, markup=False,
@@ -283,9 +283,8 @@ def _print_result(result: RunResult, console: Any, as_json: bool) -> None:
 
         print_summary(result.data, console)
     say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
-    for text in (result.verdicts.text if result.verdicts else "", result.searched):
-        if text:
-            say(text.rstrip("\n"))
+    if result.verdicts is not None and result.verdicts.text:
+        say(result.verdicts.text.rstrip("\n"))
     if result.report is not None:
         say(f"report: {result.report}")
     say(result.last_line)

@@ -4,9 +4,10 @@ Once :func:`vbench.engine.session.execute` has ended the run in the store, :func
 reads it back **once** (:meth:`StoredRun.load`), analyses it once (:func:`report_data_of`)
 and passes that through a short pipeline of named steps (:data:`FINISH_STEPS`), each a
 function ``(store, RunResult) -> RunResult`` that fills a part of the frozen result: the
-figures beside the raw outputs, the QoS and regression verdicts and the exit code they
-lead to, the find-max answer, the HTML report, the ``--json`` document. The CLI only
-prints the :class:`RunResult`; nothing after this reads or analyses the run again.
+figures beside the raw outputs, the run's verdict (:mod:`vbench.engine.verdict`), the QoS
+and regression verdicts and the exit code they lead to, the HTML report, the ``--json``
+document. The CLI only prints the :class:`RunResult`; nothing after this reads or
+analyses the run again.
 """
 
 from __future__ import annotations
@@ -64,7 +65,6 @@ class RunResult:
     kept: str = ""  # an interrupted run: what it kept and how to resume it
     show_table: bool = True  # False: interrupted before any trial finished ok
     verdicts: Verdicts | None = None
-    searched: str = ""  # the find-max answer, as the terminal prints it
     report: Path | None = None  # report.html, when written
     doc: dict[str, Any] = field(default_factory=dict)  # --json: the document
 
@@ -174,13 +174,6 @@ def verdicts(
                *(["significant regression"] if regressed else [])]
         reason = f"{' and '.join(why)} (exit {exit_code})"
     return Verdicts(text, exit_code, regression, reason)
-
-
-def answer_search(store: Store, result: RunResult) -> RunResult:
-    """The answer of each find-max search of the run (empty without a search)."""
-    from vbench.report.findmax import findmax_of, findmax_text
-
-    return dataclasses.replace(result, searched=findmax_text(findmax_of(result.data)))
 
 
 def write_report(store: Store, result: RunResult) -> RunResult:
