@@ -76,3 +76,10 @@ def test_a_guests_only_figure_under_an_instance_label_is_its_per_guest_figure() 
     table = guest_table(view, choose_metrics(view))
     assert table is not None  # before: 'No per-guest samples in this run.'
     assert [m for m, _unit in table["metrics"]] == ["client_cpu"]
+
+
+def test_a_collectors_counter_of_one_target_stays_per_guest() -> None:
+    # Unlabelled per-target samples (sysstat, esxtop) are the collector's, not the trial's.
+    df = _frame([(1, "guest1", "cpu(all)\\%user", 12.0, "{}")])
+    assert trial_values(df).empty
+    assert list(trial_values(df, per_guest=True)["guest"]) == ["guest1"]

@@ -6,10 +6,12 @@ Trials are the unit of repetition. The figure of a trial is its *aggregate* samp
 guest instead, from the samples that carry a guest name and no labels.
 
 A label that only says where a figure came from (``from``: "per-second log") is no
-breakdown, so it does not hide the figure. A figure a driver makes only per guest (fio's
-``iops_ts_cv``) is the trial's figure when one guest made it in that trial — several
-guests' ratios do not combine, so then the trial has none (issue 22: the Iometer
-example's headline was in samples.csv and in no output). Per guest, a labelled sample
+breakdown, so it does not hide the figure. A figure a driver makes only per guest and
+marks with its provenance (fio's ``iops_ts_cv``) is the trial's figure when one guest
+made it in that trial — several guests' ratios do not combine, so then the trial has
+none (issue 22: the Iometer example's headline was in samples.csv and in no output). A
+collector's per-target counters carry no such mark and stay per guest. Per guest, a
+labelled sample
 that is its guest's only one of the metric in the trial (CloudStone's ``{instance}``
 figures, one instance per server guest) is that guest's figure: the label names the
 guest's part, it does not split it. :func:`why_no_figure` says why a metric has none.
@@ -52,22 +54,32 @@ class MetricSummary:
     summary: Summary
 
 
-def _has_no_labels(labels: pd.Series) -> pd.Series:
-    def empty(v: object) -> bool:
-        if v is None or (isinstance(v, float) and pd.isna(v)):
-            return True
-        if isinstance(v, dict):
-            return not v
-        text = str(v).strip()
-        if text in _EMPTY_LABELS:
-            return True
-        try:  # tolerate spacing differences such as "{ }"
-            parsed = json.loads(text)
-        except ValueError:
-            return False
-        return not parsed or (isinstance(parsed, dict) and set(parsed) <= _PROVENANCE)
+def _keys(v: object) -> frozenset[str] | None:
+    """The label keys of a stored ``labels`` value (None: not a mapping)."""
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return frozenset()
+    if isinstance(v, dict):
+        return frozenset(map(str, v))
+    text = str(v).strip()
+    if text in _EMPTY_LABELS:
+        return frozenset()
+    try:  # tolerate spacing differences such as "{ }"
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    if not parsed:
+        return frozenset()
+    return frozenset(map(str, parsed)) if isinstance(parsed, dict) else None
 
-    return labels.map(empty).astype(bool)
+
+def _has_no_labels(labels: pd.Series) -> pd.Series:
+    """No label, or only labels saying where the figure came from."""
+    return labels.map(lambda v: (k := _keys(v)) is not None and k <= _PROVENANCE).astype(bool)
+
+
+def _provenance_marked(labels: pd.Series) -> pd.Series:
+    """Labelled, and only with where the figure came from (fio's per-second-log figures)."""
+    return labels.map(lambda v: bool(k := _keys(v)) and k <= _PROVENANCE).astype(bool)
 
 
 def trial_values(
@@ -89,8 +101,8 @@ def trial_values(
     guest_missing = df["guest"].isna()
     plain = _has_no_labels(df["labels"])
     mask = plain & (~guest_missing if per_guest else guest_missing)
-    if not per_guest:
-        mask |= _only_guest(df, plain & ~guest_missing, mask)
+    if not per_guest:  # a collector's per-target counters stay per guest
+        mask |= _only_guest(df, _provenance_marked(df["labels"]) & ~guest_missing, mask)
     else:
         mask |= _sole_row(df, ~plain & ~guest_missing, mask)
     if metrics is not None:
