@@ -72,14 +72,29 @@ def _keys(v: object) -> frozenset[str] | None:
     return frozenset(map(str, parsed)) if isinstance(parsed, dict) else None
 
 
+def _label_kinds(labels: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(no label or only provenance labels, provenance labels only and some): each
+    distinct stored labels value parsed once."""
+    cache: dict[str, frozenset[str] | None] = {}
+
+    def keys(v: object) -> frozenset[str] | None:
+        if not isinstance(v, str):  # None, NaN or a mapping: cheap, and maybe unhashable
+            return _keys(v)
+        if v not in cache:
+            cache[v] = _keys(v)
+        return cache[v]
+
+    def kind(v: object, marked: bool) -> bool:
+        k = keys(v)
+        return k is not None and k <= _PROVENANCE and (bool(k) or not marked)
+
+    return (labels.map(lambda v: kind(v, False)).astype(bool),
+            labels.map(lambda v: kind(v, True)).astype(bool))
+
+
 def _has_no_labels(labels: pd.Series) -> pd.Series:
     """No label, or only labels saying where the figure came from."""
-    return labels.map(lambda v: (k := _keys(v)) is not None and k <= _PROVENANCE).astype(bool)
-
-
-def _provenance_marked(labels: pd.Series) -> pd.Series:
-    """Labelled, and only with where the figure came from (fio's per-second-log figures)."""
-    return labels.map(lambda v: bool(k := _keys(v)) and k <= _PROVENANCE).astype(bool)
+    return _label_kinds(labels)[0]
 
 
 def trial_values(
@@ -99,10 +114,10 @@ def trial_values(
         return pd.DataFrame(columns=[*keys, "value"])
     df = samples
     guest_missing = df["guest"].isna()
-    plain = _has_no_labels(df["labels"])
+    plain, marked = _label_kinds(df["labels"])
     mask = plain & (~guest_missing if per_guest else guest_missing)
     if not per_guest:  # a collector's per-target counters stay per guest
-        mask |= _only_guest(df, _provenance_marked(df["labels"]) & ~guest_missing, mask)
+        mask |= _only_guest(df, marked & ~guest_missing, mask)
     else:
         mask |= _sole_row(df, ~plain & ~guest_missing, mask)
     if metrics is not None:
