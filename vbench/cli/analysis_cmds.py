@@ -90,7 +90,8 @@ def compare(
             {"point": r.title, "labels": dict(r.labels), "metric": r.metric, "unit": r.unit,
              "better": r.better, "a": _stats(r.a), "b": _stats(r.b), "ratio": r.ratio,
              "significant": r.sig.significant, "test": r.sig.method, "p_value": r.sig.p_value,
-             "reason": r.sig.reason, "verdict": r.verdict}
+             "reason": r.reason, "min_effect": r.min_effect, "capped": r.capped,
+             "verdict": r.verdict}
             for r in result.rows
         ],
     }, indent=2))

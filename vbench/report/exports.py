@@ -123,7 +123,8 @@ def regression_json(reg: RegressionResult | None) -> dict[str, Any] | None:
             {"point": c.title, "labels": dict(c.labels), "metric": c.metric, "unit": c.unit,
              "better": c.better, "baseline": _stats(c.baseline), "current": _stats(c.current),
              "change": _clean(c.change), "p_value": c.sig.p_value, "test": c.sig.method,
-             "significant": c.sig.significant, "status": c.status, "message": c.message}
+             "significant": c.sig.significant, "status": c.status, "message": c.message,
+             "not_judged": c.note or None}
             for c in reg.checks
         ],
     }
@@ -164,7 +165,8 @@ def to_json(datas: Sequence[ReportData]) -> str:
                 "rows": [{"point": r.title, "metric": r.metric, "unit": r.unit,
                           "a": _stats(r.a), "b": _stats(r.b), "ratio": _clean(r.ratio),
                           "p_value": r.sig.p_value, "test": r.sig.method,
-                          "significant": r.sig.significant, "verdict": r.verdict}
+                          "significant": r.sig.significant, "verdict": r.verdict,
+                          "reason": r.reason, "min_effect": r.min_effect, "capped": r.capped}
                          for r in res.rows],
             })
     return json.dumps(finite(doc), indent=2, default=str, allow_nan=False)
