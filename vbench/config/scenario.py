@@ -311,7 +311,8 @@ class RegressionSpec(Strict):
         description="metrics and derived figures checked (default: the headline metrics)",
     )
     min_effect: float = Field(
-        0.05, ge=0, lt=10, description="smallest relative change counted as a regression"
+        0.05, ge=0, lt=10, description="smallest relative change counted as a regression "
+        "(report.min_effect sets it per metric)"
     )
     alpha: float = Field(0.05, gt=0, lt=0.5, description="significance level of the test")
     baseline: str = Field(
