@@ -237,8 +237,9 @@ class Derived(Strict):
     across: str | None = Field(
         None, description="geomean of `metric` across the levels of this factor"
     )
-    better: Literal["higher", "lower"] | None = Field(
-        None, description="direction of improvement (default: from the metric it is built on)"
+    better: Literal["higher", "lower", "none"] | None = Field(
+        None, description="direction of improvement (default: from the metric it is built "
+        "on; an expression's has none: never ranked until set)"
     )
     unit: OneLine = Field("", description="unit of the result")
 
