@@ -77,7 +77,8 @@ class AnswerInputs:
         """"higher" or "lower" is better for ``metric``; None: it is not ranked."""
         derived = self.analysis.derived.named(metric)
         if derived:
-            return derived[0].better or None
+            way = derived[0].better
+            return way if way in ("higher", "lower") else None
         unit = self.analysis.figures.units.get(metric, "")
         d = better(metric, unit, directions_of(self.run))
         return d if d in ("higher", "lower") else None
