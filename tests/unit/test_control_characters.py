@@ -14,8 +14,8 @@ import pytest
 
 from tests.analysis_runs import add_run, scenario_doc
 from tests.unit.test_config_limits import QUICKSTART, ROOT, run_cli
+from tests.unit.test_validation_hardening import scenario_issues
 from vbench.config.load import load_lab, load_scenario
-from vbench.engine.plan import build_plan
 from vbench.errors import EXIT_CONFIG, ConfigValidationError
 from vbench.report.build import render_report
 from vbench.results.store import Store
@@ -26,11 +26,7 @@ HOSTILE = [r"\e[31mred", r"\e]0;owned\a", r"a\0b", r"x\x9b2J", r"one\rtwo"]
 
 
 def located_issues(text: str, tmp_path: Path) -> list[str]:
-    p = tmp_path / "s.yaml"
-    p.write_text(text)
-    with pytest.raises(ConfigValidationError) as exc:
-        build_plan(load_scenario(p))
-    return [str(i).replace(f"{p}:", "s.yaml:", 1) for i in exc.value.issues]
+    return scenario_issues(tmp_path, text)
 
 
 SCENARIO = """\
