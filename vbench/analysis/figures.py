@@ -14,12 +14,16 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vbench.analysis.aggregate import trial_values
 from vbench.config.labels import render_label
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 OK_STATUS = "ok"
 Values = dict[int, float | None]  # trial -> value
