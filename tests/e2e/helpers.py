@@ -1,4 +1,10 @@
-"""End-to-end helpers: run the real `vbench` CLI in a subprocess against real sshd guests."""
+"""End-to-end helpers: run the `vbench` CLI against real sshd guests.
+
+``vbench(...)`` runs the CLI in this process (its behaviour: output, exit code, store,
+guests — without paying the interpreter's start and vbench's imports at every call);
+``vbench_process(...)`` and ``vbench_popen(...)`` run it as a real process, for what only a
+process has: signals, kill -9, its exit status as the shell sees it, a wrapper script.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import click.formatting
+import click.testing
 import pytest
 
 from tests.conftest import LocalGuests, free_port
@@ -25,6 +34,7 @@ from vbench.testing import (
     logged,
     run_id_of,
     vbench_popen,
+    vbench_process,
     wait_for,
     wait_for_log,
     write_lab,
@@ -36,16 +46,100 @@ from vbench.testing import (
 SSHD = "/usr/sbin/sshd"
 
 
+class CliTimeout(BaseException):
+    """The in-process CLI outlived its timeout (a BaseException: the CLI's own catch-all
+    must not turn it into an exit code)."""
+
+
+# What a CLI run may change in its process and must leave as it found it: a process
+# discards these at exit, an in-process run would leak them into the next test.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGALRM)
+_THREAD_GRACE_S = 60.0
+_PYTHONPATH_AT_START = os.environ.get("PYTHONPATH")
+
+
 def vbench(
     *args: str, timeout: float = 180, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would (a real process: signals and exit codes are real)."""
-    return subprocess.run(
-        [sys.executable, "-m", "vbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
+    """Run the CLI in this process as ``vbench ARGS`` would run (vbench.cli.main: the same
+    output, exit code and error mapping), with stdout and stderr captured apart, ``env``
+    set for the call only, and ``sys.argv`` as the command line. Fails the test if the run
+    left a non-daemon thread running, or changed the working directory, the environment
+    or a signal handler. For signals, kill -9 or the shell's view of the exit status, use
+    ``vbench_process`` / ``vbench_popen``. It runs as a process when PYTHONPATH differs
+    from this process's (a plugin installed beside vbench), and with VBENCH_E2E_PROCESS=1
+    every call does (to tell an in-process artefact from a real failure)."""
+    pythonpath = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH"))
+    if os.environ.get("VBENCH_E2E_PROCESS") or pythonpath != _PYTHONPATH_AT_START:
+        # A PYTHONPATH (a plugin installed beside vbench) counts only when a process starts.
+        return vbench_process(*args, timeout=timeout, env=env)
+    from vbench.cli import main  # the CLI's imports, paid once per test session
+
+    runner = click.testing.CliRunner()
+    before = _process_state()
+    threads = set(threading.enumerate())
+    argv = sys.argv
+    sys.argv = ["vbench", *args]
+    try:
+        with runner.isolation(env=env) as (out, err, _), _deadline(timeout, args):
+            click.formatting.FORCED_WIDTH = None  # help as wide as a process makes it
+            try:
+                main(list(args))
+                code: int = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            stdout = out.getvalue().decode(errors="replace")
+            stderr = err.getvalue().decode(errors="replace")
+    finally:
+        sys.argv = argv
+    _check_left_as_found(before, threads, args)
+    return subprocess.CompletedProcess(["vbench", *args], code, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _deadline(timeout: float, args: Sequence[str]) -> Iterator[None]:
+    def expired(signum: int, frame: object) -> None:
+        raise CliTimeout(f"vbench {' '.join(args)} ran over its {timeout} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _process_state() -> dict[str, object]:
+    return {
+        "working directory": os.getcwd(),
+        "environment": dict(os.environ),
+        **{f"handler of {s.name}": signal.getsignal(s) for s in _SIGNALS},
+    }
+
+
+def _check_left_as_found(
+    before: dict[str, object], threads: set[threading.Thread], args: Sequence[str]
+) -> None:
+    changed = [k for k, v in _process_state().items() if before[k] != v]
+    # Put things back first, so that one faulty run does not fail every later test.
+    os.chdir(str(before["working directory"]))
+    os.environ.clear()
+    os.environ.update(before["environment"])  # type: ignore[arg-type]
+    for s in _SIGNALS:
+        signal.signal(s, before[f"handler of {s.name}"])  # type: ignore[arg-type]
+    # A run's worker threads may still be finishing their last step when main returns: a
+    # process would wait for them at exit, so wait for them here (the event: they end).
+    left = [t for t in threading.enumerate() if t not in threads and not t.daemon]
+    for t in left:
+        t.join(_THREAD_GRACE_S)
+    alive = [t.name for t in left if t.is_alive()]
+    assert not changed and not alive, (
+        f"vbench {' '.join(args)} in process changed {changed or 'nothing'}"
+        f" and left threads running: {alive or 'none'}"
     )
 
 
@@ -191,6 +285,7 @@ __all__: Sequence[str] = (
     "show",
     "vbench",
     "vbench_popen",
+    "vbench_process",
     "wait_for",
     "wait_for_log",
     "write_lab",
