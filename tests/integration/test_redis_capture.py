@@ -6,7 +6,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,14 +29,18 @@ def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
          "--dir", str(work)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
         except OSError:
-            time.sleep(0.05)
+            return False
+        return True
+
+    # Until it listens (the event), failing here if it never does, rather than letting the
+    # first test meet a server that is not up yet.
     try:
+        wait_for(answers, 60, f"redis-server on port {port}")
         yield port
     finally:
         proc.terminate()
