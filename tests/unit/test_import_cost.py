@@ -115,3 +115,23 @@ def test_a_lazy_module_imports_at_first_use_and_takes_its_place() -> None:
     import colorsys
 
     assert namespace["cs"] is colorsys  # the real module, in the namespace that asked
+
+
+def test_looking_up_one_plugin_imports_its_package_alone(tmp_path: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "from vbench.workloads.base import driver_names, get_driver\n"
+        "from vbench.collectors.base import get_collector\n"
+        "get_driver('fio'); get_collector('esxtop')\n"
+        "first = [m for m in sys.modules if m.startswith('vbench.')]\n"
+        "print(json.dumps([first, driver_names()]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env=_environ(), timeout=120, check=True)
+    first, names = json.loads(done.stdout)
+    assert {"vbench.workloads.fio", "vbench.collectors.esxtop"} <= set(first)
+    others = ("vbench.workloads.content_library", "vbench.workloads.cloudstone",
+              "vbench.workloads.redis_scaleout", "vbench.collectors.vcenter_perf",
+              "vbench.collectors.guest_sysstat")
+    assert [m for m in others if m in first] == []
+    assert {"fio", "content_library", "cloudstone"} <= set(names)  # listing finds them all
