@@ -16,9 +16,9 @@ the command cannot do without — and the two are run alternately in the same ro
 | ``validate`` again | the same floor building one one-field model | (shown) |
 
 ``validate`` and ``plan`` run in a home without a store (first use: nothing to learn
-the estimate from, so no SQLAlchemy); the last row shows what a store adds — validate
-then opens it to learn the estimate from earlier runs of the scenario. The last row
-shows how much of the gap is pydantic's own: it defers its schema machinery (and its
+the estimate from, so no SQLAlchemy); the row beside the store shows what one adds —
+validate then opens it to learn the estimate from earlier runs of the scenario. The last
+row shows how much of the gap is pydantic's own: it defers its schema machinery (and its
 plugin lookup through ``importlib.metadata``) to the first model a program builds.
 
 The figure is the median over ``--rounds`` of each side (wall time, and the CPU time of
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -127,6 +128,64 @@ def _goal_text(p: Pair, ratio: float) -> str:
     return f"≤ {p.goal:g}× of `import {p.floor}`: {'met' if ratio <= p.goal else 'NOT met'}"
 
 
+def _pairs(work: Path, runs: int) -> list[Pair]:
+    plan_file = scenario_1000(work)
+    return [
+        Pair("--version", ("--version",), "click", 2.0),
+        Pair("--help", ("--help",), "click", 2.0),
+        Pair("validate quickstart", ("validate", str(QUICKSTART)), "click, yaml, pydantic", 2.5),
+        Pair("plan, 1,000 points", ("plan", str(plan_file)), "click, yaml, pydantic", None),
+        Pair(f"ls, {runs} runs", ("ls",), "click, sqlalchemy", 2.5, store=True),
+        Pair("validate, store there", ("validate", str(QUICKSTART)), "click, yaml, pydantic",
+             None, store=True),
+        Pair("validate vs one model", ("validate", str(QUICKSTART)), ONE_MODEL, None),
+    ]
+
+
+def _environment(work: Path, source: Path | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The environment with the store of runs, and the first-use one (no store)."""
+    env = {**os.environ, "VBENCH_HOME": str(work / "home"), "COLUMNS": "120"}
+    for key in ("VBENCH_STORE", "VBENCH_RESULTS"):
+        env.pop(key, None)
+    if source:
+        env["PYTHONPATH"] = str(source.resolve())
+    (work / "first-use").mkdir()
+    return env, {**env, "VBENCH_HOME": str(work / "first-use")}
+
+
+def measure(pairs: list[Pair], rounds: int, work: Path, with_store: dict[str, str],
+            first_use: dict[str, str]) -> dict[str, list[Timing]]:
+    """Each command and each floor, ``rounds`` times, alternately, after one warm-up."""
+    # The console script users run (the interpreter's `-m` or `-c` would put the
+    # working directory first on sys.path).
+    vbench = str(Path(sys.executable).parent / "vbench")
+    argv = {p.name: [vbench, *p.argv] for p in pairs}
+    envs = {p.name: with_store if p.store else first_use for p in pairs}
+    for p in pairs:
+        argv[f"import {p.floor}"] = [sys.executable, "-c", f"import {p.floor}"]
+        envs[f"import {p.floor}"] = with_store
+    for key in argv:  # warm-up: byte-code compiled, files cached
+        timed(argv[key], envs[key], work)
+    times: dict[str, list[Timing]] = {k: [] for k in argv}
+    for r in range(rounds):
+        for p in pairs:
+            sides = [p.name, f"import {p.floor}"]
+            for key in sides if r % 2 == 0 else reversed(sides):
+                times[key].append(timed(argv[key], envs[key], work))
+    return times
+
+
+def report(pairs: list[Pair], times: dict[str, list[Timing]]) -> None:
+    print(f"{'command':<24} {'wall s':>7} {'floor':>7} {'× floor':>8} "
+          f"{'CPU s':>7} {'floor':>7} {'× floor':>8}  goal")
+    for p in pairs:
+        cmd, flo = times[p.name], times[f"import {p.floor}"]
+        w, fw = statistics.median(t.wall for t in cmd), statistics.median(t.wall for t in flo)
+        c, fc = statistics.median(t.cpu for t in cmd), statistics.median(t.cpu for t in flo)
+        print(f"{p.name:<24} {w:7.3f} {fw:7.3f} {w / fw:7.1f}× {c:7.3f} {fc:7.3f} "
+              f"{c / fc:7.1f}×  {_goal_text(p, c / fc)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=9)
@@ -134,58 +193,19 @@ def main() -> None:
     ap.add_argument("--source", type=Path, help="measure the vbench of this checkout")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vbench-bench-startup-"))
-    home = work / "home"
-    first_use = work / "first-use"
-    first_use.mkdir()
-    plan_file = scenario_1000(work)
-    env = {**os.environ, "VBENCH_HOME": str(home), "COLUMNS": "120"}
-    for key in ("VBENCH_STORE", "VBENCH_RESULTS"):
-        env.pop(key, None)
-    if args.source:
-        env["PYTHONPATH"] = str(args.source.resolve())
-    build = [sys.executable, "-c", BUILD_STORE, str(home), str(args.runs)]
-    timed(build, env, work)
-    # The console script users run (the interpreter's `-m` or `-c` would put the
-    # working directory first on sys.path).
-    vbench = str(Path(sys.executable).parent / "vbench")
-    pairs = [
-        Pair("--version", ("--version",), "click", 2.0),
-        Pair("--help", ("--help",), "click", 2.0),
-        Pair("validate quickstart", ("validate", str(QUICKSTART)), "click, yaml, pydantic", 2.5),
-        Pair("plan, 1,000 points", ("plan", str(plan_file)), "click, yaml, pydantic", None),
-        Pair(f"ls, {args.runs} runs", ("ls",), "click, sqlalchemy", 2.5, store=True),
-        Pair("validate, store there", ("validate", str(QUICKSTART)), "click, yaml, pydantic",
-             None, store=True),
-        Pair("validate vs one model", ("validate", str(QUICKSTART)), ONE_MODEL, None),
-    ]
-    commands = {p.name: [vbench, *p.argv] for p in pairs}
-    floors = {p.floor: [sys.executable, "-c", f"import {p.floor}"] for p in pairs}
-    everything = {**commands, **{f"import {k}": v for k, v in floors.items()}}
-    envs = {k: env for k in everything}
-    for p in pairs:
-        envs[p.name] = env if p.store else {**env, "VBENCH_HOME": str(first_use)}
-    for key, argv in everything.items():  # warm-up: byte-code compiled, files cached
-        timed(argv, envs[key], work)
-    load = os.getloadavg()
-    times: dict[str, list[Timing]] = {k: [] for k in everything}
-    for r in range(args.rounds):
-        for p in pairs:
-            sides = [p.name, f"import {p.floor}"]
-            for key in sides if r % 2 == 0 else reversed(sides):
-                times[key].append(timed(everything[key], envs[key], work))
-    load_end = os.getloadavg()
-    src = args.source or ROOT
-    print(f"vbench from {src}; {args.rounds} rounds; load average {load[0]:.1f} at the "
-          f"start, {load_end[0]:.1f} at the end; {os.cpu_count()} CPUs")
-    print(f"{'command':<24} {'wall s':>7} {'floor':>7} {'× floor':>8} "
-          f"{'CPU s':>7} {'floor':>7} {'× floor':>8}  goal")
-    for p in pairs:
-        cmd, flo = times[p.name], times[f"import {p.floor}"]
-        w, fw = statistics.median(t.wall for t in cmd), statistics.median(t.wall for t in flo)
-        c, fc = statistics.median(t.cpu for t in cmd), statistics.median(t.cpu for t in flo)
-        goal = _goal_text(p, c / fc)
-        print(f"{p.name:<24} {w:7.3f} {fw:7.3f} {w / fw:7.1f}× {c:7.3f} {fc:7.3f} "
-              f"{c / fc:7.1f}×  {goal}")
+    try:
+        with_store, first_use = _environment(work, args.source)
+        build = [sys.executable, "-c", BUILD_STORE, str(work / "home"), str(args.runs)]
+        timed(build, with_store, work)
+        pairs = _pairs(work, args.runs)
+        load = os.getloadavg()[0]
+        times = measure(pairs, args.rounds, work, with_store, first_use)
+        print(f"vbench from {args.source or ROOT}; {args.rounds} rounds; load average "
+              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+              f"{os.cpu_count()} CPUs")
+        report(pairs, times)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
