@@ -71,7 +71,7 @@ def compare(
                              better_overrides=better_overrides(a.figures.scenario))
     if not as_json:
         # The study's answers first; a search's levels are not its answer.
-        click.echo("\n".join(["answers:", *compare_answer_lines(answers), ""]))
+        click.echo("\n".join(["answers:", *compare_answer_lines(answers, output_width()), ""]))
         if answers["searches"]:
             click.echo("(levels of a find-max search, compared where both runs ran them:)")
         click.echo(format_compare(result, output_width()), nl=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vbench.analysis.verdict import Answer, Figure, Verdict, verdict_to_json
+from vbench.report.fit import wrap
 
 # The HTML badge kind of each QoS status (a search's bracket is the study, not a fault).
 QOS_KIND = {"pass": "good", "fail": "bad", "bracket": "good", "none": "neutral"}
@@ -152,19 +153,21 @@ def compare_answers(a: Verdict, b: Verdict) -> dict[str, Any]:
             "searches": any(x.qos_expected for x in (*a.answers, *b.answers))}
 
 
-def compare_answer_lines(doc: dict[str, Any]) -> list[str]:
-    """:func:`compare_answers` as the terminal prints it, before the per-point table."""
-    out = [f"A {doc['a']['run_id']}: {doc['a']['answer'] or 'no answer'}",
-           f"B {doc['b']['run_id']}: {doc['b']['answer'] or 'no answer'}"]
+def compare_answer_lines(doc: dict[str, Any], width: int | None = None) -> list[str]:
+    """:func:`compare_answers` as the terminal prints it, before the per-point table;
+    with a ``width``, each line wraps between words under its own indent."""
+    rows = [("", f"A {doc['a']['run_id']}: {doc['a']['answer'] or 'no answer'}"),
+            ("", f"B {doc['b']['run_id']}: {doc['b']['answer'] or 'no answer'}")]
     for f in doc["facts"]:
         ratio = "" if f["ratio"] is None else f"  B/A {f['ratio']:.3f}"
-        out.append(f"  {f['label']}: A {f['a']}  B {f['b']}{ratio}")
+        rows.append(("  ", f"{f['label']}: A {f['a']}  B {f['b']}{ratio}"))
     for f in doc["figures"]:
         ratio = "" if f["ratio"] is None else f"  B/A {f['ratio']:.3f}"
         where = f" (A at {f['a_where']}, B at {f['b_where']})" if f["a_where"] else ""
         better = f", {f['direction']} is better" if f["direction"] else ""
-        out.append(f"  {f['metric']}: A {f['a']}  B {f['b']}{ratio}{where}{better}")
-    return out
+        rows.append(("  ", f"{f['metric']}: A {f['a']}  B {f['b']}{ratio}{where}{better}"))
+    return [line for indent, text in rows
+            for line in wrap(text, width, first=indent, rest=indent + "    ")]
 
 
 def answer_json(v: Verdict | None) -> dict[str, Any]:
