@@ -159,15 +159,11 @@ def ensure_verdict(store: Store, run_id: str) -> Verdict:
     every later output of the run reads the same one without computing it again."""
     from vbench.report.build import report_data
 
-    row = store.get_run(run_id)
+    row = store.get_run(run_id)  # the record alone, when the verdict is stored
     found = read_stored(row.run_dir, row.status)
     if found is not None:
         return found
-    verdict = verdict_of(report_data(store, row.run_id))
-    if row.run_dir and Path(row.run_dir).is_dir():
-        with contextlib.suppress(OSError):  # a read-only copy of a run: computed each time
-            store_verdict(row.run_dir, verdict)
-    return verdict
+    return with_verdict(report_data(store, row.run_id)).verdicted()
 
 
 # ----------------------------------------------------------- the run's finish steps
