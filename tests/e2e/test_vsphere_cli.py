@@ -295,5 +295,6 @@ def test_session_terminated_mid_run_is_survived(simlab: SimLab) -> None:
             s.content.sessionManager.TerminateSession(keys)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, out + err
-    assert "vSphere cleanup: 2 destroyed" in err
+    # What the run made and removed, then what its final clean-up did (cleanup_text).
+    assert "vSphere: created 2 VMs; removed all of it (final clean-up 2 destroyed)" in err, err
     assert simlab.ours() == set()
