@@ -223,6 +223,7 @@ def test_the_first_screen_is_the_summary_and_details_are_folded(
         const tables = Array.from(document.querySelectorAll('#results table'));
         return {screen, width: window.innerWidth, charts: charts.length,
                 visible: top.filter(t => t < screen).length,
+                answer: document.querySelector('#answer').getBoundingClientRect().top,
                 badges: document.querySelector('ul.badges').getBoundingClientRect().top,
                 tables: tables.length,
                 shown_tables: tables.filter(t => t.checkVisibility()).length,
@@ -230,10 +231,11 @@ def test_the_first_screen_is_the_summary_and_details_are_folded(
                     d => d.closest('section').id)};
     })()""")
     assert first["screen"] == 1000 and first["width"] == 1400
-    # Two headline metrics: both charts side by side on the first screen, under the
-    # verdict badges.
+    # The study's answer opens the page; the badges follow it, and both headline
+    # metrics' charts sit side by side on the first screen under them.
     assert first["charts"] == 2 and first["visible"] == 2, first
-    assert first["badges"] < 300
+    assert first["answer"] < 200, first
+    assert first["answer"] < first["badges"] < first["screen"] / 2, first
     # The per-metric tables are there, folded away: none takes room until opened.
     assert first["tables"] >= 2 and first["shown_tables"] == 0
     for folded in ("results", "guests", "trials", "environment", "timeseries"):
