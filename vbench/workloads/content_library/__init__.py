@@ -77,13 +77,6 @@ class ContentLibraryWorkload(Workload):
         self._run: TrialRun | None = None
 
     @classmethod
-    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
-        """Each step's time per operation with the honesty check (see :mod:`.answer`)."""
-        from vbench.workloads.content_library.answer import library_answer
-
-        return library_answer(inputs)
-
-    @classmethod
     def vcenters(cls, params: ContentLibraryParams) -> tuple[str, ...]:  # type: ignore[override]
         """The vCenters steps name (a subscriber elsewhere): in the run's testbed too."""
         named = [s.vcenter for s in params.steps if s.vcenter]
@@ -91,6 +84,13 @@ class ContentLibraryWorkload(Workload):
                                              for s in params.steps):
             named.append(params.subscriber_vcenter)
         return tuple(dict.fromkeys(named))
+
+    @classmethod
+    def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:
+        """Each step's time per operation with the honesty check (see :mod:`.answer`)."""
+        from vbench.workloads.content_library.answer import library_answer
+
+        return library_answer(inputs)
 
     @classmethod
     def findings(cls, params: ContentLibraryParams) -> list[Finding]:  # type: ignore[override]

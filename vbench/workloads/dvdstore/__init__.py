@@ -57,7 +57,6 @@ class Instance:
 class DvdStoreWorkload(Workload):
     name: ClassVar[str] = "dvdstore"
     docs: ClassVar[tuple[str, ...]] = ("drivers/dvdstore/README.md",)
-    docs: ClassVar[tuple[str, ...]] = ("drivers/dvdstore/README.md",)
     Params: ClassVar[type[DvdStoreParams]] = DvdStoreParams
     roles: ClassVar[tuple[str, ...]] = (CLIENTS, DATABASES)
     optional_roles: ClassVar[tuple[str, ...]] = (DATABASES,)
