@@ -194,3 +194,16 @@ def test_history_answers_older_runs_from_their_stored_verdicts_only(tmp_path: Pa
                 started=1.8e9 + i)
     found = verdicts_of(store, ids, compute_at_most=2)
     assert [found[r] is not None for r in ids] == [False, False, True, True]
+
+
+def test_answer_figures_show_plain_units_as_the_tables_do() -> None:
+    """A coefficient of variation is stored as a 'ratio', a share as a 'fraction': the
+    answer prints them as the summary table does (bare, and as a percentage), never
+    '0.1221 ratio'."""
+    from vbench.analysis.verdict import Figure
+
+    cv = Figure(metric="iops_ts_cv", value=0.1221, unit="ratio", n=1)
+    share = Figure(metric="client_cpu", value=0.05289, unit="fraction", n=3,
+                   ci_low=0.05, ci_high=0.05578)
+    assert cv.value_text() == "0.1221"
+    assert share.value_text() == "5.289 ± 0.2890 %"

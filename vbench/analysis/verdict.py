@@ -31,6 +31,12 @@ ANSWERED = "answered"
 NO_ANSWER = "no answer"
 
 
+# Stored units a reader does not need spelled out: how every output shows them instead
+# (a fraction as a percentage, a count or a ratio as a bare number).
+PLAIN_UNITS: dict[str, tuple[float, str]] = {
+    "fraction": (100.0, "%"), "count": (1.0, ""), "ratio": (1.0, "")}
+
+
 def _fmt(x: float | None) -> str:
     """About four significant figures, thousands separated (the reports' rule)."""
     if x is None or not math.isfinite(x):
@@ -74,8 +80,10 @@ class Figure:
         if self.value is None:
             return f"no data: {self.missing or 'no value recorded'}"
         half = self.ci_half
-        text = _fmt(self.value) if half is None else f"{_fmt(self.value)} ± {_fmt(half)}"
-        return f"{text} {self.unit}".rstrip()
+        factor, unit = PLAIN_UNITS.get(self.unit, (1.0, self.unit))
+        value = _fmt(self.value * factor)
+        text = value if half is None else f"{value} ± {_fmt(half * factor)}"
+        return f"{text} {unit}".rstrip()
 
     def text(self) -> str:
         """The figure as every output prints it: value, n, where, and the simulated-lab

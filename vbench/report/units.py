@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vbench.analysis.stats import Summary
+from vbench.analysis.verdict import PLAIN_UNITS
 
 _TIME = (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0))
 _TIME_IN = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -29,8 +30,7 @@ _BYTES_IN = {"B": 1.0, "KiB": 1024.0, "kB": 1024.0, "KB": 1024.0, "MiB": 1024.0*
 _BITS = (("bit/s", 1.0), ("Kbit/s", 1e3), ("Mbit/s", 1e6), ("Gbit/s", 1e9))
 _BITS_IN = dict(_BITS)
 _NEVER = {"%", "MHz", "GHz", "°C"}
-# Stored units a reader does not need spelled out: how they are shown instead.
-_PLAIN = {"fraction": (100.0, "%"), "count": (1.0, ""), "ratio": (1.0, "")}
+_PLAIN = PLAIN_UNITS  # stored units shown otherwise (fraction as %, count/ratio bare)
 _PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
 COUNT_FROM = 10_000.0  # a count gets its k prefix from here (9,999 reads fine as it is)
 
