@@ -21,6 +21,7 @@ from vbench.workloads.base import Workload, driver_names, get_driver
 _PARAMS: dict[str, dict[str, Any]] = {
     "content_library": {"steps": [{"op": "create_library", "library": "pub"},
                                   {"op": "import", "library": "pub", "label": "import"}]},
+    "vcbench": {"template": "t"},
 }
 
 

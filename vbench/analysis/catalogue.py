@@ -22,7 +22,7 @@ import difflib
 import itertools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from vbench.analysis.figures import unit_family
@@ -44,10 +44,20 @@ class Metric:
     # Driver parameters that cap it (fio's rate_iops caps its IOPS): where a run sets one,
     # the figure follows the setting and is not compared as performance.
     capped_by: tuple[str, ...] = ()
+    # The labels its samples carry, with the values the driver can produce (empty: not
+    # known in advance); a QoS `where:` is checked against them.
+    labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # True: the figure exists only per label (no unlabelled aggregate), so a QoS on it
+    # needs a `where:` naming one of its labels.
+    per_label: bool = False
 
     @property
     def choice_map(self) -> Mapping[str, tuple[str, ...]]:
         return dict(self.choices)
+
+    @property
+    def label_map(self) -> Mapping[str, tuple[str, ...]]:
+        return dict(self.labels)
 
     def regex(self) -> re.Pattern[str]:
         out, pos = [], 0
@@ -95,6 +105,41 @@ def same_unit(
     return [metric(p, unit, better, capped_by=capped_by, **choices) for p in patterns]
 
 
+def labelled(
+    entries: Iterable[Metric], *, per_label: bool = False, **labels: Iterable[str]
+) -> tuple[Metric, ...]:
+    """``entries`` carrying ``labels`` (label -> the values the driver can produce; empty
+    when not known in advance); ``per_label``: they exist only per label."""
+    fixed = tuple((k, tuple(v)) for k, v in labels.items())
+    return tuple(replace(m, labels=fixed, per_label=per_label) for m in entries)
+
+
+def relabel(entries: Iterable[Metric], **values: Iterable[str]) -> tuple[Metric, ...]:
+    """``entries`` with the values of the labels named in ``values`` set (the driver
+    knows them from its parameters: the operations of a mix)."""
+    known = {k: tuple(v) for k, v in values.items()}
+    return tuple(replace(m, labels=tuple((k, known.get(k, v)) for k, v in m.labels))
+                 for m in entries)  # fmt: skip
+
+
+def merge_labels(entries: Iterable[Metric]) -> tuple[Metric, ...]:
+    """Entries that differ only by their label values as one, the values the union (the
+    catalogues of every point of a run: each point's mix may name other operations)."""
+    out: dict[Metric, Metric] = {}
+    for m in entries:
+        key = replace(m, labels=())  # entries that differ only by their label values
+        seen = out.get(key)
+        if seen is None:
+            out[key] = m
+            continue
+        a, b = seen.label_map, m.label_map
+        # A label whose values one point does not know is not known for the run.
+        union = tuple((k, tuple(dict.fromkeys((*a[k], *b[k]))) if a.get(k) and b.get(k)
+                       else ()) for k in dict.fromkeys((*a, *b)))  # fmt: skip
+        out[key] = replace(seen, labels=union)
+    return tuple(out.values())
+
+
 @dataclass(frozen=True)
 class Catalogue:
     """What one driver or collector (``owner``) produces."""
@@ -135,18 +180,45 @@ def look_up(name: str, catalogues: Iterable[Catalogue]) -> Lookup:
     return Lookup(name, None, None)
 
 
-def closest(name: str, catalogues: Iterable[Catalogue], n: int = 1) -> list[str]:
-    """The closest known names (difflib), for a did-you-mean."""
-    known = [x for c in catalogues for x in c.names()]
-    return difflib.get_close_matches(name, known, n=n, cutoff=0.6)
+def closest(
+    name: str, catalogues: Iterable[Catalogue], n: int = 1, *, per_label: bool = True
+) -> list[str]:
+    """The closest known names (difflib), for a did-you-mean; ``per_label=False`` leaves
+    out the figures that exist only per label (they would not validate without a
+    ``where:``)."""
+    known = [x for c in catalogues for m in c.entries if per_label or not m.per_label
+             for x in m.names()]  # fmt: skip
+    return difflib.get_close_matches(name, list(dict.fromkeys(known)), n=n, cutoff=0.6)
 
 
-def unknown_metric_message(name: str, catalogues: list[Catalogue]) -> str:
-    """``no metric read_lat_p99 in fio's catalogue; did you mean read_clat_p99?``"""
+def per_label_text(m: Metric) -> str:
+    """``op`` / ``op or fault``: the labels a per-label figure is selected by."""
+    return " or ".join(k for k, _ in m.labels) or "label"
+
+
+def where_example(m: Metric) -> str:
+    """``where: {op: [clone, power_on]}``: how a QoS selects a per-label figure."""
+    k, values = m.labels[0] if m.labels else ("<label>", ())
+    shown = ", ".join(values[:3]) + (", …" if len(values) > 3 else "") if values else "…"
+    return f"where: {{{k}: [{shown}]}}"
+
+
+def unknown_metric_message(
+    name: str, catalogues: list[Catalogue], *, per_label: bool = True
+) -> str:
+    """``no metric read_lat_p99 in fio's catalogue; did you mean read_clat_p99?`` — the
+    proposal validates where the name stands (``per_label=False``: no ``where:`` there);
+    a closer figure that exists only per label is named with the ``where:`` it needs."""
     places = [c.named for c in catalogues] or ["any catalogue"]
     where = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
-    close = closest(name, catalogues)
+    close = closest(name, catalogues, per_label=per_label)
     hint = f"; did you mean {close[0]}?" if close else ""
+    if not per_label:
+        near = closest(name, catalogues)
+        found = look_up(near[0], catalogues).metric if near and near != close else None
+        if found is not None and found.per_label:
+            hint += (f" ({near[0]} exists only per {per_label_text(found)}: "
+                     f"a QoS on it needs {where_example(found)})")
     return f"no metric {name} in {where}{hint}"
 
 

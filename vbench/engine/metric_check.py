@@ -14,6 +14,7 @@ both, see docs/design.md).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,14 +23,17 @@ from vbench.analysis.catalogue import (
     Catalogue,
     Metric,
     look_up,
+    merge_labels,
     metric,
+    per_label_text,
     unit_problem,
     unknown_metric_message,
+    where_example,
 )
 from vbench.analysis.direction import to_stored
 from vbench.collectors.base import get_collector
 from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
-from vbench.config.scenario import Scenario
+from vbench.config.scenario import QosCriterion, Scenario
 from vbench.config.yamlsrc import Source
 from vbench.errors import ConfigError, ConfigIssue
 from vbench.workloads.base import Params, Workload
@@ -48,7 +52,7 @@ def run_catalogues(
         if declared is None:
             return None
         entries.update(dict.fromkeys(declared))
-    out = [Catalogue(driver.name, tuple(entries))]
+    out = [Catalogue(driver.name, merge_labels(entries))]
     for spec in scenario.collectors:
         try:
             cls = get_collector(spec.kind)
@@ -100,15 +104,54 @@ def metric_issues(
     for name, path in _names(scenario):
         found = look_up(name, catalogues)
         if found.metric is None:
-            out.append(src.issue(path, unknown_metric_message(name, list(catalogues))))
+            # A QoS with a `where:` may name a per-label figure; elsewhere none validates.
+            labels_ok = path[0] == "qos" and bool(scenario.qos[int(path[1])].where)
+            out.append(src.issue(path, unknown_metric_message(name, list(catalogues),
+                                                              per_label=labels_ok)))
     for i, c in enumerate(scenario.qos):
         found = look_up(c.metric, catalogues)
-        if found.metric is None or c.unit is None:
+        if found.metric is None:
+            continue
+        out += [src.issue(path, text) for path, text in _where_issues(i, c, found.metric)]
+        if c.unit is None:
             continue
         problem = unit_problem(c.metric, found.metric.unit, c.unit)
         if problem is not None:
             out.append(src.issue(("qos", i, "unit"), problem))
     return out
+
+
+def _where_issues(i: int, c: QosCriterion, m: Metric) -> list[tuple[PathT, str]]:
+    """A QoS ``where:`` held against the labels the metric's catalogue entry declares:
+    required when the figure exists only per label, label names and values known."""
+    if m.per_label and not c.where:
+        return [(("qos", i, "metric"),
+                 f"{c.metric} exists only per {per_label_text(m)}: add {where_example(m)}")]
+    if not m.labels:
+        return []  # labels not declared: nothing to hold the `where:` against
+    out: list[tuple[PathT, str]] = []
+    known = m.label_map
+    for key, value in c.where.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            out.append((("qos", i, "where", key),
+                        f"{c.metric} has no label {key!r} (its labels: "
+                        f"{', '.join(known)}){hint}"))
+            continue
+        values = [value] if isinstance(value, str) else value
+        for j, v in enumerate(values):
+            if known[key] and v not in known[key]:
+                path: PathT = ("qos", i, "where", key) + ((j,) if isinstance(value, list) else ())
+                out.append((path, _unknown_value(c.metric, key, v, known[key])))
+    return out
+
+
+def _unknown_value(name: str, key: str, value: str, values: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, list(values), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return (f"no {name} with {key}={value}: this run makes it for {key} "
+            f"{', '.join(values)}{hint}")
 
 
 def _names(scenario: Scenario) -> list[tuple[str, PathT]]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from vbench.analysis.catalogue import Metric
+from vbench.analysis.catalogue import Metric, relabel
 from vbench.errors import GuestError, VbenchError
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.cloudstone import loadgen, metrics
@@ -61,6 +61,11 @@ class Cloudstone(Workload):
     metrics: ClassVar[tuple[Metric, ...]] = metrics.METRICS
 
     params: CloudstoneParams
+
+    @classmethod
+    def metric_catalogue(cls, params: CloudstoneParams) -> tuple[Metric, ...]:  # type: ignore[override]
+        """The per-operation figures carry the operations of this profile's matrix."""
+        return relabel(cls.metrics, operation=params.operations())
 
     def __init__(self, params: CloudstoneParams) -> None:
         super().__init__(params)

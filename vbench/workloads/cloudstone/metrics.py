@@ -210,10 +210,15 @@ _BETTER: dict[str, mc.Better] = {
 
 
 # Per operation (label `operation`, `all` for the whole mix) and instance; and per trial.
+_SHARES = {"mix", "mix_required"}  # per operation only
+# The figures per operation carry `operation` (the driver fills in the operations of its
+# matrix: CloudstoneWorkload.metric_catalogue); the mix shares exist only per operation.
 METRICS: tuple[mc.Metric, ...] = (
     # The rate profile's fixed request rate caps the throughput.
-    *(mc.metric(name, unit, _BETTER.get(name, "lower"),
-                capped_by=("rate",) if name in ("ops_per_sec", "operations") else ())
+    *(mc.labelled([mc.metric(name, unit, _BETTER.get(name, "lower"),
+                             capped_by=("rate",) if name in ("ops_per_sec", "operations")
+                             else ())],
+                  per_label=name in _SHARES, operation=())[0]
       for name, unit in _UNITS.items()),
     # The load generator's own CPU and users: whether the client kept up, not a score.
     mc.metric("client_cpu", "fraction", "none"), mc.metric("client_users_min", "count", "none"),
@@ -252,7 +257,6 @@ def instance_samples(instance: int, guest: str, figs: Mapping[str, OpFigures],
 
 
 _SUMMED = {"ops_per_sec", "errors", "operations"}
-_SHARES = {"mix", "mix_required"}  # per operation only
 _WHOLE_MIX = {"mix_outside_tolerance"}  # the whole mix's: from its operations'
 
 

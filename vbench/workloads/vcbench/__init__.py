@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from vbench.analysis.catalogue import Metric
+from vbench.analysis.catalogue import Metric, relabel
 from vbench.errors import Interrupted, LabError
 from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
 from vbench.workloads.vcbench import metrics
@@ -79,6 +79,11 @@ class VcbenchWorkload(Workload):
     @classmethod
     def findings(cls, params: VcbenchParams) -> list[Finding]:  # type: ignore[override]
         return mix_findings(params)
+
+    @classmethod
+    def metric_catalogue(cls, params: VcbenchParams) -> tuple[Metric, ...]:  # type: ignore[override]
+        """The per-operation figures carry the operations of this mix (weight > 0)."""
+        return relabel(cls.metrics, op=[op for op, w in params.mix.items() if w > 0])
 
     @classmethod
     def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:

@@ -20,23 +20,29 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
-from vbench.analysis.catalogue import Metric, metric, same_unit
+from vbench.analysis.catalogue import Metric, labelled, metric, same_unit
 from vbench.results.records import Sample
 
 SOURCE = "vcbench"
 OPS_FILE = "ops.csv"
 SERIES_FILE = "ops_per_second.csv"
-# Per trial, and per operation (label `op`) for the vcbench.op_* and mix figures.
+# Per trial, and per operation (label `op`) for the vcbench.op_* and mix figures: those
+# exist only per operation (a QoS names its operations with `where: {op: [...]}`); the
+# driver fills in the operations of each point's mix (VcbenchWorkload.metric_catalogue).
 METRICS: tuple[Metric, ...] = (
-    *same_unit(("vcbench.ops_per_s", "vcbench.op_ops_per_s"), "ops/s", "higher"),
+    metric("vcbench.ops_per_s", "ops/s", "higher"),
+    *labelled([metric("vcbench.op_ops_per_s", "ops/s", "higher")], per_label=True, op=()),
     # Little's law's ideal is the reference the measured rate is read against.
     metric("vcbench.littles_ideal_ops_per_s", "ops/s", "none"),
     metric("vcbench.completed", "ops", "higher"),
-    *same_unit(("vcbench.failed", "vcbench.failures", "vcbench.late_starts"), "ops", "lower"),
+    *same_unit(("vcbench.failed", "vcbench.late_starts"), "ops", "lower"),
+    *labelled([metric("vcbench.failures", "ops", "lower")], per_label=True, op=(), fault=()),
     metric("vcbench.sessions", "sessions", "none"),
-    *same_unit(("vcbench.latency_avg", "vcbench.op_latency_<stat>"), "s", "lower",
-               stat=("avg", "p50", "p95", "p99", "max")),
-    *same_unit(("vcbench.mix_share", "vcbench.mix_target"), "%", "none"),
+    metric("vcbench.latency_avg", "s", "lower"),
+    *labelled(same_unit(("vcbench.op_latency_<stat>",), "s", "lower",
+                        stat=("avg", "p50", "p95", "p99", "max")), per_label=True, op=()),
+    *labelled(same_unit(("vcbench.mix_share", "vcbench.mix_target"), "%", "none"),
+              per_label=True, op=()),
 )  # fmt: skip
 _COLUMNS = ("op", "session", "vcenter", "vm", "start", "end", "ok", "fault_type", "fault")
 
