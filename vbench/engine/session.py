@@ -505,4 +505,9 @@ def headline_of(plan: Plan) -> tuple[str, ...]:
     wanted = plan.scenario.report.headline
     if wanted:
         return tuple(wanted)
-    return tuple(plan.points[0].workload.headline_metrics) if plan.points else ()
+    # Each point's driver says what it can produce (a read-only fio job: no write
+    # figures); the run leads with the union, in the driver's order.
+    if not plan.points:
+        return ()
+    can = {m for p in plan.points for m in type(p.workload).headline_for(p.workload.params)}
+    return tuple(m for m in type(plan.points[0].workload).headline_metrics if m in can)

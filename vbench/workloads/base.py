@@ -144,6 +144,13 @@ class Workload(ABC):
     required_tools: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # Metrics a report leads with, in order (first is the headline figure).
     headline_metrics: ClassVar[tuple[str, ...]] = ()
+    @classmethod
+    def headline_for(cls, params: Params) -> tuple[str, ...]:
+        """The headline metrics a point with these parameters can produce (default: all
+        of :attr:`headline_metrics`): a driver leaves out what the point cannot make, so
+        that no headline is "no data" by construction (a read-only job's write figures)."""
+        return cls.headline_metrics
+
     # The pages that document the driver's parameters for its users, checked against
     # ``Params`` (vbench.testing.driver_doc_problems): paths in the project for a built-in
     # (drivers/<name>/README.md, docs/<name>.md), in the distribution's top-level package

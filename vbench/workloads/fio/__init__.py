@@ -98,6 +98,10 @@ def guest_dir(workdir: str, run_id: str, guest: str, point: int, trial: int) -> 
     return guest_trial.trial_dir(workdir, run_id, "fio", guest, point, trial)
 
 
+READ_ONLY = ("read", "randread")
+WRITE_ONLY = ("write", "randwrite")
+
+
 @register
 class FioWorkload(Workload):
     """fio on every target guest at once; one JSON result per guest."""
@@ -129,6 +133,17 @@ class FioWorkload(Workload):
     @classmethod
     def findings(cls, params: FioParams) -> list[Finding]:  # type: ignore[override]
         return fio_jobs.findings(params)
+
+    @classmethod
+    def headline_for(cls, params: FioParams) -> tuple[str, ...]:  # type: ignore[override]
+        """A read-only job leads with no write figure, a write-only one with no read
+        figure (fio reports them as zero-I/O sections); a user's job file may do anything,
+        so it keeps both."""
+        if params.job_file is None and params.rw in READ_ONLY:
+            return tuple(m for m in cls.headline_metrics if not m.startswith("write_"))
+        if params.job_file is None and params.rw in WRITE_ONLY:
+            return tuple(m for m in cls.headline_metrics if not m.startswith("read_"))
+        return cls.headline_metrics
 
     @classmethod
     def guest_findings(  # type: ignore[override]
