@@ -124,3 +124,39 @@ def test_byte_totals_with_an_unknown_size_stay_unknown() -> None:
 
     assert known_sum([3, 4]) == 7 and known_sum([]) == 0
     assert known_sum([3, None, 4]) is None  # not 7: that would read as a short sync
+
+
+def test_a_step_on_an_item_no_step_makes_is_an_error_finding_with_did_you_mean() -> None:
+    # Issue 23 item 4: `deploy` of `item: goldn` validated and failed every trial.
+    from vbench.workloads.content_library.params import findings
+
+    p = ContentLibraryParams.model_validate({
+        "items": 2,
+        "steps": [
+            {"op": "create_library", "library": "pub", "publish": True},
+            {"op": "import", "library": "pub"},
+            {"op": "capture", "library": "pub", "label": "golden", "vm": "vm0"},
+            {"op": "subscribe", "library": "sub", "publisher": "pub"},
+            {"op": "deploy", "library": "pub", "item": "goldn"},
+            {"op": "deploy", "library": "sub", "label": "d2", "item": "import-1"},
+            {"op": "export", "library": "sub", "item": "golden"},
+            {"op": "create_library", "library": "old", "label": "c2", "existing": True},
+            {"op": "deploy", "library": "old", "label": "d3", "item": "anything"},
+        ],
+    })  # fmt: skip
+    got = [(f.level, f.path, f.message) for f in findings(p)]
+    assert got == [("error", "steps.4.item",
+                    "deploy of item 'goldn': no step before it puts that item in library "
+                    "'pub' (its items: import-0, import-1, golden); did you mean golden?")]
+
+
+def test_an_item_deployed_before_its_import_is_refused() -> None:
+    from vbench.workloads.content_library.params import findings
+
+    p = ContentLibraryParams.model_validate({"steps": [
+        {"op": "create_library", "library": "pub"},
+        {"op": "deploy", "library": "pub", "item": "import"},
+        {"op": "import", "library": "pub"},
+    ]})  # fmt: skip
+    (f,) = findings(p)
+    assert f.path == "steps.1.item" and "(it holds no item yet)" in f.message

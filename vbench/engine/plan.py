@@ -175,7 +175,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             unbuilt = True
             continue
         errors, found = _driver_findings(driver_cls, spec, point, point_groups, lab)
-        issues.extend((spec.source or src).issue(("workload", "params", *f.path.split(".")),
+        issues.extend((spec.source or src).issue(("workload", "params", *_keys(f.path)),
                                                  f.message) for f in errors)
         findings.update(((f.level, f.path, f.message), f) for f in found)
         points.append(point)
@@ -202,6 +202,11 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings=tuple(findings.values()),
         bound_to_lab=lab is not None,
     )
+
+
+def _keys(path: str) -> tuple[str | int, ...]:
+    """A finding's dotted path as keys of the scenario (``steps.3.item``: list index 3)."""
+    return tuple(int(k) if k.isdigit() else k for k in path.split("."))
 
 
 def analysis_issues(scenario: Scenario) -> list[tuple[tuple[Any, ...], str]]:

@@ -244,6 +244,14 @@ class TrialRun:
     def _lib(self, step: Step) -> LibState:
         return self.libs[step.library]
 
+    def _what(self, step: Step) -> str:
+        """``library pub (vb-…-pub-1 in vCenter)``: the scenario's name first, as errors
+        should speak of what the user wrote."""
+        lib = self.libs.get(step.library)
+        if lib is None or lib.name == step.library:
+            return f"library {step.library}"
+        return f"library {step.library} ({lib.name} in vCenter)"
+
     def _datastore_id(self, vcenter: str, name: str | None) -> str:
         chosen = (
             name
@@ -396,7 +404,7 @@ class TrialRun:
         if step.item:
             items = [it for it in items if it.name == step.item]
         if not items:
-            raise LabError(f"library {lib.name}", "has no items to export")
+            raise LabError(self._what(step), "has no items to export")
         n = step.count or len(items)
         log = _JournalSessions(self, lib.vcenter)
         keep = self.ctx.raw_dir / "exports" if self.p.keep_exports else None
@@ -409,7 +417,7 @@ class TrialRun:
             )
             if step.checksum and it.sha256 and done and done[0].sha256 != it.sha256:
                 raise LabError(
-                    f"library {lib.name}",
+                    self._what(step),
                     f"export of {it.name}: SHA-256 "
                     f"{done[0].sha256} differs from the imported {it.sha256}",
                 )
@@ -420,7 +428,7 @@ class TrialRun:
     def _sync(self, i: int, step: Step) -> None:
         lib = self._lib(step)
         if not lib.subscribed:
-            raise LabError(f"library {lib.name}", "is not a subscribed library: nothing to sync")
+            raise LabError(self._what(step), "is not a subscribed library: nothing to sync")
         s = self.session(lib.vcenter)
         # Both syncs run in the background on a real vCenter: done is when the library's
         # (or the item's) last_sync_time moves past its value before the call.
@@ -428,7 +436,7 @@ class TrialRun:
         if step.item:
             item_id = cl.find_item(s, lib.id, step.item)
             if item_id is None:
-                raise LabError(f"library {lib.name}", f"has no item {step.item!r} to sync")
+                raise LabError(self._what(step), f"has no item {step.item!r} to sync")
         path = f"{cl.ITEM}/id:{item_id}" if item_id else f"{cl.LIBRARY}/id:{lib.id}"
 
         def last_sync() -> Any:
@@ -466,7 +474,7 @@ class TrialRun:
             have = {k: v for k, v in have.items() if k == step.item}
         if len(have) < len(want):
             raise SyncShort(
-                f"library {lib.name}",
+                self._what(step),
                 f"sync reported success but the subscriber holds {len(have)} of the "
                 f"publisher's {len(want)} items (publisher on vcenter {pub.vcenter}, "
                 f"subscriber on vcenter {lib.vcenter})",
@@ -479,7 +487,7 @@ class TrialRun:
                          held=held, wanted=wanted)  # fmt: skip
         elif not lib.on_demand and held < wanted:
             raise SyncShort(
-                f"library {lib.name}",
+                self._what(step),
                 f"sync reported success but the subscriber "
                 f"holds {held} of the publisher's {wanted} bytes",
             )
@@ -493,7 +501,7 @@ class TrialRun:
         known = lib.items.get(step.item or "")
         item_id = known.id if known else cl.find_item(s, lib.id, step.item or "")
         if item_id is None:
-            raise LabError(f"library {lib.name}", f"has no item {step.item!r} to deploy")
+            raise LabError(self._what(step), f"has no item {step.item!r} to deploy")
         kind = cl.get_item(s, item_id).type
         where = resolve_placement(self.res, lib.vcenter, step.target)
         n = step.count or 1

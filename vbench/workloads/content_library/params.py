@@ -28,6 +28,7 @@ what factors vary: ``factors: {concurrency: [1, 2, 4, 8]}``.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -276,4 +277,37 @@ def findings(p: ContentLibraryParams) -> list[Finding]:
                     "publish settings (and password) must already allow it",
                 )
             )
+    return out + item_findings(p)
+
+
+def item_findings(p: ContentLibraryParams) -> list[Finding]:
+    """A sync, export or deploy of an `item` no earlier step puts in its library (an
+    import names its items after the step, a capture its template; a subscribed library
+    holds its publisher's): refused with the closest item name, before anything runs.
+    An existing library's items are the lab's (checked by preflight)."""
+    held: dict[str, list[str] | None] = {}  # library -> its item names (None: unknown)
+    out: list[Finding] = []
+    for i, s in enumerate(p.steps):
+        if s.op == "create_library":
+            held[s.library] = None if s.existing else []
+        elif s.op == "subscribe":
+            held[s.library] = held.get(s.publisher or "")  # the publisher's, shared
+        items = held.get(s.library)
+        if items is None:
+            continue
+        if s.op == "import":
+            n = p.count(s)
+            items += [s.name] if n == 1 else [f"{s.name}-{len(items) + k}" for k in range(n)]
+        elif s.op == "capture":
+            items.append(s.name)
+        elif s.op in ("sync", "export", "deploy") and s.item and s.item not in items:
+            out.append(Finding("error", f"steps.{i}.item", _no_item(s, items)))
     return out
+
+
+def _no_item(s: Step, items: list[str]) -> str:
+    close = difflib.get_close_matches(s.item or "", items, n=1)
+    known = f"its items: {', '.join(items)}" if items else "it holds no item yet"
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return (f"{s.op} of item {s.item!r}: no step before it puts that item in library "
+            f"{s.library!r} ({known}){hint}")
