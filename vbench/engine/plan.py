@@ -144,7 +144,22 @@ def _driver_findings(
         *driver_cls.placement_findings(point.workload.params, sizes),
         *(driver_cls.guest_findings(point.workload.params, lab_guests) if lab else ()),
     ]
+    # What a factor cannot change is said, never refused: the run is still valid.
+    found += [replace(f, level="warning")
+              for f in driver_cls.factor_findings(point.workload.params, _varied(spec))]
     return [f for f in found if f.level == "error"], [f for f in found if f.level != "error"]
+
+
+def _varied(spec: PointSpec) -> dict[str, str]:
+    """Parameter path below workload.params -> the factor (of several levels) setting it."""
+    factors = spec.scenario.factors if spec.scenario is not None else {}
+    out: dict[str, str] = {}
+    for path, _value, origin in spec.overrides:
+        name = str(origin[1]) if len(origin) > 1 and origin[0] == "factors" else ""
+        if path.startswith("workload.params.") and name in factors \
+                and len(factors[name].levels) > 1:
+            out[path.removeprefix("workload.params.")] = name
+    return out
 
 
 def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan:

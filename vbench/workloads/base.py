@@ -191,6 +191,14 @@ class Workload(ABC):
         return cls.roles
 
     @classmethod
+    def factor_findings(cls, params: Params, varied: Mapping[str, str]) -> list[Finding]:
+        """Factors that cannot change anything with these parameters (an ``iodepth``
+        factor with a synchronous fio engine): warnings at the factor (``root=""``,
+        ``path="factors.<name>"``). ``varied``: dotted parameter path below
+        workload.params -> the factor whose levels set it (default: none)."""
+        return []
+
+    @classmethod
     def placement_findings(cls, params: Params, guests: Mapping[str, int]) -> list[Finding]:
         """Pitfalls that depend on the number of guests per role (checked by the plan)."""
         return []

@@ -135,6 +135,15 @@ class FioWorkload(Workload):
         return fio_jobs.findings(params)
 
     @classmethod
+    def factor_findings(  # type: ignore[override]
+        cls, params: FioParams, varied: Mapping[str, str]
+    ) -> list[Finding]:
+        """iodepth with a synchronous engine, numjobs under a per-job rate cap."""
+        from vbench.workloads.fio.semantics import factor_findings
+
+        return factor_findings(params, varied)
+
+    @classmethod
     def headline_for(cls, params: FioParams) -> tuple[str, ...]:  # type: ignore[override]
         """A read-only job leads with no write figure, a write-only one with no read
         figure (fio reports them as zero-I/O sections); a user's job file may do anything,
