@@ -52,7 +52,7 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
     from vbench.config.profiles import vm_placements
     from vbench.config.resolve import vm_groups
     from vbench.engine.plan import build_plan
-    from vbench.engine.vsphere_run import placement_checks
+    from vbench.engine.vsphere_run import default_vcenter, placement_checks, workload_checks
     from vbench.vsphere.checks import check_profiles, vsphere_checks
     from vbench.vsphere.connection import SessionPool
 
@@ -69,8 +69,13 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
                 plan.scenario.topology, lab, vm_groups(plan.scenario, lab), plan.groups,
                 [p.profiles for p in plan.points],
             )
-            vs, _ = placement_checks(lab, sessions, plan.scenario, placements,
-                                     all_vcenters=True)
+            vs, inventories = placement_checks(lab, sessions, plan.scenario, placements,
+                                               all_vcenters=True)
+            vs += workload_checks(
+                lab, sessions, plan.driver,
+                [(p.profiles, p.workload.lab_objects(p.workload.params)) for p in plan.points],
+                default_vcenter(lab, vm_groups(plan.scenario, lab)), inventories,
+            )
         else:
             vs, _ = vsphere_checks(lab, sessions)
         checks.extend(vs)

@@ -392,6 +392,8 @@ def _vsphere_run(
         workload_extra=[vc for p in plan.points for vc in p.workload.vcenters(p.workload.params)],
         point_profiles=[p.profiles for p in plan.points],
         point_guests=[[n for names in p.nodes.values() for n in names] for p in plan.points],
+        point_objects=[(p.profiles, p.workload.lab_objects(p.workload.params))
+                       for p in plan.points],
     )
 
 

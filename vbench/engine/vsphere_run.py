@@ -30,7 +30,7 @@ from vbench.engine.vm_scaling import VmChange, point_vm_guests, scaled_units, up
 from vbench.errors import ConfigError, LabError
 from vbench.guest.labspec import vm_guest_spec
 from vbench.guest.spec import GuestSpec
-from vbench.vsphere.checks import Check, first_failure, vsphere_checks
+from vbench.vsphere.checks import Check, check_named, first_failure, vsphere_checks
 from vbench.vsphere.cleanup import CleanupReport, cleanup_journal
 from vbench.vsphere.connection import SessionPool
 from vbench.vsphere.inventory import Inventory
@@ -45,8 +45,59 @@ from vbench.vsphere.run_sessions import journal_logins
 from vbench.vsphere.specs import VmRequest, plan_requests
 from vbench.vsphere.tasks import Watcher
 from vbench.vsphere.testbed import capture_testbed, merge_testbeds
+from vbench.workloads.base import LabObject
 
 Notice = Callable[[str], None]
+# A point's lab profiles and the vCenter objects its driver's parameters name.
+PointObjects = tuple[Sequence[str], Sequence[LabObject]]
+
+
+def default_vcenter(lab: Lab, group_vcenters: Mapping[str, str]) -> str | None:
+    """A point's vCenter when its profile names none: the lab's only one, else the
+    only one the run's `vm:` groups use."""
+    for names in (list(lab.vcenters), list(dict.fromkeys(group_vcenters.values()))):
+        if len(names) == 1:
+            return names[0]
+    return None
+
+
+def objects_by_vcenter(
+    lab: Lab, points: Sequence[PointObjects], default: str | None
+) -> dict[tuple[str, str | None], dict[tuple[str, str, str | None], None]]:
+    """(vCenter, datacenter) -> the (kind, name, library) named there, once each. An
+    object without a vCenter of its own is in its point's (profile, else ``default``);
+    one whose vCenter is unknown is left to the checks that report that."""
+    out: dict[tuple[str, str | None], dict[tuple[str, str, str | None], None]] = {}
+    for profiles, objects in points:
+        placement = point_placement(lab, profiles, default)
+        for o in objects:
+            vc = o.vcenter or (placement.vcenter if placement is not None else None)
+            if vc is None or vc not in lab.vcenters:
+                continue
+            own = placement.datacenter if placement and vc == placement.vcenter else None
+            dc = own or lab.vcenters[vc].datacenter
+            out.setdefault((vc, dc), {})[(o.kind, o.name, o.library)] = None
+    return out
+
+
+def workload_checks(
+    lab: Lab, sessions: SessionPool, driver: str, points: Sequence[PointObjects],
+    default: str | None, inventories: dict[str, Inventory],
+) -> list[Check]:
+    """Every vCenter object the workload's parameters name, in its vCenter, before the
+    run creates anything (``inventories``: read once per vCenter, filled on the way)."""
+    out: list[Check] = []
+    for (vc, dc), named in objects_by_vcenter(lab, points, default).items():
+        target = f"workload {driver} (vcenter {vc})"
+        try:
+            session = sessions.get(vc)
+            inv = inventories.get(vc) or Inventory.load(session)
+        except LabError as exc:
+            out.append(Check(target, "connect", False, exc.cause))
+            continue
+        inventories[vc] = inv
+        out.extend(check_named(session, inv, dc, target, list(named)))
+    return out
 
 
 def placement_checks(
@@ -88,8 +139,11 @@ class VSphereRun:
         workload_extra: Sequence[str] = (),
         point_profiles: Sequence[Sequence[str]] = (),
         point_guests: Sequence[Collection[str]] = (),
+        point_objects: Sequence[PointObjects] = (),
     ) -> None:
         self.scenario, self.lab = scenario, lab
+        # What each point's driver parameters name in vCenter: checked by preflight.
+        self.point_objects = list(point_objects)
         self.group_vcenters = dict(group_vcenters)
         # vCenters a driver with needs_vcenter works in (its points' profiles select them).
         # Plus those the driver's parameters name (a subscriber's): checked and recorded.
@@ -153,6 +207,10 @@ class VSphereRun:
             self.placements,
             all_vcenters=False,
             extra_vcenters=self.workload_vcenters,
+        )
+        self.checks += workload_checks(
+            self.lab, self.sessions, self.scenario.workload.driver, self.point_objects,
+            self._default_vcenter(), self.inventories,
         )
         for c in self.checks:  # passed, but not proven: the user hears it
             if c.ok and c.level == "warning":
@@ -317,12 +375,7 @@ class VSphereRun:
         return self.run_resources.for_point(placement)
 
     def _default_vcenter(self) -> str | None:
-        """A point's vCenter when its profile names none: the lab's only one, else the
-        only one the run's `vm:` groups use."""
-        for names in (list(self.lab.vcenters), list(dict.fromkeys(self.group_vcenters.values()))):
-            if len(names) == 1:
-                return names[0]
-        return None
+        return default_vcenter(self.lab, self.group_vcenters)
 
     def _vcenter_of(self, profiles: Sequence[str]) -> str:
         placement = point_placement(self.lab, profiles, self._default_vcenter())

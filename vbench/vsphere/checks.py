@@ -142,6 +142,7 @@ def check_groups(
         except (NotInInventory, ConfigError) as exc:
             cause = exc.cause if isinstance(exc, LabError) else str(exc)
             out.append(Check(target, "names", False, cause))
+            out.extend(_other_names(inv, spec, datacenter, target, cause))
             continue
         out.append(Check(target, "names", True, _named(spec)))
         n = counts[group]
@@ -175,6 +176,24 @@ def check_groups(
                 f"{free} addresses for {clones} clones",
             )
         )
+    return out
+
+
+def _other_names(
+    inv: Inventory, spec: VmSpec, datacenter: str | None, target: str, first: str
+) -> list[Check]:
+    """Every other place a `vm:` spec names that does not exist either: one failure each,
+    not one at a time over as many lab checks."""
+    out = []
+    for f in ("cluster", "host", "resource_pool", "datastore", "folder", "network"):
+        value = getattr(spec, f)
+        if not value:
+            continue
+        try:
+            inv.find(f, value, inv.datacenter(datacenter))
+        except NotInInventory as exc:
+            if exc.cause != first:
+                out.append(Check(target, f"{f.replace('_', ' ')} {value}", False, exc.cause))
     return out
 
 
@@ -343,6 +362,69 @@ def check_policies(
         detail = (f"found (id {policy.profile_id})" if policy is not None
                   else missing_policy_text(name, known))  # fmt: skip
         out.append(Check(target, f"storage policy {name}", policy is not None, detail))
+    return out
+
+
+INVENTORY_KINDS = ("vm", "template", "datastore", "network", "folder", "resource_pool",
+                   "host", "cluster")
+
+
+def check_named(
+    session: VSphereSession, inv: Inventory, datacenter: str | None, target: str,
+    objects: Sequence[tuple[str, str, str | None]],
+) -> list[Check]:
+    """Each ``(kind, name, library)`` a workload names exists in this vCenter: inventory
+    objects in the datacenter (``datacenter``: the point's, else the lab's), content
+    libraries and their items, storage policies; a missing one with the did-you-mean the
+    run would give. ``target`` names the workload and the vCenter."""
+    out: list[Check] = []
+    try:
+        dc = inv.datacenter(datacenter)
+    except NotInInventory as exc:
+        return [Check(target, "datacenter", False, exc.cause)]
+    for kind, name, _lib in objects:
+        if kind not in INVENTORY_KINDS:
+            continue
+        try:
+            inv.find(kind, name, dc)
+        except NotInInventory as exc:
+            out.append(Check(target, f"{kind.replace('_', ' ')} {name}", False, exc.cause))
+            continue
+        out.append(Check(target, f"{kind.replace('_', ' ')} {name}", True, "found"))
+    policies = [n for k, n, _ in objects if k == "storage_policy"]
+    if policies:
+        known = storage_policies(session)
+        out += [Check(target, f"storage policy {n}", n in known,
+                      "found" if n in known else missing_policy_text(n, known))
+                for n in policies]  # fmt: skip
+    libraries = [(k, n, lib) for k, n, lib in objects if k in ("library", "library_item")]
+    if libraries:
+        out += _library_checks(session.target, target, libraries)
+    return out
+
+
+def _library_checks(
+    vc: VCenterTarget, target: str, objects: Sequence[tuple[str, str, str | None]]
+) -> list[Check]:
+    """Existing content libraries (and items deployed from them), one REST session."""
+    try:
+        rest = cl.session_for(vc)
+    except LabError as exc:
+        return [Check(target, f"{k.replace('_', ' ')} {n}", False, str(exc))
+                for k, n, _ in objects]  # fmt: skip
+    out = []
+    with rest:
+        for kind, name, library in objects:
+            what = f"{kind.replace('_', ' ')} {name}"
+            try:
+                if kind == "library":
+                    cl.library_by_name(rest, name)
+                else:
+                    find_source(rest, library or "", name)
+            except LabError as exc:
+                out.append(Check(target, what, False, exc.cause))
+                continue
+            out.append(Check(target, what, True, "found"))
     return out
 
 

@@ -8,6 +8,7 @@ where the VM is unmarked) and, for people, in the ``vbench.run`` custom attribut
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from vbench.config.lab import IpPool
 from vbench.config.scenario import VmSpec
 from vbench.errors import ConfigError
 from vbench.vsphere.disks import disk_changes
-from vbench.vsphere.inventory import Inventory, Obj
+from vbench.vsphere.inventory import Inventory, NotInInventory, Obj
 
 NAME_PREFIX = "vb-"
 KEEP_PREFIX = "vb-keep-"
@@ -169,12 +170,21 @@ def resolve_placement(inv: Inventory, spec: VmSpec, datacenter: str | None) -> P
 
 
 def _clone_source(inv: Inventory, name: str, dc: Obj) -> Obj:
-    """A template of that name, else a VM (vSphere clones either); errors name templates."""
-    if any(o.name == name for o in inv.candidates("vm", dc)) and not any(
-        o.name == name for o in inv.candidates("template", dc)
-    ):
+    """A template of that name, else a VM (vSphere clones either); a name that is
+    neither gets the closest templates and VMs as its did-you-mean."""
+    vms = {o.name for o in inv.candidates("vm", dc)}
+    templates = {o.name for o in inv.candidates("template", dc)}
+    if name in vms and name not in templates:
         return inv.find("vm", name, dc)
-    return inv.find("template", name, dc)
+    like_vms = difflib.get_close_matches(name, sorted(vms), n=3, cutoff=0.5)
+    if name in templates or "/" in name or not like_vms or difflib.get_close_matches(
+            name, sorted(templates), n=1, cutoff=0.5):
+        return inv.find("template", name, dc)
+    raise NotInInventory(
+        f"vcenter {inv.vcenter}",
+        f"no template named {name!r}; did you mean VM {' or '.join(map(repr, like_vms))}? "
+        f"(templates: {', '.join(sorted(templates)[:8]) or 'none'})",
+    )
 
 
 def _only_cluster(inv: Inventory, dc: Obj, spec: VmSpec) -> Obj:

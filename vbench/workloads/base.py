@@ -59,6 +59,25 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class LabObject:
+    """A vCenter object a driver's parameters name: checked to exist before the run
+    creates anything (``vbench lab check --scenario``, the run's preflight), with the
+    did-you-mean the run would give, and its vCenter checked against the lab's by
+    ``validate --lab`` and ``plan --lab``."""
+
+    # vm | template | datastore | network | folder | resource_pool | host | cluster
+    # (inventory kinds), library, library_item, storage_policy
+    kind: str
+    name: str
+    path: str  # dotted path below workload.params where the scenario names it
+    vcenter: str | None = None  # a vCenter of the lab; None: the point's
+    library: str | None = None  # library_item: the (existing) library holding it
+    # The vCenter came from the lab, not the parameters (e.g. a step's default):
+    # ``vcenter_path`` is where the scenario names it (for validate's location).
+    vcenter_path: str | None = None
+
+
+@dataclass(frozen=True)
 class PlannedCommand:
     """A command a step will run, as shown by ``vbench plan``."""
 
@@ -182,6 +201,14 @@ class Workload(ABC):
     def vcenters(cls, params: Params) -> tuple[str, ...]:
         """vCenters of the lab these parameters act on besides each point's own (a
         subscriber in a second vCenter): the run checks and records them too (default:
+        none)."""
+        return ()
+
+    @classmethod
+    def lab_objects(cls, params: Params) -> tuple[LabObject, ...]:
+        """The vCenter objects these parameters name (a template to clone, a datastore,
+        an existing library…): each is checked in its vCenter before anything is created,
+        so a wrong name is refused by preflight, not by every trial in turn (default:
         none)."""
         return ()
 

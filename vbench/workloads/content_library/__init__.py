@@ -27,9 +27,20 @@ from typing import TYPE_CHECKING, ClassVar
 
 from vbench.analysis.catalogue import Metric, metric, same_unit
 from vbench.errors import LabError
-from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.base import (
+    Finding,
+    LabObject,
+    PlannedCommand,
+    TrialContext,
+    Workload,
+    register,
+)
 from vbench.workloads.content_library import destroyers as _destroyers  # noqa: F401 (registers)
-from vbench.workloads.content_library.params import ContentLibraryParams, findings
+from vbench.workloads.content_library.params import (
+    ContentLibraryParams,
+    findings,
+    lab_objects,
+)
 
 if TYPE_CHECKING:
     from vbench.analysis.verdict import Answer
@@ -84,6 +95,11 @@ class ContentLibraryWorkload(Workload):
                                              for s in params.steps):
             named.append(params.subscriber_vcenter)
         return tuple(dict.fromkeys(named))
+
+    @classmethod
+    def lab_objects(cls, params: ContentLibraryParams) -> tuple[LabObject, ...]:  # type: ignore[override]
+        """Datastores, existing libraries and items, captured VMs, deploy targets."""
+        return lab_objects(params)
 
     @classmethod
     def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from vbench.config.types import Duration
 from vbench.templates import has_control
-from vbench.workloads.base import Finding, Params, Strict
+from vbench.workloads.base import Finding, LabObject, Params, Strict
 
 OPS = (
     "create_library",
@@ -311,3 +311,53 @@ def _no_item(s: Step, items: list[str]) -> str:
     hint = f"; did you mean {close[0]}?" if close else ""
     return (f"{s.op} of item {s.item!r}: no step before it puts that item in library "
             f"{s.library!r} ({known}){hint}")
+
+
+def _step_vcenter(p: ContentLibraryParams, i: int, step: Step) -> tuple[str | None, str | None]:
+    """A step's vCenter (None: the point's) and where the scenario names it (as the run
+    picks it: ops.TrialRun.vc)."""
+    if step.vcenter:
+        return step.vcenter, f"steps.{i}.vcenter"
+    if step.op == "subscribe" and p.subscriber_vcenter:
+        return p.subscriber_vcenter, "subscriber_vcenter"
+    return None, None
+
+
+def _backing_datastore(p: ContentLibraryParams, i: int, step: Step) -> tuple[str, str] | None:
+    """The datastore a create_library or subscribe step backs its library with, and where
+    it is named (the profile's is the lab's: checked by `lab check`'s profiles)."""
+    sub = step.op == "subscribe"
+    if step.existing or step.storage_uri or (p.subscriber_storage_uri if sub else p.storage_uri):
+        return None
+    if step.datastore:
+        return step.datastore, f"steps.{i}.datastore"
+    if sub and p.subscriber_datastore:
+        return p.subscriber_datastore, "subscriber_datastore"
+    return (p.datastore, "datastore") if p.datastore else None
+
+
+def lab_objects(p: ContentLibraryParams) -> tuple[LabObject, ...]:
+    """Every vCenter object the steps name: backing datastores, existing libraries (and
+    the items deployed from them), the VM a capture reads, and deploy/capture targets."""
+    out: list[LabObject] = []
+    existing = {s.library for s in p.steps if s.op == "create_library" and s.existing}
+    filled = {s.library for s in p.steps if s.op in ("import", "capture")}
+    for i, step in enumerate(p.steps):
+        vc, where = _step_vcenter(p, i, step)
+        named: list[tuple[str, str, str, str | None]] = []
+        if step.op in ("create_library", "subscribe"):
+            ds = _backing_datastore(p, i, step)
+            named += [("datastore", ds[0], ds[1], None)] if ds else []
+        if step.op == "create_library" and step.existing:
+            named.append(("library", step.library, f"steps.{i}.library", None))
+        if step.op == "deploy" and step.item and step.library in existing - filled:
+            named.append(("library_item", step.item, f"steps.{i}.item", step.library))
+        if step.op == "capture" and step.vm:
+            named.append(("vm", step.vm, f"steps.{i}.vm", None))
+        if step.op in ("deploy", "capture"):
+            named += [(k, getattr(step.target, k), f"steps.{i}.target.{k}", None)
+                      for k in ("cluster", "host", "resource_pool", "folder", "datastore")
+                      if getattr(step.target, k)]  # fmt: skip
+        out += [LabObject(kind, name, path, vc, library=lib, vcenter_path=where)
+                for kind, name, path, lib in named]  # fmt: skip
+    return tuple(out)

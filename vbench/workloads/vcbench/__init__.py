@@ -27,9 +27,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from vbench.analysis.catalogue import Metric, relabel
 from vbench.errors import Interrupted, LabError
-from vbench.workloads.base import Finding, PlannedCommand, TrialContext, Workload, register
+from vbench.workloads.base import (
+    Finding,
+    LabObject,
+    PlannedCommand,
+    TrialContext,
+    Workload,
+    register,
+)
 from vbench.workloads.vcbench import metrics
-from vbench.workloads.vcbench.params import VcbenchParams, mix_findings
+from vbench.workloads.vcbench.params import VcbenchParams, lab_objects, mix_findings
 
 if TYPE_CHECKING:
     from vbench.analysis.verdict import Answer
@@ -84,6 +91,11 @@ class VcbenchWorkload(Workload):
     def metric_catalogue(cls, params: VcbenchParams) -> tuple[Metric, ...]:  # type: ignore[override]
         """The per-operation figures carry the operations of this mix (weight > 0)."""
         return relabel(cls.metrics, op=[op for op, w in params.mix.items() if w > 0])
+
+    @classmethod
+    def lab_objects(cls, params: VcbenchParams) -> tuple[LabObject, ...]:  # type: ignore[override]
+        """Template, named VMs, cluster and datastores (checked before the pool is made)."""
+        return lab_objects(params)
 
     @classmethod
     def answer(cls, inputs: AnswerInputs) -> tuple[Answer, ...]:

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from vbench.config.types import Duration
-from vbench.workloads.base import Finding, Params
+from vbench.workloads.base import Finding, LabObject, Params
 
 # The operations (vbench.vsphere.operations.OPS; repeated here so that this module stays
 # free of pyVmomi and the plan can be checked without it).
@@ -163,3 +163,22 @@ def mix_findings(p: VcbenchParams) -> list[Finding]:
             )
         )
     return out
+
+
+def lab_objects(p: VcbenchParams) -> tuple[LabObject, ...]:
+    """What the sessions work on, in each vCenter they are spread over: the template (a
+    VM or template, cloned once per session), the named VMs (split over the vCenters in
+    order, as the sessions are), the cluster and the storage vMotion datastores."""
+    vcenters: list[tuple[str | None, str | None]] = [
+        (vc, f"vcenters.{i}") for i, vc in enumerate(p.vcenters)] or [(None, None)]
+    out: list[LabObject] = []
+    first = 0
+    for j, (vc, where) in enumerate(vcenters):
+        n = p.sessions // len(vcenters) + (1 if j < p.sessions % len(vcenters) else 0)
+        named = [("vm", p.template, "template")] if p.template else []
+        named += [("vm", v, f"vms.{first + i}") for i, v in enumerate(p.vms[first:first + n])]
+        named += [("cluster", p.cluster, "cluster")] if p.cluster else []
+        named += [("datastore", d, f"datastores.{i}") for i, d in enumerate(p.datastores)]
+        out += [LabObject(kind, name, path, vc, vcenter_path=where) for kind, name, path in named]
+        first += n
+    return tuple(out)
