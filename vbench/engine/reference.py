@@ -5,10 +5,14 @@ because it needs the driver registry as well as the config models."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
+from vbench.collectors.base import REGISTRY as COLLECTORS
+from vbench.collectors.base import collector_kinds, get_collector
 from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
 from vbench.config.schema import _models, _table
-from vbench.workloads.base import REGISTRY, driver_names, get_driver
+from vbench.workloads.base import REGISTRY, Workload, driver_names, get_driver
 
 
 def reference_markdown() -> str:
@@ -31,14 +35,48 @@ def reference_markdown() -> str:
     for m in _models(Lab):
         if m not in _models(Scenario):
             out += _table(m)
+    shown = {*_models(Scenario), *_models(Lab)}
     out += ["## Workload driver parameters (`workload.params`)", ""]
     for name in driver_names():
         if not REGISTRY.origin(name).startswith("vbench."):
             continue  # a lab's own driver (an entry point) documents itself
         d = get_driver(name)
-        out += [f"## Driver `{name}`", "", f"Roles: {', '.join(d.roles)}.", ""]
-        out += _table(d.Params)
+        out += [f"## Driver `{name}`", "", _roles_text(d), ""]
+        out += _tables(d.Params, shown)  # with its nested models (content_library's Step)
+    out += ["## Collector options (`collectors[].options`)", ""]
+    for kind in collector_kinds():
+        if not COLLECTORS.origin(kind).startswith("vbench."):
+            continue
+        out += [f"## Collector `{kind}`", ""]
+        out += _tables(get_collector(kind).Options, shown)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _roles_text(d: type[Workload]) -> str:
+    """``Roles: clients, servers.``; a driver with none says what it acts on instead."""
+    if d.roles:
+        return f"Roles: {', '.join(d.roles)}."
+    return ("Roles: none (it acts on vCenter itself; no guests)." if d.needs_vcenter
+            else "Roles: none.")
+
+
+def _tables(root: type[BaseModel], shown: set[type[BaseModel]]) -> list[str]:
+    """The tables of ``root`` and of every model its fields nest that no earlier section
+    showed. Headings are the models' names (the links of the type column point at them),
+    so two different models of one name would make an ambiguous link: refused here."""
+    names = {m.__name__: m for m in shown}
+    out: list[str] = []
+    for m in _models(root):
+        if m in shown:
+            continue
+        if names.get(m.__name__, m) is not m:
+            raise ValueError(f"two models are named {m.__name__}: {m.__module__} and "
+                             f"{names[m.__name__].__module__} (rename one: the reference "
+                             "links types by name)")
+        shown.add(m)
+        names[m.__name__] = m
+        out += _table(m)
+    return out
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ _FAST = ("HomePage", "TagSearch", "EventDetail", "Login")
 
 
 class Limit(Params):
+    """Response-time limits of one operation (its pass criterion)."""
+
     avg_ms: float | None = Field(None, gt=0, description="average response time limit (ms)")
     p95_ms: float | None = Field(None, gt=0, description="95th percentile limit (ms)")
 
@@ -51,6 +53,8 @@ def olio_limits() -> dict[str, Limit]:
 
 
 class ThinkTime(Params):
+    """How long each user pauses between operations."""
+
     kind: Literal["negexp", "cycle"] = Field(
         "negexp", description="negexp: think time drawn from a negative exponential with "
         "`mean`, truncated at `max`; cycle: one operation every `seconds` per user")
