@@ -111,3 +111,30 @@ def test_merged_label_values_are_the_union_and_unknown_wins() -> None:
     b = relabel(base, op=["b", "c"])
     (m,) = merge_labels((*a, *b))
     assert m.label_map == {"op": ("a", "b", "c"), "kind": ()} and m.per_label
+
+
+def _catalog_with_qos(tmp_path: Path, name: str, qos: str) -> Path:
+    p = tmp_path / f"{name}.yaml"
+    p.write_text((ROOT / "scenarios" / f"{name}.yaml").read_text() + "qos:\n" + qos)
+    return p
+
+
+def test_a_label_the_driver_does_not_put_on_a_metric_is_refused(tmp_path: Path) -> None:
+    # DVD Store's operations are named by its driver's output (values not known in
+    # advance), but the label is `operation`: `op` would select nothing at run time.
+    p = _catalog_with_qos(tmp_path, "dvdstore-oltp", "  - {metric: op_rt_avg_ms, where: "
+                                                     "{op: Login}, op: '<=', threshold: 5}\n")
+    got = _issues(p)
+    assert len(got) == 1 and "qos.0.where.op:" in got[0]
+    assert got[0].endswith("has no label 'op' (its labels: operation)")
+
+
+def test_dvdstore_per_operation_figures_need_a_where(tmp_path: Path) -> None:
+    p = _catalog_with_qos(tmp_path, "dvdstore-oltp", "  - {metric: op_rt_avg_ms, op: '<=', "
+                                                     "threshold: 5}\n")
+    got = _issues(p)
+    assert len(got) == 1
+    assert "op_rt_avg_ms exists only per operation: add where: {operation: [" in got[0]
+    any_value = _catalog_with_qos(tmp_path, "dvdstore-oltp", "  - {metric: op_rt_avg_ms, "
+                                  "where: {operation: Login}, op: '<=', threshold: 5}\n")
+    build_plan(load_scenario(any_value))  # values unknown before the run: not refused

@@ -15,7 +15,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from vbench.analysis.catalogue import Better, Metric, metric
+from vbench.analysis.catalogue import Better, Metric, labelled, metric
 from vbench.parsers.faban import FabanOperationFigures, FabanRun
 from vbench.results.records import Sample
 
@@ -29,8 +29,11 @@ SUMMED = frozenset({"ops_per_sec", "errors", "operations"})
 # Not listed: lower is better (response times, errors, spreads).
 _BETTER: dict[str, Better] = {"ops_per_sec": "higher", "operations": "higher", "mix": "none",
                               "mix_required": "none", "op_passed": "higher"}  # fmt: skip
+# Per operation (label `operation`: the names the user's Faban driver gives, not known
+# before the run) and for the whole mix (no label).
 METRICS: tuple[Metric, ...] = (
-    *(metric(name, unit, _BETTER.get(name, "lower")) for name, unit in UNITS.items()),
+    *labelled([metric(name, unit, _BETTER.get(name, "lower")) for name, unit in UNITS.items()],
+              operation=()),
     metric("faban_passed", "flag", "higher"), metric("steady_seconds", "s", "none"),
     metric("users", "count", "none"), metric("instances", "count", "none"),
 )  # fmt: skip
