@@ -1,4 +1,5 @@
-"""Fuzzing (issue 18): every example, catalog scenario and lab, mutated a few hundred ways
+"""Fuzzing (issue 18): every example, catalog scenario, lab and a study of each driver no
+scenario uses (faban, netperf, vdbench; issue 23), mutated a few hundred ways
 per run (tests/fuzz_configs.py), goes through ``vbench validate`` and ``vbench plan`` (and,
 for labs, the lab loader and ``validate --lab``) in process. Each variant must succeed or
 exit 2 with every message located (file:line:column, or the ``--set`` it is about) —
@@ -134,6 +135,88 @@ def test_mutated_scenarios_validate_and_plan_or_exit_2_located(tmp_path: Path) -
             check(variant, argv, places, path)
             cases += 1
     assert cases == len(SCENARIOS) * PER_FILE
+
+
+# Studies of the drivers no example or catalog scenario uses (issue 23: every study is
+# fuzzed): factors, QoS with `where:`, derived figures, charts, as a user writes them.
+STUDIES = {
+    "faban-study.yaml": """\
+version: 1
+name: faban-study
+description: Faban driver on 1 to 4 clients, per-operation response time against a limit.
+topology: {clients: {count: 4}}
+workload: {driver: faban, params: {command: [faban-driver, -run, "{output_dir}"]}}
+factors:
+  instances: {path: topology.clients.count, levels: [1, 2, 4]}
+  grace: [300, 600]
+repeat: 2
+phases: {warmup: 5s, steady: 30s}
+qos:
+  - {metric: rt_p95, where: {operation: [Browse, Order]}, op: "<=", threshold: 500, unit: ms}
+  - {metric: ops_per_sec, op: ">=", threshold: 10, at: {instances: [2, 4]}}
+derived:
+  - {name: speedup, kind: speedup, metric: ops_per_sec, baseline: {instances: 1}}
+report: {headline: [ops_per_sec, rt_p95], charts: [{metric: ops_per_sec, x: instances}]}
+""",
+    "netperf-study.yaml": """\
+version: 1
+name: netperf-study
+description: netperf TCP_STREAM over message sizes, throughput per core.
+topology: {servers: {count: 1}, clients: {count: 1}}
+workload: {driver: netperf, params: {test: TCP_STREAM}}
+factors:
+  message_size: [1K, 16K, 64K]
+repeat: 3
+phases: {warmup: 2s, steady: 20s}
+report: {charts: [{metric: gbps, x: message_size}]}
+""",
+    "vdbench-study.yaml": """\
+version: 1
+name: vdbench-study
+description: vdbench run definitions from a parameter file, two guest counts.
+topology: {target: {count: 2}}
+workload: {driver: vdbench, params: {parmfile: PARMFILE, command: vdbench}}
+factors:
+  guests: {path: topology.target.count, levels: [1, 2]}
+phases: {steady: 1m}
+qos:
+  - {metric: resp, op: "<=", threshold: 2, unit: ms}
+derived:
+  - {name: per_guest, kind: expr, expr: "total_iops / 2"}
+report: {charts: [{metric: total_iops, x: guests}]}
+""",
+}
+
+
+def test_mutated_studies_without_a_catalog_scenario_validate_or_exit_2_located(
+    tmp_path: Path,
+) -> None:
+    from vbench.workloads.base import driver_names
+
+    parm = tmp_path / "fuzz.parm"
+    parm.write_text("sd=sd1,lun=/dev/null\n")
+    sources = {}
+    for name, text in STUDIES.items():
+        sources[name] = tmp_path / name
+        sources[name].write_text(text.replace("PARMFILE", str(parm)))
+        assert vbench(["validate", str(sources[name])])[0] == 0, name  # the study is valid
+    import yaml
+
+    cataloged = {yaml.safe_load(p.read_text(encoding="utf-8"))["workload"]["driver"]
+                 for p in SCENARIOS}
+    studied = {yaml.safe_load(t)["workload"]["driver"] for t in STUDIES.values()}
+    assert set(driver_names()) <= cataloged | studied, "a driver with no study to fuzz"
+    rng = random.Random(SEED + 2)
+    cases = 0
+    for name, source in sources.items():
+        for i, variant in enumerate(variants(name, source.read_text(), rng, PER_FILE)):
+            path = tmp_path / f"{source.stem}-{i}.yaml"
+            path.write_bytes(variant.data)
+            sets = [a for s in variant.sets for a in ("--set", s)]
+            command = "validate" if i % 2 == 0 else "plan"
+            check(variant, [command, str(path), *sets], (str(path),), path)
+            cases += 1
+    assert cases == len(STUDIES) * PER_FILE
 
 
 def test_mutated_labs_load_and_validate_or_exit_2_located(tmp_path: Path) -> None:
