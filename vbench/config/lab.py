@@ -230,6 +230,10 @@ class Lab(Strict):
     nodes: dict[GuestName, Node] = Field(default_factory=dict, description="static SSH guests")
     jump_hosts: dict[GuestName, SshEndpoint] = Field(default_factory=dict)
     vcenters: dict[GuestName, VCenter] = Field(default_factory=dict)
+    default_vcenter: str | None = Field(
+        None, description="the vCenter of a `vm:` group or a vCenter driver's point that "
+        "names none, when the lab has several (a profile's `vcenter:` still wins)",
+    )
     hosts: dict[GuestName, EsxiHost] = Field(default_factory=dict, description="ESXi hosts")
     profiles: dict[GuestName, Profile] = Field(default_factory=dict)
     local: LocalLab | None = Field(None, description="local loopback lab settings")
@@ -282,6 +286,9 @@ class Lab(Strict):
             if host.vcenter and host.vcenter not in self.vcenters:
                 issues.append((("hosts", name, "vcenter"),
                                f"vcenter {host.vcenter!r} is not in vcenters"))
+        if self.default_vcenter and self.default_vcenter not in self.vcenters:
+            issues.append((("default_vcenter",), f"vcenter {self.default_vcenter!r} is not "
+                           f"in vcenters ({', '.join(self.vcenters) or 'none'})"))
         for name, vc in self.vcenters.items():
             if vc.simulator is not None and not _loopback_url(vc.url):
                 issues.append((("vcenters", name, "url"),

@@ -48,6 +48,22 @@ def merged(lab: Lab, names: Sequence[str]) -> Profile:
     return Profile.model_validate({**values, "nodes": nodes, "labels": labels})
 
 
+def default_vcenter(lab: Lab, group_vcenters: Mapping[str, str]) -> str | None:
+    """A point's vCenter when its profiles name none: the lab's only one, else its
+    `default_vcenter:`, else the only one the scenario's `vm:` groups use."""
+    if len(lab.vcenters) != 1 and lab.default_vcenter:
+        return lab.default_vcenter
+    for names in (list(lab.vcenters), list(dict.fromkeys(group_vcenters.values()))):
+        if len(names) == 1:
+            return names[0]
+    return None
+
+
+def point_vcenter(lab: Lab, names: Sequence[str], default: str | None) -> str | None:
+    """The vCenter a point works in: its first profile naming one, else ``default``."""
+    return next((p.vcenter for _, p in chosen(lab, names) if p.vcenter), None) or default
+
+
 def profile_labels(lab: Lab, names: Sequence[str]) -> dict[str, str]:
     """What a point records of its profiles: ``profile`` and each profile's labels."""
     found = chosen(lab, names)

@@ -77,8 +77,11 @@ def provisioning_vcenter(group: GroupSpec, lab: Lab) -> str | None:
         return group.vm.vcenter
     if len(lab.vcenters) == 1:
         return next(iter(lab.vcenters))
+    if lab.default_vcenter:
+        return lab.default_vcenter
     raise ConfigError(
-        f"the lab has several vCenters ({', '.join(lab.vcenters)}): name one in `vm.vcenter`"
+        f"the lab has several vCenters ({', '.join(lab.vcenters)}): name one in `vm.vcenter` "
+        "(or give the lab a `default_vcenter:`)"
     )
 
 

@@ -15,6 +15,7 @@ from vbench.config.profiles import apply_to_groups, profile_labels
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
+from vbench.engine.lab_refs import lab_reference_issues
 from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, PlannedGuest, Workload, get_driver
@@ -205,6 +206,9 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         catalogues = run_catalogues(scenario, driver_cls, (p.workload.params for p in points))
         issues.extend(metric_issues(scenario, src, catalogues))
     issues.extend(collector_issues(scenario, src, lab.model if lab is not None else None))
+    if lab is not None:
+        issues.extend(lab_reference_issues(scenario, src, lab.model, lab.source.file,
+                                           driver_cls, points))
     if issues:
         unique = {str(i): i for i in issues}
         raise ConfigValidationError(list(unique.values()))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vbench.config.lab import Lab
-from vbench.config.profiles import VmPlacement, vm_placements
+from vbench.config.profiles import VmPlacement, default_vcenter, vm_placements
 from vbench.config.scenario import Scenario
 from vbench.engine.vm_scaling import VmChange, point_vm_guests, scaled_units, up_front, vm_change
 from vbench.errors import ConfigError, LabError
@@ -50,15 +50,6 @@ from vbench.workloads.base import LabObject
 Notice = Callable[[str], None]
 # A point's lab profiles and the vCenter objects its driver's parameters name.
 PointObjects = tuple[Sequence[str], Sequence[LabObject]]
-
-
-def default_vcenter(lab: Lab, group_vcenters: Mapping[str, str]) -> str | None:
-    """A point's vCenter when its profile names none: the lab's only one, else the
-    only one the run's `vm:` groups use."""
-    for names in (list(lab.vcenters), list(dict.fromkeys(group_vcenters.values()))):
-        if len(names) == 1:
-            return names[0]
-    return None
 
 
 def objects_by_vcenter(
@@ -383,8 +374,8 @@ class VSphereRun:
             known = ", ".join(self.lab.vcenters) or "none"
             raise ConfigError(
                 f"the driver works in vCenter but no vCenter is chosen for a point with "
-                f"profiles [{', '.join(profiles)}] (lab vcenters: {known}): select one with "
-                "a profile's `vcenter:`"
+                f"profiles [{', '.join(profiles)}] (lab vcenters: {known}): give the lab a "
+                "`default_vcenter:` or the point a profile with `vcenter:` (docs/labs.md)"
             )
         return placement.vcenter
 
