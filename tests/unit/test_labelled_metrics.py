@@ -138,3 +138,18 @@ def test_dvdstore_per_operation_figures_need_a_where(tmp_path: Path) -> None:
     any_value = _catalog_with_qos(tmp_path, "dvdstore-oltp", "  - {metric: op_rt_avg_ms, "
                                   "where: {operation: Login}, op: '<=', threshold: 5}\n")
     build_plan(load_scenario(any_value))  # values unknown before the run: not refused
+
+
+def test_a_per_label_figure_outside_a_qos_is_refused(tmp_path: Path) -> None:
+    # A derived figure, a regression check, the headline and a chart read a point's
+    # unlabelled figure: a per-operation one has none ("no data" after the whole run).
+    p = tmp_path / "v.yaml"
+    p.write_text(VCBENCH + "derived:\n  - {name: r, kind: normalize, metric: "
+                 "vcbench.op_latency_p95, baseline: {sessions: '2'}}\n"
+                 "regression: {metrics: [vcbench.mix_share]}\n"
+                 "report: {charts: [{metric: vcbench.op_ops_per_s, x: sessions}]}\n")
+    got = _issues(p)
+    assert [g.split(": ", 2)[1] for g in got] == [
+        "derived.0.metric", "regression.metrics.0", "report.charts.0.metric"]
+    assert "vcbench.op_latency_p95 exists only per op: only a QoS criterion can select it" \
+        in got[0]

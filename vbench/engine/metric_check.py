@@ -108,6 +108,12 @@ def metric_issues(
             labels_ok = path[0] == "qos" and bool(scenario.qos[int(path[1])].where)
             out.append(src.issue(path, unknown_metric_message(name, list(catalogues),
                                                               per_label=labels_ok)))
+        elif found.metric.per_label and path[0] != "qos":
+            # Derived figures, regression checks and the report's headline and charts
+            # read the unlabelled figure of a point: a per-label one has none.
+            out.append(src.issue(path, f"{name} exists only per "
+                                       f"{per_label_text(found.metric)}: only a QoS "
+                                       f"criterion can select it ({where_example(found.metric)})"))
     for i, c in enumerate(scenario.qos):
         found = look_up(c.metric, catalogues)
         if found.metric is None:
