@@ -12,7 +12,7 @@ from rich.console import Console
 
 from vbench.analysis.figures import RunFigures
 from vbench.analysis.regression import RegressionResult, run_regression
-from vbench.analysis.run_analysis import analysis_of, analyze, load_figures
+from vbench.analysis.run_analysis import RunAnalysis, analysis_of, analyze, load_figures
 from vbench.config.hookspec import shell_hook_warnings
 from vbench.config.scenario import RegressionSpec
 from vbench.report.data import ReportData
@@ -65,6 +65,9 @@ def report_data_of(
     warnings.extend(f"{path}: {message}" for path, message in
                     shell_hook_warnings(_map_of(run.scenario.doc.get("factors"))))
     points = list(run.points)
+    analysis = analyze(run_d, points, trials, samples)
+    # Where the workload's per-second series settled, against the configured warm-up.
+    warnings.extend(warmup_warnings(run, trials, analysis))
     return ReportData(
         run=run_d,
         points=points,
@@ -72,10 +75,25 @@ def report_data_of(
         samples=samples,
         headline_metrics=run.headline,
         warnings=tuple(warnings),
-        analysis=analyze(run_d, points, trials, samples),
+        analysis=analysis,
         regression=regression,
         source=run,
     )
+
+
+def warmup_warnings(run: StoredRun, trials: list[dict[str, Any]], analysis: RunAnalysis
+                    ) -> list[str]:
+    """"total_iops at bs=4k: settled 42 s into a 30 s warm-up …" for every metric and
+    point of the workload's own series that settled late or not at all (MSER-5)."""
+    from vbench.analysis.warmup import settling_warnings
+    from vbench.report.series import workload_settlings
+
+    driver = _map_of(run.scenario.doc.get("workload")).get("driver")
+    found = workload_settlings(run.run_dir, driver, trials)
+    if not found:
+        return []
+    titles = {p: analysis.figures.title(p) for p in {s.point for s in found}}
+    return settling_warnings(found, titles)
 
 
 def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:

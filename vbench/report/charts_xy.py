@@ -12,6 +12,7 @@ import numpy as np
 
 from vbench.report.charts import _FAIL, _domain_attr
 from vbench.report.svg import (
+    INK,
     MUTED,
     PALETTE,
     SMALL,
@@ -186,9 +187,11 @@ def timeseries_svg(
     group_names: Sequence[str] = (),
     title: str = "",
     small: bool = False,
+    settled: float | None = None,
 ) -> str:
     """Traces overlaid on time since trial start, one colour per point, the steady-state
-    window shaded. ``small``: a small multiple (title inside, no legend, fewer ticks)."""
+    window shaded. ``small``: a small multiple (title inside, no legend, fewer ticks).
+    ``settled``: where the warm-up detector found the series settled (a dashed line)."""
     groups = sorted({tr.group for tr in traces})
     legend = Legend()
     if not small and 1 < len(groups) <= _MAX_LEGEND and len(group_names) >= len(groups):
@@ -208,6 +211,8 @@ def timeseries_svg(
     lo, hi = (min(t_all), max(t_all)) if t_all else (0.0, 1.0)
     if window is not None:
         lo, hi = min(lo, window[0]), max(hi, window[1])
+    if settled is not None:
+        lo, hi = min(lo, settled), max(hi, settled)
     x_marks = ticks(lo, hi if hi > lo else lo + 1, 4 if small else 8)
     xs = Scale(x_marks[0], x_marks[-1], canvas.x0, canvas.x1)
     if window is not None:
@@ -223,6 +228,10 @@ def timeseries_svg(
         t, v = downsample(tr.t, tr.v, buckets)
         canvas.polyline_arrays(_px(xs, t), _px(ys, v), PALETTE[tr.group % len(PALETTE)],
                                0.9, opacity=0.85)
+    if settled is not None:
+        canvas.line(xs(settled), canvas.y0, xs(settled), canvas.y1, INK, 1.0, dash="4 3")
+        canvas.text(xs(settled) + 3, canvas.y1 + 10, f"settled {settled:.0f} s",
+                    anchor="start", size=SMALL)
     canvas.x_label("seconds since the trial's warm-up started" if not small else "seconds")
     canvas.legend(legend)
     return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))

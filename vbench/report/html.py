@@ -276,11 +276,23 @@ def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
             f"charted, all are in the run's series/ Parquet files"
         )
         frame = frame[frame["metric"].astype(str).isin(keep)]
-    out["charts"] = series_charts(frame, ok, titles, ids.next)
+    out["charts"] = series_charts(frame, ok, titles, ids.next, _settled(frame, ok, view))
     # The key to the colours of every small multiple, once above them.
     out["legend"] = [(titles[p], PALETTE[i % len(PALETTE)])
                      for i, p in enumerate(sorted(titles))][:MAX_LEGEND]
     return out
+
+
+def _settled(frame: Any, ok: list[dict[str, Any]], view: ReportView) -> dict[str, float]:
+    """Where the workload's own series settled, per metric (the charts' dashed line)."""
+    from vbench.analysis.warmup import settled_marks, settlings
+    from vbench.report.series import assign_trials
+
+    driver = ((view.data.run.get("scenario") or {}).get("workload") or {}).get("driver")
+    mine = frame[frame["source"].astype(str) == str(driver)]
+    if mine.empty or not ok:
+        return {}
+    return settled_marks(settlings(assign_trials(mine, ok), ok))
 
 
 def render_html(data: ReportData, template: Path | None = None) -> str:

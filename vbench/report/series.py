@@ -27,11 +27,14 @@ _ENTITY_COLUMNS = ("guest", "host", "entity")
 MAX_SINGLE_TRACES = 12  # beyond this, one mean trace per point keeps a chart readable
 
 
-def series_files(run_dir: str | Path | None) -> list[Path]:
+def series_files(run_dir: str | Path | None, source: str | None = None) -> list[Path]:
+    """The run's series files; with ``source``, only those of that collector or driver
+    (``series/<point>-<trial>/<source>/``)."""
     if not run_dir:
         return []
     root = Path(run_dir) / SERIES_DIR
-    return sorted(root.rglob("*.parquet")) if root.is_dir() else []
+    found = sorted(root.rglob("*.parquet")) if root.is_dir() else []
+    return [f for f in found if source is None or f.parent.name == source]
 
 
 def _epoch(col: pd.Series) -> pd.Series:
@@ -42,11 +45,13 @@ def _epoch(col: pd.Series) -> pd.Series:
     return pd.to_numeric(col, errors="coerce")
 
 
-def read_series(run_dir: str | Path | None) -> tuple[pd.DataFrame | None, list[str]]:
-    """All series of a run as one frame (columns: metric, value, ts, point, trial, unit,
-    source, entity), and problems with files that do not follow the contract."""
+def read_series(run_dir: str | Path | None, source: str | None = None
+                ) -> tuple[pd.DataFrame | None, list[str]]:
+    """All series of a run (or of one ``source``) as one frame (columns: metric, value,
+    ts, point, trial, unit, source, entity), and problems with files that do not follow
+    the contract."""
     frames, problems = [], []
-    for path in series_files(run_dir):
+    for path in series_files(run_dir, source):
         try:
             df = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types
@@ -150,9 +155,11 @@ class _Columns:
 def series_charts(
     series: pd.DataFrame, trials: Sequence[Mapping[str, Any]], point_titles: Mapping[int, str],
     next_id: Any,
+    settled: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """One small chart per metric: every trial's trace over time since its warm-up,
-    coloured by point, the (median) steady-state window shaded."""
+    coloured by point, the (median) steady-state window shaded, and where the warm-up
+    detector found the metric settled (``settled``: seconds, median over its trials)."""
     from markupsafe import Markup
 
     from vbench.report.charts_xy import timeseries_svg
@@ -180,8 +187,9 @@ def series_charts(
         entities = sorted({str(e) for e in cols.entity_names[np.unique(cols.entity[idx])]}
                           - {""})
         ylabel = f"{metric} ({unit})" if unit else metric
+        mark = (settled or {}).get(metric)
         svg = timeseries_svg(traces, ylabel, chart_id=next_id(), window=window,
-                             group_names=names, small=True)
+                             group_names=names, small=True, settled=mark)
         sources = ", ".join(sorted(
             str(x) for x in cols.source_names[np.unique(cols.source[idx])]))
         what = (f"one line per point = mean over its {merged} traces (trials"
@@ -193,7 +201,9 @@ def series_charts(
                   if entities else "")
                + f": {len(idx):,} samples; {what}; one colour per point; shaded = "
                "steady-state window (median over trials), the only part that enters the "
-               "statistics.")
+               "statistics."
+               + (f" Dashed line: the series settled {mark:.0f} s after the warm-up began "
+                  "(MSER-5, median over its trials)." if mark is not None else ""))
         out.append({"svg": Markup(svg), "caption": cap, "title": metric, "kind": "series"})
     return out
 
@@ -237,3 +247,18 @@ def _median_window(trials: Sequence[Mapping[str, Any]]) -> tuple[float, float] |
     if not starts:
         return None
     return float(np.median(starts)), float(np.median(ends))
+
+
+def workload_settlings(run_dir: str | Path | None, driver: str | None,
+                       trials: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Where each successful trial's trace of the workload's own per-second series
+    (``series/<p>-<t>/<driver>/``: fio, vcbench) settled (vbench/analysis/warmup.py)."""
+    from vbench.analysis.warmup import settlings
+
+    if not run_dir or not driver:
+        return []
+    frame, _ = read_series(run_dir, driver)
+    ok = [t for t in trials if t.get("status") == "ok"]
+    if frame is None or frame.empty or not ok:
+        return []
+    return settlings(assign_trials(frame, ok), ok)

@@ -1,0 +1,205 @@
+"""Where a per-second series settled: the warm-up found in the data, not guessed.
+
+MSER-5 (White, 1997): the series is cut into batches of 5 observations; for every
+truncation point ``d`` (in batches) the statistic is the variance of the remaining batch
+means divided by their count, ``sum((b[d:] - mean(b[d:]))**2) / (k - d)**2``. The
+``d`` that minimises it (sought in the first half) is where the series settled: dropping
+the transient lowers the spread faster than losing observations raises the standard error
+of the mean, and no further. When the batch means left after that point still trend (the
+least-squares slope more than 4 standard errors from 0) the series is called **not
+settled**: a drift, or a transient as long as the run.
+
+:func:`settlings` applies it to every trial's trace of the workload's own series (time
+since the trial's warm-up started, entities averaged per second) and
+:func:`settling_warnings` says, per metric and point, when a trace settled after the
+configured warm-up ended ("settled 42 s into a 30 s warm-up") or did not settle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
+
+BATCH = 5  # observations per batch mean (the "5" of MSER-5)
+MIN_BATCHES = 4  # fewer batch means than this cannot say anything
+# The truncation is sought in the first half of the batches (MSER's usual guard: past it,
+# too few observations remain to trust the statistic, and a chance low near the end wins).
+MAX_TRUNCATION = 0.5
+# What is left after the truncation must not trend: a slope this many standard errors
+# from 0 means the series is still moving (a drift, or a transient as long as the run).
+# 4 rather than ~2 because batch means of correlated seconds are themselves correlated.
+MAX_TREND_T = 4.0
+BACK_OFF_Z = 2.0  # see _back_off
+
+
+@dataclass(frozen=True)
+class Settled:
+    """MSER-5 on one series: the index of the first settled observation (None: the
+    series did not settle, or is too short to tell — ``reason`` says which)."""
+
+    index: int | None
+    length: int
+    reason: str = ""
+
+    @property
+    def settled(self) -> bool:
+        return self.index is not None
+
+
+def mser(values: Sequence[float] | np.ndarray, batch: int = BATCH) -> Settled:
+    """The MSER-``batch`` truncation point of ``values`` (see the module docstring)."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    k = len(y) // batch
+    if k < MIN_BATCHES:
+        return Settled(None, len(y), f"too short: {len(y)} values, at least "
+                       f"{MIN_BATCHES * batch} needed")
+    b = y[: k * batch].reshape(k, batch).mean(axis=1)
+    # Sums over every suffix b[d:], for all d at once.
+    s1 = np.cumsum(b[::-1])[::-1]
+    s2 = np.cumsum((b * b)[::-1])[::-1]
+    n = np.arange(k, 0, -1, dtype=float)
+    stat = np.maximum(s2 - s1 * s1 / n, 0.0) / n**2
+    best = int(np.argmin(stat[: int(MAX_TRUNCATION * k) + 1]))
+    if _trend(b[best:]) > MAX_TREND_T:
+        return Settled(None, len(y), "not settled: the series keeps changing to its end")
+    return Settled(_back_off(b, best) * batch, len(y))
+
+
+def _back_off(b: np.ndarray, best: int) -> int:
+    """MSER alone cuts late on noise (dropping a batch that happens to lie far from the
+    mean lowers its statistic): the earliest ``d`` before ``best`` whose batches
+    ``b[d:best]`` average within ``BACK_OFF_Z`` standard errors of the settled mean
+    (a block, so one stray batch neither stops the step back nor is taken for a trend)."""
+    rest = b[best:]
+    if best == 0 or len(rest) < 2:
+        return best
+    sd, mean = float(rest.std(ddof=1)), float(rest.mean())
+    for d in range(best):
+        block = b[d:best]
+        if abs(float(block.mean()) - mean) <= BACK_OFF_Z * sd / np.sqrt(len(block)):
+            return d
+    return best
+
+
+def _trend(b: np.ndarray) -> float:
+    """|t| of the least-squares slope of the batch means ``b`` (0 when flat)."""
+    if len(b) < 3:
+        return 0.0
+    x = np.arange(len(b), dtype=float) - (len(b) - 1) / 2
+    slope = float((x * (b - b.mean())).sum() / (x * x).sum())
+    resid = b - b.mean() - slope * x
+    se = float(np.sqrt((resid * resid).sum() / (len(b) - 2) / (x * x).sum()))
+    if se == 0.0:
+        return 0.0 if slope == 0.0 else float("inf")
+    return abs(slope) / se
+
+
+@dataclass(frozen=True)
+class TraceSettling:
+    """Where one trial's trace of one metric settled, in seconds since its warm-up
+    started (``at`` None: it did not), against the warm-up the scenario configured."""
+
+    point: int
+    trial: int
+    metric: str
+    at: float | None
+    warmup: float | None
+    span: float  # seconds of trace examined (warm-up start to steady end)
+    reason: str = ""
+
+    @property
+    def late(self) -> bool:
+        """Settled after the configured warm-up ended (by more than one batch)."""
+        if self.at is None or self.warmup is None:
+            return False
+        return self.at > self.warmup + BATCH
+
+
+def _origin_and_warmup(trial: Mapping[str, Any]) -> tuple[float | None, float | None, float]:
+    ph = trial.get("phases") or {}
+    origin = ph.get("warmup_start") or ph.get("steady_start") or trial.get("started")
+    steady = ph.get("steady_start")
+    end = ph.get("steady_end") or trial.get("ended")
+    if origin is None:
+        return None, None, float("inf")
+    warm = float(steady) - float(origin) if steady is not None else None
+    span = float(end) - float(origin) if end is not None else float("inf")
+    return float(origin), warm, span
+
+
+def settlings(frame: pd.DataFrame, trials: Iterable[Mapping[str, Any]]) -> list[TraceSettling]:
+    """MSER-5 on every (point, trial, metric) trace of ``frame`` (columns point, trial,
+    metric, t = seconds since the trial's warm-up started, value), from warm-up start to
+    the end of the steady window, the entities (guests) averaged per second."""
+    if frame is None or frame.empty:
+        return []
+    by_trial = {(int(t["point"]), int(t["trial"])): t for t in trials}
+    df = frame[["point", "trial", "metric", "t", "value"]].copy()
+    df["second"] = np.floor(df["t"].to_numpy(dtype=float))
+    per_second = df.groupby(["point", "trial", "metric", "second"], sort=True)["value"].mean()
+    out = []
+    for (p, tr, metric), trace in per_second.groupby(level=[0, 1, 2], sort=True):
+        trial = by_trial.get((int(p), int(tr)))
+        if trial is None:
+            continue
+        _, warm, span = _origin_and_warmup(trial)
+        seconds = trace.index.get_level_values(3).to_numpy(dtype=float)
+        keep = (seconds >= 0) & (seconds < span)
+        seconds, values = seconds[keep], trace.to_numpy(dtype=float)[keep]
+        found = mser(values)
+        at = float(seconds[found.index]) if found.index is not None else None
+        examined = float(seconds[-1] + 1) if len(seconds) else 0.0
+        out.append(TraceSettling(int(p), int(tr), str(metric), at, warm, examined,
+                                 found.reason))
+    return out
+
+
+def _secs(x: float) -> str:
+    return f"{x:.0f} s"
+
+
+def settling_warnings(found: Sequence[TraceSettling], titles: Mapping[int, str]
+                      ) -> list[str]:
+    """One line per metric and point whose traces settled late or not at all: the worst
+    trace, and how many of the point's traces did the same."""
+    groups: dict[tuple[str, int], list[TraceSettling]] = {}
+    for s in found:
+        groups.setdefault((s.metric, s.point), []).append(s)
+    out = []
+    for (metric, point), items in sorted(groups.items()):
+        where = titles.get(point, f"point {point}")
+        unsettled = [s for s in items if s.at is None and "too short" not in s.reason]
+        late = sorted((s for s in items if s.late), key=lambda s: -(s.at or 0.0))
+        if unsettled:
+            s = unsettled[0]
+            out.append(f"{metric} at {where}: did not settle within the {_secs(s.span)} "
+                       f"examined (MSER-5) in {len(unsettled)} of {len(items)} trial(s); "
+                       "its figure may still carry the warm-up or a drift")
+        elif late:
+            s = late[0]
+            out.append(f"{metric} at {where}: settled {_secs(s.at or 0.0)} into a "
+                       f"{_secs(s.warmup or 0.0)} warm-up (trial {s.trial}; {len(late)} of "
+                       f"{len(items)} trial(s) late, MSER-5): the steady window's start "
+                       "still holds part of the warm-up")
+    return out
+
+
+def settled_marks(found: Sequence[TraceSettling]) -> dict[str, float]:
+    """Per metric, the median settling time over its traces that settled (the point a
+    time-series chart marks)."""
+    times: dict[str, list[float]] = {}
+    for s in found:
+        if s.at is not None:
+            times.setdefault(s.metric, []).append(s.at)
+    return {m: float(np.median(v)) for m, v in times.items()}
