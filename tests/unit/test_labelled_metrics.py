@@ -153,3 +153,18 @@ def test_a_per_label_figure_outside_a_qos_is_refused(tmp_path: Path) -> None:
         "derived.0.metric", "regression.metrics.0", "report.charts.0.metric"]
     assert "vcbench.op_latency_p95 exists only per op: only a QoS criterion can select it" \
         in got[0]
+
+
+def test_a_where_on_a_figure_without_labels_is_refused(tmp_path: Path) -> None:
+    got = _issues(_vcbench(tmp_path, "  - {metric: vcbench.ops_per_s, where: {op: power_on}, "
+                                     "op: '>=', threshold: 1}\n"))
+    assert len(got) == 1 and "qos.0.where:" in got[0]
+    assert "vcbench.ops_per_s carries no label: leave `where` out" in got[0]
+
+
+def test_with_a_where_did_you_mean_proposes_a_figure_carrying_those_labels(
+    tmp_path: Path,
+) -> None:
+    got = _issues(_vcbench(tmp_path, "  - {metric: vcbench.latency_p95, where: {op: power_on},"
+                                     " op: '<=', threshold: 2}\n"))
+    assert len(got) == 1 and got[0].endswith("did you mean vcbench.op_latency_p95?")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
@@ -162,6 +162,11 @@ class Catalogue:
     def names(self) -> list[str]:
         return list(dict.fromkeys(n for m in self.entries for n in m.names()))
 
+    @property
+    def declares_labels(self) -> bool:
+        """Whether the owner declares its labels: an entry without any then has none."""
+        return any(m.labels for m in self.entries)
+
 
 @dataclass(frozen=True)
 class Lookup:
@@ -181,14 +186,25 @@ def look_up(name: str, catalogues: Iterable[Catalogue]) -> Lookup:
 
 
 def closest(
-    name: str, catalogues: Iterable[Catalogue], n: int = 1, *, per_label: bool = True
+    name: str, catalogues: Iterable[Catalogue], n: int = 1, *,
+    where: Collection[str] | None = None,
 ) -> list[str]:
-    """The closest known names (difflib), for a did-you-mean; ``per_label=False`` leaves
-    out the figures that exist only per label (they would not validate without a
-    ``where:``)."""
-    known = [x for c in catalogues for m in c.entries if per_label or not m.per_label
+    """The closest known names (difflib), for a did-you-mean. ``where``: the labels the
+    place that names it selects (``()``: none, as outside a QoS); then only names that
+    validate there are proposed (a per-label figure needs a ``where:``, and the labels
+    selected must be ones the figure carries)."""
+    known = [x for c in catalogues for m in c.entries if where is None or fits(m, c, where)
              for x in m.names()]  # fmt: skip
     return difflib.get_close_matches(name, list(dict.fromkeys(known)), n=n, cutoff=0.6)
+
+
+def fits(m: Metric, c: Catalogue, where: Collection[str]) -> bool:
+    """Whether ``m`` of ``c`` can be selected by a ``where:`` on the labels ``where``."""
+    if not where:
+        return not m.per_label
+    if m.labels:
+        return set(where) <= set(m.label_map)
+    return not c.declares_labels  # labels not declared: nothing refuses the where
 
 
 def per_label_text(m: Metric) -> str:
@@ -204,22 +220,22 @@ def where_example(m: Metric) -> str:
 
 
 def unknown_metric_message(
-    name: str, catalogues: list[Catalogue], *, per_label: bool = True
+    name: str, catalogues: list[Catalogue], *, where: Collection[str] | None = None
 ) -> str:
     """``no metric read_lat_p99 in fio's catalogue; did you mean read_clat_p99?`` — the
-    proposal validates where the name stands (``per_label=False``: no ``where:`` there);
-    a closer figure that exists only per label is named with the ``where:`` it needs."""
+    proposal validates where the name stands (``where``: see :func:`closest`); a closer
+    figure that exists only per label is named with the ``where:`` it needs."""
     places = [c.named for c in catalogues] or ["any catalogue"]
-    where = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
-    close = closest(name, catalogues, per_label=per_label)
+    there = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
+    close = closest(name, catalogues, where=where)
     hint = f"; did you mean {close[0]}?" if close else ""
-    if not per_label:
+    if where is not None:
         near = closest(name, catalogues)
         found = look_up(near[0], catalogues).metric if near and near != close else None
         if found is not None and found.per_label:
             hint += (f" ({near[0]} exists only per {per_label_text(found)}: "
                      f"a QoS on it needs {where_example(found)})")
-    return f"no metric {name} in {where}{hint}"
+    return f"no metric {name} in {there}{hint}"
 
 
 def unit_problem(name: str, stored: str | None, wanted: str) -> str | None:

@@ -104,10 +104,10 @@ def metric_issues(
     for name, path in _names(scenario):
         found = look_up(name, catalogues)
         if found.metric is None:
-            # A QoS with a `where:` may name a per-label figure; elsewhere none validates.
-            labels_ok = path[0] == "qos" and bool(scenario.qos[int(path[1])].where)
+            # Proposed: only names the labels selected there (a QoS's `where:`) fit.
+            where = list(scenario.qos[int(path[1])].where) if path[0] == "qos" else []
             out.append(src.issue(path, unknown_metric_message(name, list(catalogues),
-                                                              per_label=labels_ok)))
+                                                              where=where)))
         elif found.metric.per_label and path[0] != "qos":
             # Derived figures, regression checks and the report's headline and charts
             # read the unlabelled figure of a point: a per-label one has none.
@@ -118,7 +118,9 @@ def metric_issues(
         found = look_up(c.metric, catalogues)
         if found.metric is None:
             continue
-        out += [src.issue(path, text) for path, text in _where_issues(i, c, found.metric)]
+        owner = next(x for x in catalogues if x.owner == found.owner)
+        out += [src.issue(path, text)
+                for path, text in _where_issues(i, c, found.metric, owner.declares_labels)]
         if c.unit is None:
             continue
         problem = unit_problem(c.metric, found.metric.unit, c.unit)
@@ -127,13 +129,19 @@ def metric_issues(
     return out
 
 
-def _where_issues(i: int, c: QosCriterion, m: Metric) -> list[tuple[PathT, str]]:
+def _where_issues(
+    i: int, c: QosCriterion, m: Metric, declared: bool
+) -> list[tuple[PathT, str]]:
     """A QoS ``where:`` held against the labels the metric's catalogue entry declares:
-    required when the figure exists only per label, label names and values known."""
+    required when the figure exists only per label, label names and values known.
+    ``declared``: its catalogue declares labels, so an entry without any has none."""
     if m.per_label and not c.where:
         return [(("qos", i, "metric"),
                  f"{c.metric} exists only per {per_label_text(m)}: add {where_example(m)}")]
     if not m.labels:
+        if declared and c.where:  # the figure has no labels: the where selects nothing
+            return [(("qos", i, "where"), f"{c.metric} carries no label: leave `where` out "
+                                          "(its figure is the whole point's)")]
         return []  # labels not declared: nothing to hold the `where:` against
     out: list[tuple[PathT, str]] = []
     known = m.label_map
