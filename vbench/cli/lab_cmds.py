@@ -56,6 +56,32 @@ def _port_settings(lab_file: Path, port: int) -> str:
     return f"change {names[0]} in {lab_file} to a free port{rest}"
 
 
+UP_RECORD = "up-lab-file"  # under <vbench home>/lab/: the lab file `lab up` last started
+
+
+def _remember(lab_file: Path | None) -> None:
+    """What this data directory brought up, for `lab status` without a lab file."""
+    from vbench.guest.locallab import lab_dir
+
+    record = lab_dir() / UP_RECORD
+    if lab_file is None:
+        record.unlink(missing_ok=True)
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(str(lab_file.resolve()) + "\n", encoding="utf-8")
+
+
+def _remembered() -> Path | None:
+    """The lab file `lab up` last started from this data directory (if still there)."""
+    from vbench.guest.locallab import lab_dir
+
+    try:
+        text = (lab_dir() / UP_RECORD).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return Path(text) if text and Path(text).is_file() else None
+
+
 LAB_ARG = click.argument(
     "lab_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
@@ -73,6 +99,7 @@ def up(lab_file: Path | None) -> None:
     from vbench.guest.locallab import PortInUse, lab_up
 
     sim_lab = _simulated(lab_file)
+    _remember(lab_file)
     if sim_lab is None or sim_lab.local is not None:
         addresses, port = _local_settings(lab_file)
         try:
@@ -107,16 +134,22 @@ def down() -> None:
 @LAB_ARG
 @click.pass_context
 def status(ctx: click.Context, lab_file: Path | None) -> None:
-    """Show whether the local lab runs and which guests answer. Exit 3 when down."""
+    """Show whether the local lab runs and which guests answer. Exit 3 when down.
+    Without LAB_FILE: the lab `vbench lab up` last started from this data directory."""
     from vbench.guest.locallab import lab_status
 
-    addresses, port = _local_settings(lab_file)
-    st = lab_status(addresses, port)
-    state = f"running (pid {st.pid})" if st.running else "not running"
-    click.echo(f"local lab: {state}; port {st.port}; home {st.home}")
-    for addr in st.addresses:
-        click.echo(f"  {addr}: {'reachable' if st.reachable.get(addr) else 'unreachable'}")
+    if lab_file is None and (lab_file := _remembered()) is not None:
+        click.echo(f"lab {lab_file} (the last `vbench lab up` of this data directory)")
     sim_lab = _simulated(lab_file)
+    if sim_lab is not None and sim_lab.local is None:
+        st = None  # a simulated vCenter alone: no sshd to ask about
+    elif lab_file is None:  # the sshd this data directory configured, else the default
+        st = lab_status()
+        st = st if st.addresses else lab_status(DEFAULT_ADDRESSES, DEFAULT_PORT)
+        _say_local(st)
+    else:
+        st = lab_status(*_local_settings(lab_file))
+        _say_local(st)
     sims = []
     if sim_lab is not None:
         from vbench.vsphere.simulator import lab_simulators_status
@@ -125,8 +158,15 @@ def status(ctx: click.Context, lab_file: Path | None) -> None:
         for sim in sims:
             state = f"running (pid {sim.pid})" if sim.running else "not running"
             click.echo(f"vcsim {sim.name}: {state} at {sim.url}")
-    if not st.running or not all(sim.running for sim in sims):
+    if (st is not None and not st.running) or not all(sim.running for sim in sims):
         ctx.exit(3)
+
+
+def _say_local(st: Any) -> None:
+    state = f"running (pid {st.pid})" if st.running else "not running"
+    click.echo(f"local lab: {state}; port {st.port}; home {st.home}")
+    for addr in st.addresses:
+        click.echo(f"  {addr}: {'reachable' if st.reachable.get(addr) else 'unreachable'}")
 
 
 @lab.command()

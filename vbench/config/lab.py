@@ -311,6 +311,12 @@ class Lab(Strict):
     # when a connection needs it is reported at its line.
     _source: Any = PrivateAttr(default=None)
 
+    def up_command(self) -> str:
+        """The command that starts this lab's local parts (`local:` sshd, `simulator:`
+        vCenters): said when one of them does not answer."""
+        file = getattr(self._source, "file", None) or "LAB_FILE"
+        return f"vbench lab up {file}"
+
     def secret(self, path: tuple[str | int, ...], ref: str) -> str:
         """The value of the secret reference ``ref`` found at ``path`` in the lab."""
         try:

@@ -107,7 +107,10 @@ def _open_socket(spec: GuestSpec, via: ChannelOpener | None) -> socket.socket | 
     try:
         sock = socket.create_connection((spec.address, spec.port), timeout=spec.connect_timeout)
     except OSError as exc:
-        raise GuestError(target, describe_os_error(exc, spec.connect_timeout)) from exc
+        cause = describe_os_error(exc, spec.connect_timeout)
+        if spec.start_hint and exc.errno == errno.ECONNREFUSED:
+            cause += f" (is the local lab up? run: {spec.start_hint})"
+        raise GuestError(target, cause) from exc
     # SSH packets are small request/reply pairs: Nagle + delayed ACK would add ~40 ms each.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock

@@ -54,7 +54,16 @@ def _endpoint_spec(
         workdir=workdir,
         connect_timeout=d.connect_timeout,
         data_disks=tuple(ep.disks) if isinstance(ep, Node) else (),
+        start_hint=_local_start(lab, address, port),
     )
+
+
+def _local_start(lab: Lab, address: str, port: int) -> str | None:
+    """`vbench lab up LAB` for an address and port the lab's `local:` sshd serves."""
+    local = lab.local
+    if local is None or port != local.port or address not in local.addresses:
+        return None
+    return lab.up_command()
 
 
 def _password_path(where: str, ep: SshEndpoint) -> tuple[str, ...]:

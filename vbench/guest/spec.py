@@ -30,6 +30,8 @@ class GuestSpec:
     # The guest's data disks in order, for fio's `filename: disk:N`: a VMware virtual
     # disk uuid (a clone's vm.disks, found by its WWN) or a path its lab node lists.
     data_disks: tuple[str, ...] = ()
+    # The command that starts it when it refuses connections (a node of the local lab).
+    start_hint: str | None = None
 
     def __post_init__(self) -> None:
         problems = []

@@ -62,6 +62,8 @@ class VCenterTarget:
     datacenter: str | None = None
     keepalive: float = DEFAULT_KEEPALIVE
     timeout: float = DEFAULT_TIMEOUT
+    # The command that starts it when it does not answer (a lab's simulated vCenter).
+    start_hint: str | None = None
 
     @property
     def label(self) -> str:
@@ -88,6 +90,7 @@ def target_from_lab(lab: Lab, name: str) -> VCenterTarget:
         datacenter=vc.datacenter,
         keepalive=vc.keepalive,
         timeout=vc.timeout,
+        start_hint=lab.up_command() if vc.simulator is not None else None,
     )
 
 
@@ -218,7 +221,9 @@ def connection_error(target: VCenterTarget, exc: BaseException) -> LabError:
     if isinstance(exc, vmodl.MethodFault):
         return LabError(target.label, fault_text(exc))
     if isinstance(exc, ConnectionRefusedError):
-        return LabError(target.label, "cannot connect: connection refused (is it running?)")
+        start = f"; run: {target.start_hint}" if target.start_hint else ""
+        return LabError(target.label,
+                        f"cannot connect: connection refused (is it running?{start})")
     if isinstance(exc, socket.gaierror):
         return LabError(target.label, f"cannot resolve host name {target.host!r}")
     if isinstance(exc, TimeoutError | socket.timeout):

@@ -201,7 +201,8 @@ class RestSession:
     def _transport_error(self, exc: httpx.HTTPError) -> ContentLibraryError:
         cause = exc.__cause__ or exc.__context__ or exc
         if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower():
-            return ContentLibraryError(self.label, "cannot connect: connection refused")
+            start = f" (run: {self.target.start_hint})" if self.target.start_hint else ""
+            return ContentLibraryError(self.label, f"cannot connect: connection refused{start}")
         if isinstance(exc, httpx.TimeoutException):
             return ContentLibraryError(self.label, f"no answer within {self.target.timeout:g}s")
         return ContentLibraryError(self.label, f"{type(exc).__name__}: {cause}")
