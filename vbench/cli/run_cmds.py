@@ -80,9 +80,12 @@ def _search_text(p: Plan) -> str:
     s = p.scenario.search
     if s is None:
         return ""
+    from vbench.config.search import bound_text
+
     n = len(p.points)
+    span = f"{bound_text(s, s.min)}..{bound_text(s, s.max)}"
     return (
-        f"find-max over {s.factor} in {s.min:g}..{s.max:g}, {counted(n, 'search', 'searches')}"
+        f"find-max over {s.factor} in {span}, {counted(n, 'search', 'searches')}"
         f" (levels chosen from the results as it runs), {counted(s.trials or p.repeat, 'trial')} "
         f"per level: {_size_text(p)}, {_estimate_text(p)}"
     )

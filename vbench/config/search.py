@@ -5,6 +5,7 @@ refuses is reported at the ``search`` key)."""
 
 from __future__ import annotations
 
+from vbench.config.levels import size_text
 from vbench.config.matrix import PointSpec, _with_scenario
 from vbench.config.scenario import Scenario, SearchSpec
 from vbench.config.yamlsrc import Source
@@ -14,8 +15,19 @@ def search_path(spec: SearchSpec) -> str:
     return spec.path or f"workload.params.{spec.factor}"
 
 
-def level_value(spec: SearchSpec, level: float) -> int | float:
+def level_value(spec: SearchSpec, level: float) -> int | float | str:
+    """What a level writes to the searched parameter: a size as the driver takes it
+    (``64k``) when the bounds were sizes, else the number."""
+    if spec.sizes:
+        return size_text(round(level))
     return int(level) if spec.integer else float(level)
+
+
+def bound_text(spec: SearchSpec, value: float) -> str:
+    """A bound or level for people: ``4k``/``1m`` for sizes, whole numbers whole."""
+    if spec.sizes:
+        return size_text(round(value))
+    return str(int(value)) if spec.integer else f"{value:g}"
 
 
 def level_label(spec: SearchSpec, level: float) -> str:
