@@ -80,6 +80,14 @@ def rule_of(repeat: object) -> RepeatRule | None:
     )
 
 
+def target_metrics(rule: RepeatRule, headline: Sequence[str], measured: Iterable[str]) -> list[str]:
+    """The metrics held to the target: the listed ones, else the run's headline metrics,
+    else (a run without a headline) every metric measured at the point."""
+    if rule.metrics:
+        return list(rule.metrics)
+    return list(headline) or sorted(set(measured))
+
+
 def _finite(values: Iterable[float | None]) -> list[float]:
     out = []
     for v in values:
@@ -187,10 +195,8 @@ def gain(rule: RepeatRule, trials: int, series: Mapping[str, Sequence[float | No
         return 0.0
     if trials < rule.min:
         return math.inf
-    worst = max(
-        (rel_half_width(v, rule.decision_confidence) or math.inf for v in series.values()),
-        default=math.inf,
-    )
+    widths = [rel_half_width(v, rule.decision_confidence) for v in series.values()]
+    worst = max((math.inf if w is None else w for w in widths), default=math.inf)
     if not math.isfinite(worst):
         return 1.0 / (rule.max + 1)
     needed = trials * (worst / rule.target) ** 2

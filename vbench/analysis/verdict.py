@@ -221,6 +221,28 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 @dataclass(frozen=True)
+class PointRepeat:
+    """One point under an adaptive ``repeat``: its trials and whether it met the target."""
+
+    point: int
+    title: str
+    trials: int
+    met: bool
+    text: str  # "met after 5", "not met at max 12: ±7.4 %"
+
+
+@dataclass(frozen=True)
+class RepeatView:
+    """An adaptive ``repeat`` as the run met it (vbench/analysis/adaptive_view.py)."""
+
+    rule: str  # "3–12 trials until ±5 % (95 % CI) on total_iops"
+    met: bool  # every point met its target
+    require: bool  # a missed target fails the run (exit 1)
+    text: str  # "every point met ±5 %" / "1 of 4 points did not meet ±5 %"
+    points: tuple[PointRepeat, ...] = ()
+
+
+@dataclass(frozen=True)
 class Verdict:
     """Everything a run's outputs say about it (see the module docstring)."""
 
@@ -238,6 +260,7 @@ class Verdict:
     simulated: str | None = None  # "simulated vCenter (vcsim): sim" when it is
     effects: Effects | None = None
     version: int = VERDICT_VERSION
+    repeat: RepeatView | None = None  # an adaptive repeat: trials and targets per point
 
     @property
     def answer(self) -> Answer | None:
@@ -262,7 +285,15 @@ class Verdict:
                        f"{'s' if len(self.noise) != 1 else ''}")
         if self.effects is not None:
             out.append(f"vSphere: {self.effects.text()}")
+        out.extend(repeat_lines(self.repeat))
         return out
+
+
+def repeat_lines(r: RepeatView | None) -> list[str]:
+    """``trials: …`` and one line per point (empty for a fixed repeat)."""
+    if r is None:
+        return []
+    return [f"trials: {r.text} — {r.rule}", *(f"  {p.title}: {p.text}" for p in r.points)]
 
 
 # ------------------------------------------------------------------------ JSON
@@ -310,9 +341,17 @@ def verdict_from_json(doc: Mapping[str, Any]) -> Verdict | None:
             simulated=doc.get("simulated"),
             effects=Effects(**{k: dict(eff.get(k) or {}) for k in
                                ("created", "removed", "kept", "left")}) if eff else None,
+            repeat=_repeat(doc.get("repeat")),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _repeat(d: Any) -> RepeatView | None:
+    if not isinstance(d, Mapping):
+        return None
+    points = tuple(PointRepeat(**p) for p in d.get("points") or ())
+    return RepeatView(str(d["rule"]), bool(d["met"]), bool(d["require"]), str(d["text"]), points)
 
 
 def headline_set(figures: Sequence[Figure]) -> list[str]:

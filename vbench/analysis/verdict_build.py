@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vbench.analysis.adaptive_view import repeat_view
 from vbench.analysis.aggregate import why_no_figure
 from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import better, present
@@ -297,4 +298,5 @@ def build_verdict(
         answers=chosen, headline=tuple(headline), qos=qos, noise=noise,
         warnings=tuple(dict.fromkeys([*warnings, *inputs.analysis.problems])),
         simulated=simulated_text(inputs.run), effects=effects,
+        repeat=repeat_view(inputs),  # an adaptive repeat: trials and target per point
     )

@@ -138,7 +138,8 @@ class RichProgress(ProgressSink):
         self.phase("prepare", None)
 
     def outlook(self, outlook: Outlook) -> None:
-        if self._kept is not None and self._outlook is None:  # what a resumed search has left
+        searching = self._plan is not None and self._plan.scenario.search is not None
+        if searching and self._kept is not None and self._outlook is None:  # a resumed search
             self.console.print(f"the search goes on: {span(outlook.levels)} more levels at most, "
                                f"{span(outlook.trials)} trials", highlight=False, markup=False)
         self._outlook = outlook
@@ -151,14 +152,16 @@ class RichProgress(ProgressSink):
         if self._eta is None:
             return "?"
         text = span(self._eta.left_range(), format_duration)
-        if self._outlook is not None:
+        if self._outlook is not None and self._plan is not None and self._plan.scenario.search:
             most = self._outlook.levels[1]
             text += f", at most {counted(most, 'more level')}" if most else ", no new level"
         return text
 
     def _trial_of(self) -> str:
         assert self._plan is not None
-        of = "" if self._plan.scenario.search is not None else f"/{self._plan.repeat}"
+        plan = self._plan
+        per = span((plan.repeat, plan.most_per_point))  # an adaptive repeat: 3–12
+        of = "" if plan.scenario.search is not None else f"/{per}"
         return f"trial {self._trial}{of}"
 
     def phase(self, name: str, seconds: float | None) -> None:
@@ -214,7 +217,8 @@ def _run_text(plan: Plan, kept: Kept | None = None) -> str:
     from vbench.engine.estimate import search_estimate
 
     search, est = plan.scenario.search, search_estimate(plan)
-    size = f"{counted(len(plan.points), 'point')} × {counted(plan.repeat, 'trial')}"
+    per = span((plan.repeat, plan.most_per_point))
+    size = f"{counted(len(plan.points), 'point')} × {per} trial{'s' if per != '1' else ''}"
     if search is None and kept is not None:
         left = max(0, plan.n_trials - kept.trials)
         seconds = (plan.setup_seconds + plan.finish_seconds

@@ -60,6 +60,10 @@ def _size_text(p: Plan) -> str:
     est = search_estimate(p)
     if est is not None:
         return f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials"
+    if p.repeat_max is not None:  # repeat: {min, max, target}
+        lo, hi = p.trials_span
+        return (f"{counted(len(p.points), 'point')} × {span((p.repeat, p.repeat_max))} trials "
+                f"(until the confidence target) = {span((lo, hi))} trials")
     return (f"{counted(len(p.points), 'point')} × {counted(p.repeat, 'trial')} = "
             f"{counted(p.n_trials, 'trial')}")
 
@@ -70,6 +74,8 @@ def _estimate_text(p: Plan) -> str:
     from vbench.engine.estimate import search_estimate
 
     est = search_estimate(p)
+    if est is None and p.repeat_max is not None:
+        return f"estimated {span(p.seconds_span, format_duration)}"
     if est is None:
         return f"estimated {format_duration(p.estimated_seconds)}"
     return f"estimated {span(est.seconds, format_duration)} (if no level is noisy)"
@@ -178,6 +184,8 @@ def _plan_text(
             f"  phases: warm-up {format_duration(pt.warmup)}, steady {format_duration(pt.steady)}"
             f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
             f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
+            + (f", then up to {p.repeat_max} until the confidence target is met"
+               if p.repeat_max is not None else "")
         )
         if pt.profiles:
             lines.append(f"  lab profile: {', '.join(pt.profiles)}")

@@ -167,11 +167,14 @@ def verdicts(
         regression = check_regression_of(store, data.stored, data.analyzed().figures, spec)
         text += format_regression(regression, width)
     regressed = regression is not None and regression.regressed
+    rep = data.verdicted().repeat  # repeat: {…, require: true}: a missed target fails
+    missed = rep is not None and rep.require and not rep.met
     reason = ""
-    if exit_code == EXIT_OK and (qos_failed or regressed):
+    if exit_code == EXIT_OK and (qos_failed or regressed or missed):
         exit_code = EXIT_QOS
         why = [*(["QoS failed"] if qos_failed else []),
-               *(["significant regression"] if regressed else [])]
+               *(["significant regression"] if regressed else []),
+               *(["confidence target not met"] if missed else [])]
         reason = f"{' and '.join(why)} (exit {exit_code})"
     return Verdicts(text, exit_code, regression, reason)
 

@@ -12,6 +12,7 @@ from vbench.config.lab import Lab
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
 from vbench.config.profiles import apply_to_groups, profile_labels
+from vbench.config.repeat import first_trials
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
@@ -81,10 +82,39 @@ class Plan:
     setup_seconds: float = 0.0
     finish_seconds: float = 0.0
     estimate_basis: str = ""  # where the overheads come from, for people
+    # An adaptive repeat (repeat: {min, max, target}): `repeat` is its min, this its max;
+    # None for a fixed count.
+    repeat_max: int | None = None
 
     @property
     def n_trials(self) -> int:
         return len(self.points) * self.repeat
+
+    @property
+    def most_per_point(self) -> int:
+        """The most trials one point may take (an adaptive repeat's max)."""
+        return self.repeat_max or self.repeat
+
+    @property
+    def trials_span(self) -> tuple[int, int]:
+        """The fewest and most trials the run may take (equal for a fixed repeat); the
+        most within the scenario's ``budget: {trials}`` (the minimum always runs)."""
+        most = len(self.points) * self.most_per_point
+        budget = self.scenario.budget
+        if budget is not None and budget.trials is not None:
+            most = max(self.n_trials, min(most, budget.trials))
+        return self.n_trials, most
+
+    @property
+    def seconds_span(self) -> tuple[float, float]:
+        """The whole run's estimate with the fewest, and the most, trials (the most
+        within a ``budget: {time}``, which the last trial started may overrun)."""
+        fixed = self.setup_seconds + self.finish_seconds
+        trials = self.trials_seconds * self.trials_span[1] / max(1, self.n_trials)
+        budget = self.scenario.budget
+        if budget is not None and budget.time is not None:
+            trials = max(self.trials_seconds, min(trials, budget.time))
+        return self.estimated_seconds, fixed + trials
 
     @property
     def trials_seconds(self) -> float:
@@ -108,6 +138,9 @@ class Plan:
             "scenario": self.scenario.name,
             "driver": self.driver,
             "repeat": self.repeat,
+            **({"repeat_max": self.repeat_max, "trials_max": self.trials_span[1],
+                "estimated_seconds_max": round(self.seconds_span[1], 1)}
+               if self.repeat_max else {}),
             "points": [p.to_json() for p in self.points],
             "trials": self.n_trials,
             "groups": {g: list(n) for g, n in self.groups.items()},
@@ -215,7 +248,8 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     return Plan(
         scenario=scenario,
         driver=driver_cls.name,
-        repeat=scenario.repeat,
+        repeat=first_trials(scenario.repeat),
+        repeat_max=None if isinstance(scenario.repeat, int) else scenario.repeat.max,
         points=tuple(points),
         groups=groups,
         findings=tuple(findings.values()),

@@ -192,6 +192,14 @@ def make_schedule(
         return SearchSchedule(plan, search.scenario, search.lab, search.store, search.run_id,
                               resume=search.resume)
     settings = plan.scenario.settings
+    if plan.repeat_max is not None and search is not None:
+        # repeat: {min, max, target}: trials added where the target is not met yet.
+        from vbench.engine.adaptive import AdaptiveSchedule
+
+        return AdaptiveSchedule(
+            plan, search.store, search.run_id, order=settings.order,
+            seed=settings.seed if settings.seed is not None else seed, done=done,
+        )
     return MatrixSchedule(
         plan.points, plan.repeat, order=settings.order,
         seed=settings.seed if settings.seed is not None else seed, done=done,

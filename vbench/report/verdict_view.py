@@ -59,6 +59,9 @@ def html_context(v: Verdict) -> dict[str, Any]:
         "qos_text": v.qos.text, "qos_badge": text, "qos_kind": kind,
         "effects": v.effects.text() if v.effects is not None else None,
         "exit": f"exit {v.exit_code}" + (f": {v.exit_reason}" if v.exit_reason else ""),
+        "repeat": None if v.repeat is None else {
+            "text": v.repeat.text, "rule": v.repeat.rule, "met": v.repeat.met,
+            "points": [(p.title, p.text) for p in v.repeat.points]},
     }
 
 
@@ -84,6 +87,9 @@ def markdown_lines(v: Verdict, md: Any) -> list[str]:
     out.append(f"- QoS: {md(v.qos.text)}")
     if v.effects is not None:
         out.append(f"- vSphere: {md(v.effects.text())}")
+    if v.repeat is not None:  # an adaptive repeat: trials and target per point
+        out.append(f"- Trials: {md(v.repeat.text)} — {md(v.repeat.rule)}")
+        out += [f"  - {md(p.title)}: {md(p.text)}" for p in v.repeat.points]
     return out
 
 

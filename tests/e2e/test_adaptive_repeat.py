@@ -1,0 +1,117 @@
+"""Adaptive repetitions on the local lab (issue 25 item 1): ``repeat: {min, max,
+target}`` adds trials to the noisy point only, every output says how many each point
+took and whether it met the target, and ``--resume`` during the added trials counts the
+trials already stored.
+
+The noise is made, not hoped for: both points run fio throttled (``rate_iops``) with a
+70/30 random read/write mix, and the target metric is the read share of the I/Os (a
+derived figure). With ``randrepeat: true`` fio draws the same read/write sequence every
+trial, so the share repeats to a fraction of a per mille (quiet); with
+``randrepeat: false`` each trial draws a new one, so over ~1,000 I/Os the share moves by
+a few per cent (noisy) — far from a ±1 % target whatever the machine's speed."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import LocalGuests
+from tests.e2e.helpers import (
+    log_events,
+    run_id_of,
+    show,
+    vbench,
+    vbench_popen,
+    wait_for,
+    write_lab,
+    write_scenario,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+REPEAT = "repeat: {min: 3, max: 6, target: {ci_half_width: 1%}, metrics: [read_iops]}\n"
+
+
+def _scenario(tmp: Path, repeat: str = REPEAT) -> Path:
+    s = write_scenario(
+        tmp / "adaptive.yaml", groups=1, warmup="0s", steady="2s",
+        factors="  randrepeat: [true, false]\n",
+    )
+    text = s.read_text().replace("repeat: 2\n", repeat)
+    s.write_text(text.replace("rw: randrw", "rw: randread").replace(
+        "    direct: false\n", "    direct: false\n    rate_iops: 400\n"
+        "    extra: {rate_process: poisson}\n"))
+    return s
+
+
+def _trials(doc: dict[str, Any]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for t in doc["trials"]:
+        if t["status"] == "ok":
+            out[t["point"]] = out.get(t["point"], 0) + 1
+    return out
+
+
+def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path)
+    plan = vbench("plan", str(s), "--lab", str(lab))
+    assert "2 points × 3–6 trials (until the confidence target) = 6–12 trials" in plan.stderr \
+        + plan.stdout
+    res = vbench("run", str(s), "--lab", str(lab), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = show(run_id_of(res.stdout + res.stderr))
+    counts = _trials(doc)
+    assert counts == {0: 3, 1: 6}, counts  # quiet: met at the minimum; noisy: up to max
+    repeat = doc["verdict"]["repeat"]
+    assert [p["text"] for p in repeat["points"]][0] == "met after 3"
+    assert repeat["points"][1]["text"].startswith("not met at max 6: ±")
+    assert "1 of 2 points did not meet" in repeat["text"]
+    assert "1 of 2 points did not meet" in res.stdout + res.stderr
+    shown = vbench("show", doc["run"]["run_id"], env={"COLUMNS": "200"}).stdout
+    assert "met after 3" in shown and "not met at max 6" in shown
+
+
+def test_require_turns_a_missed_target_into_exit_1(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path, REPEAT.replace("min: 3, max: 6", "min: 3, max: 3")
+                  .replace("read_iops]", "read_iops], require: true"))
+    res = vbench("run", str(s), "--lab", str(lab), timeout=600)
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert "confidence target not met" in res.stdout + res.stderr
+
+
+def test_resume_during_added_trials_counts_the_trials_already_stored(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path)
+    proc = vbench_popen("run", str(s), "--lab", str(lab))
+
+    def steady_starts() -> int:
+        return sum(1 for r in log_events(vbench_home)
+                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
+
+    # Trial 8 of the run is an added trial of the noisy point (6 minimum trials first).
+    wait_for(lambda: steady_starts() >= 8 or proc.poll() is not None, 600, "an added trial")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    run_id = run_id_of(out + err)
+    before = _trials(show(run_id))
+    assert before[0] == 3 and 3 <= before[1] < 6, before
+
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    after = show(run_id)
+    assert _trials(after) == {0: 3, 1: 6}  # never more than max, the stored ones counted
+    numbers = sorted(t["trial"] for t in after["trials"]
+                     if t["point"] == 1 and t["status"] == "ok")
+    assert numbers == [1, 2, 3, 4, 5, 6]

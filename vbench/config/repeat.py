@@ -1,0 +1,102 @@
+"""``repeat: {min, max, target}`` (adaptive repetitions) and the run's ``budget:``.
+
+A plain ``repeat: N`` stays a fixed count. The rule itself lives in
+vbench/analysis/adaptive.py; these are the scenario's models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Discriminator, Field, Tag, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
+
+from vbench.config.types import Duration, Strict
+
+
+def _fraction(value: Any) -> Any:
+    """``5%`` or ``0.05`` → 0.05 (a bare number is a fraction, not a percentage)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100.0
+        except ValueError:
+            raise PydanticCustomError("fraction", "expected a share such as 5% or 0.05") from None
+    return value
+
+
+Fraction = Annotated[
+    float,
+    BeforeValidator(_fraction),
+    Field(gt=0, lt=1),
+    WithJsonSchema({"type": ["string", "number"], "description": "e.g. 5% or 0.05"}),
+]
+
+
+class RepeatTarget(Strict):
+    """When a point has trials enough."""
+
+    ci_half_width: Fraction = Field(
+        description="half-width of the 95 % confidence interval of the mean, relative to the "
+        "mean, that every target metric must reach (e.g. 5%)",
+    )
+
+
+class AdaptiveRepeat(Strict):
+    """``repeat`` as a range: min trials, then more while a target is not met, up to max."""
+
+    min: int = Field(3, ge=2, le=1000, description="trials every point runs before the first look")
+    max: int = Field(12, ge=2, le=1000, description="most trials a point may take")
+    target: RepeatTarget = Field(description="the confidence target")
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="metrics held to the target (default: the headline metrics)",
+    )
+    require: bool = Field(
+        False, description="a point that misses the target fails the run (exit 1)"
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> AdaptiveRepeat:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        return self
+
+
+class Budget(Strict):
+    """The most the added trials of an adaptive ``repeat`` may spend in one run."""
+
+    trials: int | None = Field(None, ge=1, le=1_000_000, description="most trials in the run")
+    time: Duration | None = Field(
+        None, gt=0, description="most time the trials may take (the run stops adding trials "
+        "once it is spent)",
+    )
+
+    @model_validator(mode="after")
+    def _some(self) -> Budget:
+        if self.trials is None and self.time is None:
+            raise ValueError("give trials, time or both")
+        return self
+
+
+def _repeat_kind(value: Any) -> str:
+    """A mapping is an adaptive repeat, anything else a count: one branch is checked, so
+    ``repeat: zero`` says "expected a whole number" and no more. (Capitalised tags are
+    left out of error paths by config/load.py.)"""
+    return "AdaptiveRepeat" if isinstance(value, dict | AdaptiveRepeat) else "Count"
+
+
+Repeat = Annotated[
+    Annotated[int, Field(ge=1, le=1000), Tag("Count")]
+    | Annotated[AdaptiveRepeat, Tag("AdaptiveRepeat")],
+    Discriminator(_repeat_kind),
+]
+
+
+def first_trials(repeat: Repeat) -> int:
+    """The trials every point runs for sure: the count, or the adaptive minimum."""
+    return repeat if isinstance(repeat, int) else repeat.min
+
+
+def most_trials(repeat: Repeat) -> int:
+    """The most trials a point may take: the count, or the adaptive maximum."""
+    return repeat if isinstance(repeat, int) else repeat.max
