@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from vbench.config.hookspec import HookSpec, value_text
 from vbench.config.repeat import Budget, Repeat
+from vbench.config.levels import is_size, search_level
 from vbench.config.types import Duration, OneLine, Strict, Text, located
 from vbench.config.vmspec import (  # noqa: F401 (the VM models, re-exported from here)
     DataDisk,
@@ -364,6 +372,10 @@ class SearchStop(Strict):
     max_time: Duration | None = Field(None, gt=0, description="most time one search may take")
 
 
+# A search bound: a number, or a size with a binary unit (4k, 1m) as the drivers take it.
+SearchLevel = Annotated[float, BeforeValidator(search_level)]
+
+
 class SearchSpec(Strict):
     """A find-max search: the largest level of one numeric factor passing every criterion."""
 
@@ -378,15 +390,18 @@ class SearchSpec(Strict):
         description="further dotted paths set to the same level (e.g. a driver's instance "
         "count that follows a group's size)",
     )
-    min: float = Field(allow_inf_nan=False, description="lowest level searched")
-    max: float = Field(allow_inf_nan=False, description="highest level searched")
-    start: float | None = Field(None, allow_inf_nan=False,
-                                description="first level run (default: min)")
-    step: float | None = Field(
+    min: SearchLevel = Field(allow_inf_nan=False, description="lowest level searched (a "
+                             "number, or a size: 4k, 1m — levels are then written as sizes)")
+    max: SearchLevel = Field(allow_inf_nan=False, description="highest level searched")
+    start: SearchLevel | None = Field(None, allow_inf_nan=False,
+                                      description="first level run (default: min)")
+    step: SearchLevel | None = Field(
         None, gt=0, allow_inf_nan=False,
         description="first step of the ramp, doubled after every pass "
         "(default: (max − min) / 8)",
     )
+    # The bounds were written as sizes (bs: 4k..1m): levels go to the driver as sizes.
+    _sizes: bool = PrivateAttr(default=False)
     integer: bool | None = Field(
         None, description="levels are whole numbers (default: when min, max, start and step are)"
     )
@@ -408,6 +423,20 @@ class SearchSpec(Strict):
         "before the answer is given (0: no verification)",
     )
     stop: SearchStop = Field(default_factory=SearchStop, description="stopping rule")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _in_sizes(cls, data: Any, handler: Any) -> SearchSpec:
+        spec = handler(data)
+        if isinstance(data, dict) and any(is_size(data.get(k))
+                                          for k in ("min", "max", "start", "step")):
+            spec._sizes = True
+        return spec
+
+    @property
+    def sizes(self) -> bool:
+        """Whether the levels are sizes (bounds written 4k, 1m…)."""
+        return self._sizes
 
     @model_validator(mode="after")
     def _bounds(self) -> SearchSpec:
