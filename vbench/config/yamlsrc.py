@@ -49,6 +49,9 @@ class Source:
     def locate(self, path: PathT, *, key: bool = False) -> tuple[str, int | None, int | None]:
         """The file/line/column closest to ``path`` (walking up to a known parent)."""
         p = tuple(path)
+        inside = self._set_inside(p)
+        if inside is not None:
+            return (inside, None, None)
         while True:
             if p in self.overridden:
                 return (self.overridden[p], None, None)
@@ -63,6 +66,17 @@ class Source:
                 return (made_by, None, None)
             p = p[:-1]
             key = False
+
+    def _set_inside(self, path: PathT) -> str | None:
+        """The one ``--set`` that changed a value inside ``path``: an error of the whole
+        section (``search: min (50) must be below max (-5)`` after ``--set
+        search.max=-5``) is that --set's, not the section's line in the file. Not for
+        the file's top (every --set is inside it)."""
+        if not path:
+            return None
+        found = {what for over, what in self.overridden.items()
+                 if len(over) > len(path) and over[: len(path)] == path}
+        return found.pop() if len(found) == 1 else None
 
     def _made_by(self, path: PathT) -> str | None:
         """The ``--set`` that created ``path`` (not in the file) as a parent of its own
