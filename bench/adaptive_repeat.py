@@ -17,6 +17,7 @@ that stopping early does not shrink the interval (the rule's correction: a fixed
 minimum, and the stop decided at 1 − 5 %/looks; see the module).
 
     .venv/bin/python -m bench.adaptive_repeat [--points 4000] [--min 5] [--seed 1]
+        [--max N] [--no-correction]
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class Tally:
 def simulate(args: argparse.Namespace) -> tuple[int, Tally, Tally]:
     fixed_n = trials_needed(args.cv_max, args.target)
     assert fixed_n is not None
-    rule = RepeatRule(min=args.min, max=max(fixed_n, args.min), target=args.target)
+    fixed_n = args.max or fixed_n  # --max: both capped there (fewer points can meet)
+    rule = RepeatRule(min=args.min, max=max(fixed_n, args.min), target=args.target,
+                      spend_alpha=not args.no_correction)
     rng = random.Random(args.seed)
     fixed, adaptive = Tally(), Tally()
     for _ in range(args.points):
@@ -78,11 +81,16 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=0.05)
     ap.add_argument("--min", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max", type=int, default=None,
+                    help="fixed repeat and adaptive max (default: sized for the noisiest point)")
+    ap.add_argument("--no-correction", action="store_true",
+                    help="decide the stop at 95 %% too (shows what the correction buys)")
     args = ap.parse_args()
     fixed_n, fixed, adaptive = simulate(args)
     p = args.points
     print(f"{p} points, cv {args.cv_min:.0%}..{args.cv_max:.0%}, target ±{args.target:.0%}, "
-          f"fixed repeat {fixed_n}, adaptive min {args.min} max {fixed_n}")
+          f"fixed repeat {fixed_n}, adaptive min {args.min} max {fixed_n}"
+          f"{' (no correction)' if args.no_correction else ''}")
     for name, t in (("fixed", fixed), ("adaptive", adaptive)):
         print(f"{name:>9}: {t.trials / p:6.2f} trials/point (most {t.most}), "
               f"meeting {t.meeting / p:6.1%}, coverage {t.covered / p:6.1%}")

@@ -86,3 +86,10 @@ def test_a_point_within_target_at_95_but_not_at_the_stop_level_says_why() -> Non
     xs = [100.0, 104.0, 96.0, 102.0, 98.0]
     text = progress(RepeatRule(3, 5, 0.05), 5, {"m": xs}).text()
     assert text.startswith("not met at max 5: ±") and "not yet held at 98.3 %" in text
+
+
+def test_without_the_correction_the_stop_is_decided_at_95() -> None:
+    xs = [100.0, 104.0, 96.0, 102.0, 98.0]  # within ±5 % at 95 %, not at 99.5 %
+    plain = RepeatRule(3, 12, 0.05, spend_alpha=False)
+    assert plain.decision_confidence == pytest.approx(0.95)
+    assert not wants_more(plain, 5, {"m": xs}) and wants_more(RULE, 5, {"m": xs})

@@ -47,6 +47,7 @@ class RepeatRule:
     target: float  # relative CI half-width, e.g. 0.05
     metrics: tuple[str, ...] = ()  # () = the run's headline metrics
     require: bool = False
+    spend_alpha: bool = True  # False: decide at 95 % too (no correction; the bench compares)
 
     @property
     def looks(self) -> int:
@@ -56,7 +57,7 @@ class RepeatRule:
     @property
     def decision_confidence(self) -> float:
         """The confidence of the interval the stop is decided with (see module doc)."""
-        return 1.0 - ALPHA / self.looks
+        return 1.0 - ALPHA / self.looks if self.spend_alpha else CONFIDENCE
 
 
 def rule_of(repeat: object) -> RepeatRule | None:
