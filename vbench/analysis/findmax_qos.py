@@ -13,12 +13,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.figures import RunFigures, convert
-from vbench.analysis.findmax import SearchParams
 from vbench.analysis.qos import combine, criterion_name, holds
 from vbench.config.scenario import QosCriterion, SearchSpec
+
+if TYPE_CHECKING:  # the search itself: imported when a search is planned or run
+    from vbench.analysis.findmax import SearchParams
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class CriterionValue:
 
 
 def search_params(spec: SearchSpec, repeat: int) -> SearchParams:
+    from vbench.analysis.findmax import SearchParams
+
     return SearchParams(
         min=spec.min,
         max=spec.max,

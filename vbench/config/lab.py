@@ -6,7 +6,7 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from vbench.config import netaddr
 from vbench.config.secrets import SecretError, resolve_secret
@@ -70,7 +70,15 @@ PoolItem = Annotated[str, AfterValidator(netaddr.check_pool_item)]
 IPv4 = Annotated[str, AfterValidator(netaddr.check_ipv4)]
 
 
-class SshEndpoint(Strict):
+class LabModel(Strict):
+    """A lab model: pydantic builds its validator when a lab is first loaded, not when
+    this module is imported (the scenario's models import it for a few types, and
+    `validate` or `plan` without --lab loads no lab)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class SshEndpoint(LabModel):
     """How to reach a machine over SSH."""
 
     address: Address = Field(description="host name or IP address")
@@ -98,7 +106,7 @@ class Node(SshEndpoint):
     )
 
 
-class NodeDefaults(Strict):
+class NodeDefaults(LabModel):
     """Values every node inherits unless it sets its own."""
 
     port: int = Field(22, ge=1, le=65535)
@@ -112,7 +120,7 @@ class NodeDefaults(Strict):
     connect_timeout: Duration = Field(10.0, gt=0)
 
 
-class IpPool(Strict):
+class IpPool(LabModel):
     """Fixed addresses handed to cloned VMs by guest customization (networks without DHCP)."""
 
     addresses: Annotated[list[PoolItem], AfterValidator(netaddr.check_pool)] = Field(
@@ -127,7 +135,7 @@ class IpPool(Strict):
     domain: str = Field("local", description="DNS domain of the guests")
 
 
-class Simulator(Strict):
+class Simulator(LabModel):
     """A vcsim simulator `vbench lab up` starts for this vCenter (the url must be loopback)."""
 
     datacenters: int = Field(1, ge=1, le=100, description="datacenters")
@@ -144,7 +152,7 @@ class Simulator(Strict):
     )
 
 
-class VCenter(Strict):
+class VCenter(LabModel):
     """A vCenter Server (used by the vSphere layer)."""
 
     url: Annotated[str, AfterValidator(netaddr.check_vcenter_url)] = Field(
@@ -180,7 +188,7 @@ class EsxiHost(SshEndpoint):
     vcenter: str | None = Field(None, description="vCenter managing it (name in `vcenters`)")
 
 
-class Profile(Strict):
+class Profile(LabModel):
     """A lab variant a factor level switches to (docs/labs.md, Profiles).
 
     For the points at that level, `vm:` groups are placed (and a driver acting on
@@ -204,7 +212,7 @@ class Profile(Strict):
     labels: dict[str, str] = Field(default_factory=dict, description="recorded with the run")
 
 
-class LocalLab(Strict):
+class LocalLab(LabModel):
     """The loopback lab `vbench lab up` starts (an sshd on 127.0.0.x addresses)."""
 
     addresses: list[str] = Field(min_length=1, description="loopback addresses, one per guest")
@@ -219,7 +227,7 @@ class LocalLab(Strict):
         return self
 
 
-class Lab(Strict):
+class Lab(LabModel):
     """A lab file: where scenarios run."""
 
     version: Literal[1]

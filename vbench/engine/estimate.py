@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vbench.analysis.findmax import Outlook
 from vbench.engine.plan import Plan
 from vbench.errors import VbenchError
 from vbench.results.store_engine import resolve_url
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) only when one exists to learn from
+    from vbench.analysis.findmax import Outlook
     from vbench.results.store import RunRow, Store, TrialRow
 
 RUNS = 3  # stored runs learned from
@@ -149,12 +149,13 @@ def search_estimate(plan: Plan) -> SearchEstimate | None:
     """The levels, trials and run time a find-max plan may take; None for a matrix (its
     points × repeat say it). The trials take the time of the start level's (with the
     learned overhead); the run's set-up and clean-up are added once."""
-    from vbench.analysis.findmax import FindMax
-    from vbench.analysis.findmax_qos import search_params
-
     spec = plan.scenario.search
     if spec is None or not plan.points:
         return None
+    # The search's own modules: a matrix (validate's usual case) never needs them.
+    from vbench.analysis.findmax import FindMax, Outlook
+    from vbench.analysis.findmax_qos import search_params
+
     one = FindMax(search_params(spec, plan.repeat)).outlook()
     n = len(plan.points)  # one search per combination of the other factors
     outlook = Outlook((one.levels[0] * n, one.levels[1] * n), (one.trials[0] * n,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
@@ -30,7 +29,6 @@ from vbench.parsers.fio import (
     measured_window,
     parse_fio_json,
 )
-from vbench.results.collected import SERIES_DIR, safe_name
 from vbench.workloads import guest_trial
 from vbench.workloads.base import (
     Finding,
@@ -42,8 +40,6 @@ from vbench.workloads.base import (
 )
 from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
-from vbench.workloads.fio import logs as fio_logs
-from vbench.workloads.fio import target as fio_target
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
@@ -210,6 +206,10 @@ class FioWorkload(Workload):
             raise GuestError("controller", f"cannot read fio job file {path}: {exc}") from exc
 
     def _push(self, ctx: TrialContext, guest: Guest, user_job: str | None) -> None:
+        # A trial's own modules, imported when one runs: validate and plan never need them.
+        from vbench.workloads.fio import logs as fio_logs
+        from vbench.workloads.fio import target as fio_target
+
         if guest.which("fio") is None:
             raise GuestError(guest.name, "fio not found in PATH (install the fio package)")
         version = guest.run(["fio", "--version"], timeout=30, check=False)
@@ -349,6 +349,9 @@ class FioWorkload(Workload):
     ) -> list[Sample]:
         """Fetch the guest's per-second logs, keep them whole as a series file, and
         return the figures of the steady window (fio's own for this guest)."""
+        from vbench.results.collected import SERIES_DIR, safe_name
+        from vbench.workloads.fio import logs as fio_logs
+
         d = self._dir(ctx, guest)
         listing = guest.run(["ls", "-1", "--", d], timeout=60).stdout.splitlines()
         files = fio_logs.log_files(listing)
@@ -416,5 +419,7 @@ class FioWorkload(Workload):
     ) -> list[T]:
         if len(guests) == 1:
             return [fn(guests[0])]
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=max(1, min(ctx.max_parallel, len(guests)))) as ex:
             return list(ex.map(fn, guests))
