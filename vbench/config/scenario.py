@@ -14,8 +14,9 @@ from pydantic import (
 )
 
 from vbench.config.hookspec import HookSpec, value_text
-from vbench.config.repeat import Budget, Repeat
 from vbench.config.levels import is_size, search_level
+from vbench.config.repeat import Budget, Repeat
+from vbench.config.steady import SteadyStateSpec
 from vbench.config.types import Duration, OneLine, Strict, Text, located
 from vbench.config.vmspec import (  # noqa: F401 (the VM models, re-exported from here)
     DataDisk,
@@ -496,6 +497,10 @@ class Scenario(Strict):
         None, description="find-max: search one numeric factor for the largest passing level "
         "(the other factors still form a matrix: one search per combination)",
     )
+    steady_state: SteadyStateSpec | None = Field(
+        None, description="SNIA PTS steady state: rounds (trials) of every point until its "
+        "last `window` rounds are steady, or `max_rounds` (docs/storage.md)",
+    )
 
     @field_validator("topology")
     @classmethod
@@ -506,3 +511,15 @@ class Scenario(Strict):
             if not re.fullmatch(NAME, name):  # match() would let a trailing newline by
                 raise ValueError(f"group name {name!r} must match {NAME}")
         return v
+
+    @model_validator(mode="after")
+    def _steady_state_alone(self) -> Scenario:
+        # Rounds until steady decide a point's trials; a search or an adaptive repeat would
+        # decide them too.
+        if self.steady_state is not None and self.search is not None:
+            raise ValueError("steady_state and search cannot be combined: a point's trials "
+                             "are the steady-state rounds")
+        if self.steady_state is not None and not isinstance(self.repeat, int):
+            raise ValueError("steady_state and an adaptive repeat cannot be combined: a "
+                             "point's trials are the steady-state rounds")
+        return self

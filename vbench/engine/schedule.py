@@ -170,6 +170,10 @@ def schedule_class(scenario: Mapping[str, Any]) -> type[Schedule]:
         from vbench.engine.search import SearchSchedule
 
         return SearchSchedule
+    if scenario.get("steady_state"):
+        from vbench.engine.steady import SteadyStateSchedule
+
+        return SteadyStateSchedule
     return MatrixSchedule
 
 
@@ -184,6 +188,11 @@ def make_schedule(
     loaded scenario, lab, store and run: ``search``), else every point × repeat in
     ``settings.order``. ``done``: (point, trial) pairs a resumed matrix run skips;
     ``seed``: the seed a resumed random order drew before (``settings.seed`` wins)."""
+    if plan.scenario.steady_state is not None and search is not None:
+        # steady_state: rounds of every point until the SNIA PTS rule holds.
+        from vbench.engine.steady import SteadyStateSchedule
+
+        return SteadyStateSchedule(plan, search.store, search.run_id, done=done)
     if plan.scenario.search is not None:
         if search is None:
             raise ValueError("a find-max scenario needs its store and run to schedule")

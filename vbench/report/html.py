@@ -58,6 +58,7 @@ from vbench.report.sections import (
 )
 from vbench.report.series import flat_series, read_series, series_charts
 from vbench.report.shown import choose_metrics, families
+from vbench.report.steady_chart import steady_charts
 from vbench.report.svg import PALETTE
 from vbench.report.tables import guest_table, result_tables
 from vbench.report.verdict_view import html_context
@@ -222,7 +223,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "regression": regression_section(view.data.regression),
         "findmax": findmax_section(findmax_reports(
             run, view.data.points, view.data.trials, analysis.figures)),
-        "charts": lead.headline,
+        "charts": [*steady_charts(view.data, ids.next), *lead.headline],
         "derived_charts": derived_figs,
         "extra_charts": lead.extra,
         "series_charts": series["charts"],

@@ -1,0 +1,66 @@
+"""SNIA PTS steady state on real fio: rounds of every point until the last `window`
+agree. A rate-capped fio is steady at the first full window; a rule no device can meet
+stops at the cap and says "steady state not reached"; the report draws the rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LocalGuests
+from tests.e2e.helpers import run_id_of, show, vbench, write_lab, write_scenario
+
+pytestmark = pytest.mark.e2e
+
+
+def _scenario(tmp_path: Path, steady_state: str, *, capped: bool = True) -> Path:
+    s = write_scenario(tmp_path / "s.yaml", groups=1, steady="1s", warmup="0s", repeat=1,
+                       factors="  bs: [4k, 64k]\n", extra=steady_state)
+    if capped:
+        s.write_text(s.read_text().replace("    direct: false\n",
+                                           "    direct: false\n    rate_iops: 200\n"))
+    return s
+
+
+def test_steady_state_is_reached_at_the_first_window_of_a_capped_fio(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 3\n"
+                  "  max_excursion: 20%\n  max_slope: 10%\n  max_rounds: 6\n")
+    res = vbench("run", str(s), "--lab", str(lab))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    doc = show(run_id_of(res.stdout))
+    # Rounds run one trial of every point each: 3 rounds × 2 points, in round order.
+    order = [(t["point"], t["trial"]) for t in sorted(doc["trials"],
+                                                        key=lambda t: t["started"])]
+    assert order == [(0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (1, 3)]
+    run_dir = Path(doc["run"]["run_dir"])
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    answer = verdict["answers"][0]
+    assert answer["kind"] == "steady state"
+    assert answer["text"] == "every deciding point steady by round 3"
+    assert all(f["window"] == "steady-state window, rounds 1–3" for f in answer["figures"])
+    html = (run_dir / "report.html").read_text()
+    assert "steady-state rounds of total_iops" in html
+
+
+def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reached(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    # Only the 4k point decides; no real uncapped fio keeps two rounds within ±0.01 %.
+    s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 2\n"
+                  "  max_excursion: 0.0001\n  max_rounds: 3\n  at: {bs: 4k}\n", capped=False)
+    res = vbench("run", str(s), "--lab", str(lab))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    doc = show(run_id_of(res.stdout))
+    assert len(doc["trials"]) == 6  # the cap: 3 rounds of both points
+    verdict = json.loads((Path(doc["run"]["run_dir"]) / "verdict.json").read_text())
+    answer = verdict["answers"][0]
+    assert answer["status"] == "not reached"
+    assert answer["text"].startswith("steady state not reached in 3 rounds: the last window "
+                                     "(rounds 2–3) has a round")
+    assert answer["text"].endswith("stopped at the cap of 3 rounds")

@@ -1,0 +1,76 @@
+"""SNIA PTS steady state: the rule against rounds whose answer is known by hand, its
+scenario key, and the schedule's rounds (one trial of every point per round)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vbench.analysis.steady_state import SteadyRule, judge, rounds_of, rule_of, window_of
+from vbench.config.steady import SteadyStateSpec
+
+RULE = SteadyRule("total_iops")  # window 5, ±20 %, slope 10 %, cap 25
+
+
+def test_a_device_settling_after_its_fresh_out_of_box_rounds_is_steady_at_round_7() -> None:
+    # FOB rounds far above, then a plateau: rounds 3..7 are the first window that passes.
+    rounds = [52000, 31000, 20500, 19800, 20300, 19900, 20100, 20000]
+    state = judge(rounds, RULE)
+    assert state.reached and state.done
+    assert state.at_round == 7
+    assert (state.window.first, state.window.last) == (3, 7)
+    assert state.text().startswith("steady state reached at round 7 (rounds 3–7: within ±")
+
+
+def test_the_excursion_limit_is_every_round_within_20_percent_of_the_window_mean() -> None:
+    # mean 100: 121 lies 21 % off (fails), 119 lies 19 % off (passes); the fit is flat.
+    assert not judge([100, 79, 121, 100, 100], RULE).reached
+    state = judge([100, 81, 119, 100, 100], RULE)
+    assert state.reached
+    assert state.window.excursion == pytest.approx(0.19)
+
+
+def test_the_slope_limit_is_the_fitted_lines_change_across_the_window() -> None:
+    # A steady climb: every round within ±20 %, but the line rises 12 % of the mean.
+    rising = [97.0, 98.5, 100.0, 101.5, 103.0]
+    w = window_of(rising, 1)
+    assert w.excursion < 0.2
+    assert w.fit_change == pytest.approx(6.0 / 100.0)  # 1.5/round × 4 rounds
+    assert judge(rising, RULE).reached
+    climbing = [94.0, 97.0, 100.0, 103.0, 106.0]
+    assert window_of(climbing, 1).fit_change == pytest.approx(0.12)
+    state = judge(climbing, RULE)
+    assert not state.reached and not state.done
+    assert "the fit changes 12.0 % (limit 10 %)" in state.reason
+
+
+def test_a_device_that_never_settles_stops_at_the_cap_and_says_so() -> None:
+    rule = SteadyRule("total_iops", max_rounds=8)
+    rounds = [100, 60, 140, 70, 130, 65, 135, 60]
+    state = judge(rounds, rule)
+    assert not state.reached and state.done
+    assert state.reason.startswith("steady state not reached in 8 rounds: the last window "
+                                   "(rounds 4–8) has a round")
+    assert state.reason.endswith("stopped at the cap of 8 rounds")
+    assert not judge(rounds[:7], rule).done  # below the cap: more rounds are wanted
+
+
+def test_a_failed_round_breaks_the_window_until_a_full_one_follows() -> None:
+    rounds = rounds_of({1: 100.0, 2: 101.0, 4: 99.0, 5: 100.0, 6: 100.0, 7: 101.0}, 7)
+    assert rounds[2] is None
+    assert not judge(rounds[:6], RULE).reached  # every 5-round window holds round 3
+    state = judge([*rounds, 100.0], RULE)
+    assert state.at_round == 8
+
+
+def test_the_scenario_key_takes_percentages_and_defaults_to_the_pts() -> None:
+    spec = SteadyStateSpec.model_validate({"metric": "total_iops", "max_excursion": "20%",
+                                           "max_slope": "10%", "at": {"bs": "4k"}})
+    rule = rule_of(spec)
+    assert rule == SteadyRule("total_iops", 5, 0.2, 0.1, 25, (("bs", "4k"),))
+    assert rule_of(spec.model_dump()) == rule  # the stored mapping reads back the same
+    assert rule.decides({"bs": "4k", "rw": "randwrite"})
+    assert not rule.decides({"bs": "128k"})
+    with pytest.raises(ValueError, match="max_rounds \\(3\\) must be at least the window"):
+        SteadyStateSpec.model_validate({"metric": "m", "max_rounds": 3})
+    with pytest.raises(ValueError, match="share such as 20%"):
+        SteadyStateSpec.model_validate({"metric": "m", "max_excursion": "lots%"})

@@ -1,0 +1,156 @@
+"""Steady state the way the SNIA Solid State Storage Performance Test Specification
+(PTS) judges it: rounds of the same measurement until the last ``window`` rounds agree.
+
+A point's rounds are its trials, in order; each round's value is the trial's figure of
+the scenario's ``steady_state.metric``. The window of the last ``window`` rounds is in
+steady state when both hold:
+
+- **excursion**: every round lies within ``± max_excursion`` of the window's mean;
+- **slope**: the least-squares line through the window changes, from its first round
+  to its last, by no more than ``max_slope`` of the mean (``|slope| × (window − 1)``).
+
+The first window that passes ends the rounds ("reached at round 7"); a point that has
+run ``max_rounds`` without one is "steady state not reached". :func:`judge` is the
+pure rule; the engine's schedule (vbench/engine/steady.py) asks it after every round,
+and the verdict and the report read it back from the stored trials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.config.steady import (
+    PTS_EXCURSION,
+    PTS_MAX_ROUNDS,
+    PTS_SLOPE,
+    PTS_WINDOW,
+    SteadyStateSpec,
+)
+
+
+@dataclass(frozen=True)
+class SteadyRule:
+    """``steady_state: {metric, window, max_excursion, max_slope, max_rounds}``."""
+
+    metric: str
+    window: int = PTS_WINDOW
+    max_excursion: float = PTS_EXCURSION
+    max_slope: float = PTS_SLOPE
+    max_rounds: int = PTS_MAX_ROUNDS
+    at: tuple[tuple[str, str], ...] = ()  # factor levels of the deciding point(s)
+
+    def decides(self, labels: Mapping[str, Any]) -> bool:
+        """The point with these factor levels is one whose rounds decide."""
+        return all(_level(labels.get(k)) == v for k, v in self.at)
+
+
+def _level(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def rule_of(spec: SteadyStateSpec | Mapping[str, Any] | None) -> SteadyRule | None:
+    """The rule of a scenario's ``steady_state`` (the model, or the mapping stored with
+    the run, "20%" strings and all); None when the scenario has none."""
+    if spec is None:
+        return None
+    if not isinstance(spec, SteadyStateSpec):
+        spec = SteadyStateSpec.model_validate(dict(spec))
+    return SteadyRule(spec.metric, spec.window, spec.max_excursion, spec.max_slope,
+                      spec.max_rounds, tuple((k, _level(v)) for k, v in spec.at.items()))
+
+
+def rounds_of(values: Mapping[int, float | None], count: int | None = None
+              ) -> list[float | None]:
+    """A point's ``count`` rounds in order (default: up to its last trial with a value)
+    from its per-trial values (trial number -> value): a trial without a value (failed)
+    is a round without a figure."""
+    last = count if count is not None else max(values, default=0)
+    return [values.get(t) for t in range(1, last + 1)]
+
+
+@dataclass(frozen=True)
+class Window:
+    """One measurement window: rounds ``first``..``last`` (1-based, inclusive)."""
+
+    first: int
+    last: int
+    mean: float
+    excursion: float  # the largest |round - mean| / mean in the window
+    slope: float  # of the least-squares line, per round
+    intercept: float  # the line's value at round ``first``
+    fit_change: float  # |slope| × (window - 1) / mean
+
+    def passes(self, rule: SteadyRule) -> bool:
+        return self.excursion <= rule.max_excursion and self.fit_change <= rule.max_slope
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """The rule's reading of a point's rounds."""
+
+    rule: SteadyRule
+    rounds: tuple[float | None, ...]
+    window: Window | None  # the first passing window, else the last one examined
+    reached: bool
+    done: bool  # no more rounds are wanted (reached, or the cap is hit)
+    reason: str
+
+    @property
+    def at_round(self) -> int | None:
+        return self.window.last if self.reached and self.window else None
+
+    def text(self) -> str:
+        w = self.window
+        if self.reached and w is not None:
+            return (f"steady state reached at round {w.last} (rounds {w.first}–{w.last}: "
+                    f"within ±{w.excursion * 100:.1f} % of their mean, the fit changes "
+                    f"{w.fit_change * 100:.1f} %)")
+        return self.reason
+
+
+def window_of(values: Sequence[float], first: int) -> Window:
+    """The window statistics of ``values`` (rounds ``first``.. in order)."""
+    n = len(values)
+    mean = sum(values) / n
+    xm = (n - 1) / 2
+    sxx = sum((i - xm) ** 2 for i in range(n))
+    slope = sum((i - xm) * (v - mean) for i, v in enumerate(values)) / sxx if sxx else 0.0
+    scale = abs(mean) if mean else float("inf")
+    excursion = max(abs(v - mean) for v in values) / scale
+    return Window(first, first + n - 1, mean, excursion, slope, mean - slope * xm,
+                  abs(slope) * (n - 1) / scale)
+
+
+def judge(rounds: Sequence[float | None], rule: SteadyRule) -> SteadyState:
+    """Where ``rounds`` (one value per round, None for a round without a figure) first
+    reach steady state under ``rule``, or why not (yet)."""
+    vals = tuple(rounds)
+    last: Window | None = None
+    for end in range(rule.window, len(vals) + 1):
+        part = vals[end - rule.window:end]
+        if any(v is None for v in part):
+            continue  # a failed round breaks the window: the next full one is judged
+        last = window_of([float(v) for v in part if v is not None], end - rule.window + 1)
+        if last.passes(rule):
+            return SteadyState(rule, vals, last, True, True, "")
+    capped = len(vals) >= rule.max_rounds
+    if last is None:
+        why = (f"steady state not reached: fewer than {rule.window} rounds with a figure "
+               f"of {rule.metric} in {len(vals)}")
+    else:
+        broke = []
+        if last.excursion > rule.max_excursion:
+            broke.append(f"a round {last.excursion * 100:.1f} % from the mean "
+                         f"(limit ±{rule.max_excursion * 100:.0f} %)")
+        if last.fit_change > rule.max_slope:
+            broke.append(f"the fit changes {last.fit_change * 100:.1f} % "
+                         f"(limit {rule.max_slope * 100:.0f} %)")
+        why = (f"steady state not reached in {len(vals)} rounds: the last window "
+               f"(rounds {last.first}–{last.last}) has {' and '.join(broke)}")
+    if capped:
+        why += f"; stopped at the cap of {rule.max_rounds} rounds"
+    return SteadyState(rule, vals, last, False, capped, why)
