@@ -1,0 +1,151 @@
+"""The adaptive-repeat schedule (vbench/engine/adaptive.py) against a real store: the
+minimum first (in the scenario's order), then trials only where the target is not met,
+never more than max, a budget of trials honoured, and a resumed schedule counting the
+trials already stored. Trial values are fed in as the engine would store them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from vbench.config.load import load_scenario
+from vbench.engine.adaptive import AdaptiveSchedule
+from vbench.engine.plan import Plan, build_plan
+from vbench.engine.schedule import make_schedule
+from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult
+from vbench.results.store import Store
+
+SCENARIO = """version: 1
+name: adaptive
+topology:
+  storage: {{count: 1}}
+workload:
+  driver: fio
+  params: {{rw: randread, size: 8m, ioengine: psync, direct: false}}
+factors:
+  bs: [4k, 16k, 64k]
+repeat: {{min: 3, max: 8, target: {{ci_half_width: 2%}}, metrics: [total_iops]}}
+phases: {{steady: 1s}}
+{extra}"""
+
+# Point 0 repeats itself, point 1 swings ±20 % (never meets ±2 %), point 2 is noisy at
+# first and settles (meets the target after two added trials, at 5).
+VALUES: dict[int, Callable[[int], float]] = {
+    0: lambda t: 1000.0,
+    1: lambda t: 1000.0 * (1.2 if t % 2 else 0.8),
+    2: lambda t: 1000.0 * (1.01 if t == 1 else 0.99 if t == 2 else 1.0),
+}
+
+
+def _plan(tmp_path: Path, extra: str = "") -> Plan:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(extra=extra))
+    return build_plan(load_scenario(path))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(f"sqlite:///{tmp_path}/r.db", tmp_path) as s:
+        yield s
+
+
+def _start(store: Store, plan: Plan, run_id: str = "20270101-000000-adpt") -> str:
+    store.create_run(RunInfo(run_id=run_id, scenario_name="adaptive", started=0.0,
+                             scenario=plan.scenario.model_dump(mode="json"),
+                             headline=("total_iops",)))
+    store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
+    return run_id
+
+
+def _run(schedule: AdaptiveSchedule, store: Store, run_id: str, stop_after: float = math.inf
+         ) -> list[tuple[int, int]]:
+    """Run the schedule as the engine does (next → store → finished)."""
+    ran: list[tuple[int, int]] = []
+    while len(ran) < stop_after and (step := schedule.next()) is not None:
+        p, t = step.point.index, step.trial
+        sample = Sample("total_iops", VALUES[p](t), "IO/s", "fio")
+        result = TrialResult(p, t, "ok", PhaseTimes(), (sample,), None)
+        store.record_trial(run_id, result)
+        schedule.finished(result)
+        ran.append((p, t))
+    return ran
+
+
+def _counts(ran: list[tuple[int, int]]) -> dict[int, int]:
+    return {p: sum(1 for q, _ in ran if q == p) for p in sorted({p for p, _ in ran})}
+
+
+def _schedule(plan: Plan, store: Store, run_id: str, **kw: object) -> AdaptiveSchedule:
+    return AdaptiveSchedule(plan, store, run_id, **kw)  # type: ignore[arg-type]
+
+
+def test_trials_go_only_where_the_target_is_not_met_and_never_past_max(
+    tmp_path: Path, store: Store
+) -> None:
+    plan = _plan(tmp_path)
+    rid = _start(store, plan)
+    ran = _run(_schedule(plan, store, rid), store, rid)
+    assert ran[:9] == [(p, t) for p in range(3) for t in (1, 2, 3)]  # the minimum first
+    counts = _counts(ran)
+    assert counts == {0: 3, 1: 8, 2: 5}, counts
+    # Trial numbers of a point follow on from its last one.
+    assert sorted(t for p, t in ran if p == 1) == list(range(1, 9))
+
+
+def test_the_point_nearest_its_target_gets_the_added_trials_first(
+    tmp_path: Path, store: Store
+) -> None:
+    plan = _plan(tmp_path)
+    rid = _start(store, plan)
+    ran = _run(_schedule(plan, store, rid), store, rid)
+    added = [p for p, _ in ran[9:]]
+    # Point 2 can reach ±2 % by max, point 1 cannot: 2's trials come before 1's.
+    assert added.index(2) < added.index(1)
+    assert max(i for i, p in enumerate(added) if p == 2) < max(
+        i for i, p in enumerate(added) if p == 1)
+
+
+def test_a_trial_budget_caps_the_run_and_the_outlook(tmp_path: Path, store: Store) -> None:
+    plan = _plan(tmp_path, "budget: {trials: 11}\n")
+    assert plan.trials_span == (9, 11)
+    rid = _start(store, plan)
+    schedule = _schedule(plan, store, rid)
+    first = schedule.next()
+    # The first trial handed out: all 9 of the minimum still to run, at most 11 in all.
+    assert first is not None and schedule.outlook().trials == (9, 11)
+    schedule = _schedule(plan, store, rid)
+    ran = _run(schedule, store, rid)
+    assert len(ran) == 11 and schedule.budget_spent
+
+
+def test_random_order_shuffles_the_minimum_with_its_seed(tmp_path: Path, store: Store) -> None:
+    plan = _plan(tmp_path, "settings: {order: random, seed: 7}\n")
+    rid = _start(store, plan)
+    schedule = make_schedule(plan, seed=None, search=_context(plan, store, rid))
+    assert isinstance(schedule, AdaptiveSchedule)
+    ran = _run(schedule, store, rid)
+    first = ran[:9]
+    assert sorted(first) == [(p, t) for p in range(3) for t in (1, 2, 3)] and first != sorted(first)
+    doc = schedule.describe()
+    assert doc["kind"] == "adaptive" and doc["seed"] == 7 and doc["max"] == 8
+
+
+def test_a_resumed_schedule_counts_the_stored_trials(tmp_path: Path, store: Store) -> None:
+    plan = _plan(tmp_path)
+    rid = _start(store, plan)
+    before = _run(_schedule(plan, store, rid), store, rid, stop_after=11)  # 2 added ones
+    done = {(p, t) for p, t in before}
+    rest = _run(_schedule(plan, store, rid, done=done), store, rid)
+    assert rest and not done & set(rest)
+    counts = _counts([*before, *rest])
+    assert counts == {0: 3, 1: 8, 2: 5}, counts
+
+
+def _context(plan: Plan, store: Store, rid: str):  # type: ignore[no-untyped-def]
+    from vbench.config.load import Loaded
+    from vbench.engine.schedule import SearchContext
+
+    return SearchContext(Loaded(plan.scenario, None), None, store, rid)  # type: ignore[arg-type]
