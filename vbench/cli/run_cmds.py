@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,8 +63,10 @@ def _size_text(p: Plan) -> str:
         return f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials"
     if p.repeat_max is not None:  # repeat: {min, max, target}
         lo, hi = p.trials_span
+        until = ("rounds until steady state" if p.scenario.steady_state is not None
+                 else "until the confidence target")
         return (f"{counted(len(p.points), 'point')} × {span((p.repeat, p.repeat_max))} trials "
-                f"(until the confidence target) = {span((lo, hi))} trials")
+                f"({until}) = {span((lo, hi))} trials")
     return (f"{counted(len(p.points), 'point')} × {counted(p.repeat, 'trial')} = "
             f"{counted(p.n_trials, 'trial')}")
 
@@ -113,9 +116,29 @@ def plan(scenario: Path, lab: Path | None, sets: tuple[str, ...], as_json: bool)
             doc["vms"] = vms.to_json()
         if sources:
             doc["vm_sources"] = sources
+        doc["lab_objects"] = [dataclasses.asdict(o) for o in _lab_objects(p)]
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(_plan_text(p, vms, sources))
+
+
+def _lab_objects(p: Plan) -> list[Any]:
+    """The vCenter objects the driver's parameters name over every point, once each."""
+    seen: dict[Any, None] = {}
+    for pt in p.points:
+        seen.update(dict.fromkeys(pt.workload.lab_objects(pt.workload.params)))
+    return list(seen)
+
+
+def _objects_text(p: Plan) -> list[str]:
+    """One line naming them: `lab check --scenario` and the run look each one up."""
+    objects = _lab_objects(p)
+    if not objects:
+        return []
+    named = ", ".join(f"{o.kind.replace('_', ' ')} {o.name}"
+                      + (f" (vCenter {o.vcenter})" if o.vcenter else "") for o in objects)
+    return [f"vCenter objects named: {named} (looked up by `vbench lab check --scenario` "
+            "and by the run before anything is created)"]
 
 
 def _vm_sources(p: Plan, lab: Path | None) -> dict[str, str]:
@@ -157,6 +180,7 @@ def _plan_text(
         f"scenario {p.scenario.name}: driver {p.driver}, {_size_text(p)}, {_estimate_text(p)}",
         "groups: " + "; ".join(f"{g} = {', '.join(n)}" for g, n in p.groups.items()),
         *(f"vm {g}: {text}" for g, text in (vm_sources or {}).items()),
+        *_objects_text(p),
     ]
     if p.estimate_basis:
         lines.insert(1, f"estimate: {p.estimate_basis}")
@@ -185,7 +209,9 @@ def _plan_text(
             f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
             f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
             + (f", then up to {p.repeat_max} until the confidence target is met"
-               if p.repeat_max is not None else "")
+               if p.repeat_max is not None and p.scenario.steady_state is None else "")
+            + (f", then rounds up to {p.repeat_max} until steady state"
+               if p.scenario.steady_state is not None else "")
         )
         if pt.profiles:
             lines.append(f"  lab profile: {', '.join(pt.profiles)}")
