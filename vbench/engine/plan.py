@@ -248,8 +248,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     return Plan(
         scenario=scenario,
         driver=driver_cls.name,
-        repeat=first_trials(scenario.repeat),
-        repeat_max=None if isinstance(scenario.repeat, int) else scenario.repeat.max,
+        **_trials_per_point(scenario),
         points=tuple(points),
         groups=groups,
         findings=tuple(findings.values()),
@@ -411,3 +410,13 @@ def _check_profiles(scenario: Scenario, lab: Lab, src: Any, lab_file: str) -> No
                 )
     if issues:
         raise ConfigValidationError(issues)
+
+
+def _trials_per_point(scenario: Scenario) -> dict[str, Any]:
+    """``repeat`` and ``repeat_max`` of the plan: a fixed count; an adaptive repeat's min
+    and max; a steady-state study's window and cap of rounds (vbench/engine/steady.py)."""
+    ss = scenario.steady_state
+    if ss is not None:
+        return {"repeat": ss.window, "repeat_max": ss.max_rounds}
+    return {"repeat": first_trials(scenario.repeat),
+            "repeat_max": None if isinstance(scenario.repeat, int) else scenario.repeat.max}

@@ -56,7 +56,10 @@ class SteadyStateSchedule(Schedule):
         if self.round >= self.rule.window:
             self.states = self.judged()
             deciding = [s for p, s in self.states.items() if self._decides(p)]
-            if all(s.reached for s in deciding) or self.round >= self.rule.max_rounds:
+            # No deciding round has a figure of the metric: more rounds cannot help.
+            blind = all(v is None for s in deciding for v in s.rounds)
+            if (all(s.reached for s in deciding) or blind
+                    or self.round >= self.rule.max_rounds):
                 self.stopped = True
                 return
         self.round += 1
