@@ -114,7 +114,7 @@ def run(series: int, seed: int) -> None:
         print(f"{name:<12} {statistics.median(errs) * 100:>9.1f}% "
               f"{np.percentile(errs, 90) * 100:>7.1f}% {unsettled / series * 100:>11.1f}% "
               f"{statistics.median(base) * 100:>16.1f}% "
-              f"{late / series * 100 if name == 'none' else float('nan'):>9.1f}% "
+              f"{f'{late / series * 100:.1f}%' if name == 'none' else '—':>10} "
               f"{spent / series * 1e6:>10.0f}")
     print(f"{'all':<12} {statistics.median(all_err) * 100:>9.1f}% "
           f"{np.percentile(all_err, 90) * 100:>7.1f}% {'':>12} "
