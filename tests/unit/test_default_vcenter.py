@@ -114,3 +114,9 @@ def test_a_vm_group_takes_the_default_vcenter(tmp_path: Path) -> None:
 
     group = GroupSpec.model_validate({"count": 1, "vm": {"template": "t"}})
     assert provisioning_vcenter(group, lab) == "vc2"
+
+
+def test_a_lab_without_vcenter_is_refused_for_a_vcenter_driver(tmp_path: Path) -> None:
+    lab = _write(tmp_path / "nodes.yaml", {"version": 1, "name": "nodes-only"})
+    (issue,) = _issues(_scenario(tmp_path, {"steps": CL_STEPS}), lab)
+    assert f"lab {lab} has none: add one under `vcenters:`" in issue, issue

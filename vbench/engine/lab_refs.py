@@ -55,11 +55,14 @@ def _choice_path(scenario: Scenario, profiles: Sequence[str]) -> tuple[Any, ...]
 
 
 def _no_vcenter(driver: str, point: Any, lab: Lab, lab_file: str) -> str:
+    if not lab.vcenters:
+        return (f"the {driver} driver works in vCenter and lab {lab_file} has none: add one "
+                "under `vcenters:` (a simulated one: examples/labs/vcbench-sim.yaml)")
     which = f"point {point.title or point.index + 1}"
     if point.profiles:
         which += f" (profile {', '.join(point.profiles)}: no `vcenter:`)"
     return (f"the {driver} driver works in vCenter and {which} has none: lab {lab_file} has "
-            f"{len(lab.vcenters) or 'no'} vCenters ({', '.join(lab.vcenters) or 'none'}) "
+            f"{len(lab.vcenters)} vCenters ({', '.join(lab.vcenters)}) "
             "and no `default_vcenter:`; set one in the lab, or give the point's factor "
             "level a profile with `vcenter:` (docs/labs.md)")
 
