@@ -64,3 +64,19 @@ def test_a_bound_that_is_no_number_says_the_factor_must_be_numeric(tmp_path: Pat
 def test_size_levels_read_and_print_back(given: object, number: int, text: str) -> None:
     assert search_level(given) == number
     assert size_text(number) == text
+
+
+def test_a_stored_size_search_reads_back_as_sizes_and_answers_in_them() -> None:
+    from types import SimpleNamespace
+
+    from vbench.analysis.findmax_search import FindMaxReport
+    from vbench.config.scenario import SearchSpec
+
+    spec = SearchSpec.model_validate({"factor": "bs", "min": "4k", "max": "1m"})
+    stored = spec.model_dump(mode="json", exclude_none=True)  # as a run stores it
+    assert (stored["min"], stored["max"]) == ("4k", "1m")
+    assert SearchSpec.model_validate(stored).sizes
+    shown = SimpleNamespace(sizes=True, integer=True)
+    assert FindMaxReport.fmt(shown, 65536.0) == "64k"  # type: ignore[arg-type]
+    assert FindMaxReport.fmt(SimpleNamespace(sizes=False, integer=True),  # type: ignore[arg-type]
+                             1048576.0) == "1048576"

@@ -46,6 +46,7 @@ class FindMaxReport:
     path: tuple[PathRow, ...]
     criteria: Mapping[float, tuple[CriterionValue, ...]]  # level -> criteria there
     integer: bool
+    sizes: bool = False  # the bounds were sizes (bs: 4k..1m): levels shown as 64k, 1m
 
     @property
     def title(self) -> str:
@@ -55,6 +56,10 @@ class FindMaxReport:
     def fmt(self, level: float | None) -> str:
         if level is None:
             return "—"
+        if self.sizes:
+            from vbench.config.levels import size_text
+
+            return size_text(round(level))
         return str(int(level)) if self.integer else f"{level:.4g}"
 
     def answer(self) -> str:
@@ -166,4 +171,5 @@ def _report(
         path=path,
         criteria=values,
         integer=bool(spec.integer),
+        sizes=spec.sizes,
     )

@@ -9,12 +9,13 @@ from pydantic import (
     Field,
     PrivateAttr,
     WithJsonSchema,
+    field_serializer,
     field_validator,
     model_validator,
 )
 
 from vbench.config.hookspec import HookSpec, value_text
-from vbench.config.levels import is_size, search_level
+from vbench.config.levels import is_size, search_level, size_text
 from vbench.config.repeat import Budget, Repeat
 from vbench.config.steady import SteadyStateSpec
 from vbench.config.types import Duration, OneLine, Strict, Text, located
@@ -438,6 +439,11 @@ class SearchSpec(Strict):
     def sizes(self) -> bool:
         """Whether the levels are sizes (bounds written 4k, 1m…)."""
         return self._sizes
+
+    @field_serializer("min", "max", "start", "step")
+    def _as_written(self, value: float | None) -> float | str | None:
+        # Stored with the run as written (4k), so that its report reads sizes back.
+        return size_text(round(value)) if self._sizes and value is not None else value
 
     @model_validator(mode="after")
     def _bounds(self) -> SearchSpec:
