@@ -73,8 +73,15 @@ def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
     assert repeat["points"][1]["text"].startswith("not met at max 6: ±")
     assert "1 of 2 points did not meet" in repeat["text"]
     assert "1 of 2 points did not meet" in res.stdout + res.stderr
-    shown = vbench("show", doc["run"]["run_id"], env={"COLUMNS": "200"}).stdout
+    run_id = doc["run"]["run_id"]
+    shown = vbench("show", run_id, env={"COLUMNS": "200"}).stdout
     assert "met after 3" in shown and "not met at max 6" in shown
+    for suffix in ("md", "html"):
+        path = tmp_path / f"report.{suffix}"
+        assert vbench("report", run_id, "-o", str(path)).returncode == 0
+        text = path.read_text(encoding="utf-8")
+        assert "met after 3" in text and "not met at max 6: ±" in text, suffix
+    assert "3–6 trials per point (until the confidence target)" in text  # the HTML's facts
 
 
 def test_require_turns_a_missed_target_into_exit_1(
@@ -110,6 +117,9 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
 
     res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
+    kept = before[0] + before[1]
+    assert f"kept {kept} trials" in res.stderr and f"{0}–{12 - kept} of 6–12 trials remain" \
+        in res.stderr, res.stderr[-2000:]
     after = show(run_id)
     assert _trials(after) == {0: 3, 1: 6}  # never more than max, the stored ones counted
     numbers = sorted(t["trial"] for t in after["trials"]

@@ -83,6 +83,9 @@ class Kept:
             out += f"; {counted(self.rerun, 'interrupted trial')} run again"
         if search:
             return out + "; the search replays them and goes on from where it stopped"
+        if plan.repeat_max is not None:  # an adaptive repeat: a range is left
+            lo, hi = (max(0, n - self.trials) for n in plan.trials_span)
+            return out + f"; {span((lo, hi))} of {span(plan.trials_span)} trials remain"
         left = max(0, plan.n_trials - self.trials)
         return out + f"; {left} of {counted(plan.n_trials, 'trial')} remain"
 
@@ -219,6 +222,9 @@ def _run_text(plan: Plan, kept: Kept | None = None) -> str:
     search, est = plan.scenario.search, search_estimate(plan)
     per = span((plan.repeat, plan.most_per_point))
     size = f"{counted(len(plan.points), 'point')} × {per} trial{'s' if per != '1' else ''}"
+    if search is None and kept is not None and plan.repeat_max is not None:
+        lo, hi = (max(0, n - kept.trials) for n in plan.trials_span)
+        return f"running the {span((lo, hi))} trials left of {size} (at most)"
     if search is None and kept is not None:
         left = max(0, plan.n_trials - kept.trials)
         seconds = (plan.setup_seconds + plan.finish_seconds

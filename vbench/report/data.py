@@ -541,6 +541,10 @@ class ReportView:
 
     @property
     def trials_text(self) -> str:
+        adaptive = self.scenario.get("repeat")
+        if isinstance(adaptive, Mapping):  # repeat: {min, max, target}: as many as needed
+            lo, hi = adaptive.get("min", "?"), adaptive.get("max", "?")
+            return f"{lo}–{hi} trials per point (until the confidence target)"
         r = self.repeat
         return f"{r} trial{'s' if r != 1 else ''} per point" if r else "trial count unknown"
 

@@ -187,8 +187,10 @@ def scenario_section(view: ReportView) -> dict[str, Any]:
         "factors": factors,
         "topology": topology,
         "matrix": f"{n_points} point{'s' if n_points != 1 else ''} × "
-                  f"{view.repeat or '?'} trials = {n_points * (view.repeat or 0)} planned, "
-                  f"{ran} ran",
+                  + (f"{view.trials_text}, {ran} ran"  # an adaptive repeat: a range
+                     if isinstance(view.scenario.get("repeat"), Mapping) else
+                     f"{view.repeat or '?'} trials = {n_points * (view.repeat or 0)} planned, "
+                     f"{ran} ran"),
     }
 
 
