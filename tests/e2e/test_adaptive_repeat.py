@@ -12,6 +12,7 @@ a few per cent (noisy) — far from a ±1 % target whatever the machine's speed.
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
     counts = _trials(doc)
     assert counts == {0: 3, 1: 6}, counts  # quiet: met at the minimum; noisy: up to max
     repeat = doc["verdict"]["repeat"]
-    assert [p["text"] for p in repeat["points"]][0] == "met after 3"
+    assert repeat["points"][0]["text"] == "met after 3"
     assert repeat["points"][1]["text"].startswith("not met at max 6: ±")
     assert "1 of 2 points did not meet" in repeat["text"]
     assert "1 of 2 points did not meet" in res.stdout + res.stderr
@@ -125,3 +126,24 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
     numbers = sorted(t["trial"] for t in after["trials"]
                      if t["point"] == 1 and t["status"] == "ok")
     assert numbers == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_find_max_search_with_an_adaptive_repeat_runs_and_reports(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    example = Path(__file__).parents[2] / "examples" / "fio-findmax-local.yaml"
+    s = tmp_path / "findmax.yaml"
+    s.write_text(example.read_text().replace(
+        "repeat: 1\n", "repeat: {min: 2, max: 3, target: {ci_half_width: 5%}}\n"))
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    res = vbench("run", str(s), "--lab", str(lab), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_id = run_id_of(res.stdout + res.stderr)
+    doc = show(run_id)
+    schedule = json.loads((Path(doc["run"]["run_dir"]) / "plan.json").read_text())["schedule"]
+    # search.trials 1 per level; a level whose trials disagree gets more, up to max 3.
+    assert schedule["kind"] == "findmax" and schedule["params"]["noisy_retries"] == 2
+    assert doc["verdict"]["answer"]["kind"] == "find-max"
+    assert doc["verdict"]["repeat"] is None  # the search decides its levels' trials
+    listed = vbench("ls")
+    assert listed.returncode == 0 and run_id[:8] in listed.stdout + listed.stderr

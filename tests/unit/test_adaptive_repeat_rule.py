@@ -93,3 +93,20 @@ def test_without_the_correction_the_stop_is_decided_at_95() -> None:
     plain = RepeatRule(3, 12, 0.05, spend_alpha=False)
     assert plain.decision_confidence == pytest.approx(0.95)
     assert not wants_more(plain, 5, {"m": xs}) and wants_more(RULE, 5, {"m": xs})
+
+
+def test_a_find_max_level_with_an_adaptive_repeat_gets_retries_up_to_max() -> None:
+    from vbench.analysis.findmax_qos import search_params
+    from vbench.config.scenario import SearchSpec
+
+    spec = SearchSpec.model_validate({"factor": "rate", "min": 1, "max": 100})
+    assert search_params(spec, 3).noisy_retries == 2  # a fixed repeat: the spec's own
+    adaptive = search_params(spec, 3, 12)
+    assert adaptive.trials == 3 and adaptive.noisy_retries == 3  # 3 + 3×3 = 12 at most
+
+
+def test_ls_shows_an_adaptive_repeat_as_a_range() -> None:
+    from vbench.report.terminal import _points_by_trials
+
+    row = {"points": 2, "scenario": {"repeat": {"min": 3, "max": 6}}, "n_trials": 9}
+    assert _points_by_trials(row) == "2×3–6 (9 run)"

@@ -35,17 +35,23 @@ class CriterionValue:
     passed: bool
 
 
-def search_params(spec: SearchSpec, repeat: int) -> SearchParams:
+def search_params(spec: SearchSpec, repeat: int, most: int | None = None) -> SearchParams:
+    """The search's parameters. ``most``: an adaptive repeat's max (``repeat: {min, max,
+    target}``): a level runs ``min`` trials and is decided there when they agree; one
+    whose trials disagree (its verdict not certain) runs ``min`` more, as long as that
+    stays within ``max`` (this replaces ``noisy_retries``)."""
     from vbench.analysis.findmax import SearchParams
 
+    trials = spec.trials or repeat
+    retries = spec.noisy_retries if most is None else max(0, most // trials - 1)
     return SearchParams(
         min=spec.min,
         max=spec.max,
         start=spec.start,
         step=spec.step,
         integer=bool(spec.integer),
-        trials=spec.trials or repeat,
-        noisy_retries=spec.noisy_retries,
+        trials=trials,
+        noisy_retries=retries,
         verify_trials=spec.verify_trials,
         gap=spec.stop.gap,
         max_levels=spec.stop.max_levels,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vbench.analysis.adaptive import rule_of
 from vbench.analysis.figures import RunFigures
 from vbench.analysis.findmax import MAX_TIME, RUNNING, FindMax, SearchOutcome, replay
 from vbench.analysis.findmax_qos import (
@@ -103,8 +104,9 @@ def findmax_reports(
         qos = [QosCriterion.model_validate(q) for q in scenario.get("qos") or []]
     except ValueError:  # a shape another version stored
         return []
-    repeat = int(scenario.get("repeat") or 1)
-    params = search_params(spec, repeat)
+    rule = rule_of(scenario.get("repeat"))  # an adaptive repeat: its min and max
+    repeat = rule.min if rule is not None else int(scenario.get("repeat") or 1)
+    params = search_params(spec, repeat, rule.max if rule is not None else None)
     criteria = selected_criteria(spec, qos)
     by_combo: dict[tuple[tuple[str, str], ...], dict[float, int]] = {}
     for p in points:

@@ -156,7 +156,7 @@ def search_estimate(plan: Plan) -> SearchEstimate | None:
     from vbench.analysis.findmax import FindMax, Outlook
     from vbench.analysis.findmax_qos import search_params
 
-    one = FindMax(search_params(spec, plan.repeat)).outlook()
+    one = FindMax(search_params(spec, plan.repeat, plan.repeat_max)).outlook()
     n = len(plan.points)  # one search per combination of the other factors
     outlook = Outlook((one.levels[0] * n, one.levels[1] * n), (one.trials[0] * n,
                                                                 one.trials[1] * n))

@@ -71,7 +71,7 @@ class SearchSchedule(Schedule):
         self.plan, self.store, self.run_id = plan, store, run_id
         self.spec: SearchSpec = spec
         self.src, self.lab = scenario.source, lab
-        self.params = search_params(spec, plan.repeat)
+        self.params = search_params(spec, plan.repeat, plan.repeat_max)
         self.criteria = selected_criteria(spec, plan.scenario.qos)
         self._driver = get_driver_located(plan.scenario, self.src)
         self._roles = bind_roles(

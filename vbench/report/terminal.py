@@ -124,6 +124,10 @@ def _points_by_trials(row: Mapping[str, Any]) -> str:
     if per_point is None and isinstance(scenario, Mapping):
         per_point = scenario.get("repeat")
     done = row.get("n_trials")
+    if isinstance(per_point, Mapping):  # repeat: {min, max, target}: a range per point
+        text = f"{points if points is not None else '?'}×{per_point.get('min', '?')}–" \
+               f"{per_point.get('max', '?')}"
+        return text if done is None else f"{text} ({done} run)"
     if per_point is None and points and done is not None and done % points == 0:
         per_point = done // points
     if points is None and per_point is None:
