@@ -60,14 +60,17 @@ def _start(store: Store, plan: Plan, run_id: str = "20270101-000000-adpt") -> st
     return run_id
 
 
-def _run(schedule: AdaptiveSchedule, store: Store, run_id: str, stop_after: float = math.inf
-         ) -> list[tuple[int, int]]:
-    """Run the schedule as the engine does (next → store → finished)."""
+def _run(schedule: AdaptiveSchedule, store: Store, run_id: str, stop_after: float = math.inf,
+         seconds: float = 10.0) -> list[tuple[int, int]]:
+    """Run the schedule as the engine does (next → store → finished); every trial takes
+    ``seconds`` by its stored phase marks."""
     ran: list[tuple[int, int]] = []
     while len(ran) < stop_after and (step := schedule.next()) is not None:
         p, t = step.point.index, step.trial
         sample = Sample("total_iops", VALUES[p](t), "IO/s", "fio")
-        result = TrialResult(p, t, "ok", PhaseTimes(), (sample,), None)
+        start = 1000.0 * len(ran)
+        phases = PhaseTimes(prepare_start=start, teardown_end=start + seconds)
+        result = TrialResult(p, t, "ok", phases, (sample,), None)
         store.record_trial(run_id, result)
         schedule.finished(result)
         ran.append((p, t))
@@ -119,6 +122,17 @@ def test_a_trial_budget_caps_the_run_and_the_outlook(tmp_path: Path, store: Stor
     schedule = _schedule(plan, store, rid)
     ran = _run(schedule, store, rid)
     assert len(ran) == 11 and schedule.budget_spent
+
+
+def test_a_time_budget_stops_adding_trials_once_the_trials_took_it(
+    tmp_path: Path, store: Store
+) -> None:
+    plan = _plan(tmp_path, "budget: {time: 2m}\n")  # 12 trials of 10 s
+    rid = _start(store, plan)
+    schedule = _schedule(plan, store, rid)
+    ran = _run(schedule, store, rid, seconds=10.0)
+    assert len(ran) == 12 and schedule.budget_spent
+    assert _counts(ran)[0] == 3  # the met point got nothing; the minimum always runs
 
 
 def test_random_order_shuffles_the_minimum_with_its_seed(tmp_path: Path, store: Store) -> None:
