@@ -110,3 +110,11 @@ def test_ls_shows_an_adaptive_repeat_as_a_range() -> None:
 
     row = {"points": 2, "scenario": {"repeat": {"min": 3, "max": 6}}, "n_trials": 9}
     assert _points_by_trials(row) == "2×3–6 (9 run)"
+
+
+def test_a_target_metric_the_point_never_reports_does_not_hold_it_back() -> None:
+    quiet = [100.0, 100.1, 99.9]
+    # A write latency of a read-only job: more trials cannot make it precise.
+    assert not wants_more(RULE, 3, {"read": quiet, "write_lat": [None, None, None]})
+    assert progress(RULE, 3, {"read": quiet, "write_lat": []}).text() == "met after 3"
+    assert wants_more(RULE, 3, {"read": [None] * 3, "write_lat": [None] * 3})

@@ -113,12 +113,20 @@ def rel_half_width(values: Sequence[float | None], confidence: float = CONFIDENC
     return t_quantile(n, confidence) * sd / math.sqrt(n) / abs(mean)
 
 
+def measured(series: Mapping[str, Sequence[float | None]]) -> dict[str, Sequence[float | None]]:
+    """The target metrics the point has a value of: a metric it never reported (a write
+    latency of a read-only job) cannot be made precise by more trials, so it does not
+    hold the point back — unless no target metric has a value at all."""
+    return {m: v for m, v in series.items() if _finite(v)}
+
+
 def satisfied(rule: RepeatRule, series: Mapping[str, Sequence[float | None]]) -> bool:
-    """True when every target metric's decision interval is within the target (a metric
-    without values is not satisfied: a point that measured nothing is not precise)."""
-    if not series:
+    """True when every measured target metric's decision interval is within the target
+    (a point that measured none of them is not precise: False)."""
+    have = measured(series)
+    if not have:
         return False
-    for values in series.values():
+    for values in have.values():
         w = rel_half_width(values, rule.decision_confidence)
         if w is None or w > rule.target:
             return False
@@ -169,8 +177,9 @@ def progress(
     """The point's standing against ``rule`` (reported 95 % intervals)."""
     widest: float | None = None
     metric: str | None = None
-    missing = not series
-    for name, values in series.items():
+    have = measured(series)
+    missing = not have
+    for name, values in have.items():
         w = rel_half_width(values)
         if w is None:
             missing = True
@@ -196,7 +205,7 @@ def gain(rule: RepeatRule, trials: int, series: Mapping[str, Sequence[float | No
         return 0.0
     if trials < rule.min:
         return math.inf
-    widths = [rel_half_width(v, rule.decision_confidence) for v in series.values()]
+    widths = [rel_half_width(v, rule.decision_confidence) for v in measured(series).values()]
     worst = max((math.inf if w is None else w for w in widths), default=math.inf)
     if not math.isfinite(worst):
         return 1.0 / (rule.max + 1)
