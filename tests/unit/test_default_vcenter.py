@@ -120,3 +120,24 @@ def test_a_lab_without_vcenter_is_refused_for_a_vcenter_driver(tmp_path: Path) -
     lab = _write(tmp_path / "nodes.yaml", {"version": 1, "name": "nodes-only"})
     (issue,) = _issues(_scenario(tmp_path, {"steps": CL_STEPS}), lab)
     assert f"lab {lab} has none: add one under `vcenters:`" in issue, issue
+
+
+def test_a_scenario_names_its_profile_and_a_levels_profile_still_wins(tmp_path: Path) -> None:
+    lab = _lab(tmp_path, profiles={"remote": {"vcenter": "vc2"}, "one": {"vcenter": "vc1"}})
+    scenario = _scenario(tmp_path, {"steps": CL_STEPS}, profile="remote", factors={
+        "site": {"levels": [{"label": "a"}, {"label": "b", "profile": "one"}]}})
+    plan = build_plan(load_scenario(scenario), load_lab(lab))
+    assert [p.profiles for p in plan.points] == [("remote",), ("one", "remote")]
+    run = VSphereRun(plan.scenario, load_lab(lab).model, {}, {},
+                     workload_profiles=[p.profiles for p in plan.points])
+    try:
+        assert run.vcenters == ["vc2", "vc1"]
+    finally:
+        run.close()
+
+
+def test_a_scenario_profile_the_lab_lacks_is_located_at_it(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, {"steps": CL_STEPS}, profile="remot")
+    (issue,) = _issues(scenario, _lab(tmp_path, profiles={"remote": {"vcenter": "vc2"}}))
+    assert issue.startswith(f"{scenario}:{_line_of(scenario, 'profile: remot')}:"), issue
+    assert "no profile 'remot' in lab" in issue and "(profiles: remote)" in issue

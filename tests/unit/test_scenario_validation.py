@@ -53,7 +53,7 @@ def test_unknown_key_names_position_and_suggests(tmp_path: Path) -> None:
     assert msgs == [
         f"{tmp_path / 's.yaml'}:13:1: repaet: unknown key 'repaet' (did you mean 'repeat'? "
         "expected one of: budget, collectors, derived, description, exclude, factors, label, "
-        "name, phases, "
+        "name, phases, profile, "
         "qos, regression, repeat, report, search, settings, steady_state, topology, version, "
         "workload, zip)"
     ]

@@ -198,6 +198,8 @@ def _overrides(
             out.append((p, v, (*origin, "set", p)))
         if level.profile:
             profiles.append(level.profile)
+    if scenario.profile and scenario.profile not in profiles:  # the levels' come first
+        profiles.append(scenario.profile)
     return out, profiles
 
 

@@ -468,6 +468,10 @@ class Scenario(Strict):
     )
     workload: WorkloadSpec = Field(description="the workload driver and its parameters")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
+    profile: str | None = Field(
+        None, description="lab profile of every point, after the ones its factor levels "
+        "name (e.g. the vCenter a study works in when the lab has several)",
+    )
     label: OneLine | None = Field(
         None, max_length=200,
         description="point name template over factor levels, e.g. \"{mode}-{vms}VMs-{instances}S\" "

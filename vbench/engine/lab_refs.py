@@ -51,7 +51,7 @@ def _choice_path(scenario: Scenario, profiles: Sequence[str]) -> tuple[Any, ...]
         for i, level in enumerate(factor.levels):
             if profiles and level.profile == profiles[0]:
                 return ("factors", name, "levels", i, "profile")
-    return ("workload", "driver")
+    return ("profile",) if profiles and profiles[0] == scenario.profile else ("workload", "driver")
 
 
 def _no_vcenter(driver: str, point: Any, lab: Lab, lab_file: str) -> str:
@@ -63,8 +63,8 @@ def _no_vcenter(driver: str, point: Any, lab: Lab, lab_file: str) -> str:
         which += f" (profile {', '.join(point.profiles)}: no `vcenter:`)"
     return (f"the {driver} driver works in vCenter and {which} has none: lab {lab_file} has "
             f"{len(lab.vcenters)} vCenters ({', '.join(lab.vcenters)}) "
-            "and no `default_vcenter:`; set one in the lab, or give the point's factor "
-            "level a profile with `vcenter:` (docs/labs.md)")
+            "and no `default_vcenter:`; set one in the lab, or give the scenario (`profile:`) "
+            "or the point's factor level a profile with `vcenter:` (docs/labs.md)")
 
 
 def _unknown_vcenter(vcenter: str, lab: Lab, lab_file: str) -> str:

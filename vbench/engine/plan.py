@@ -398,6 +398,10 @@ def _plan_point(
 
 def _check_profiles(scenario: Scenario, lab: Lab, src: Any, lab_file: str) -> None:
     issues = []
+    if scenario.profile and scenario.profile not in lab.profiles:
+        known = ", ".join(lab.profiles) or "none"
+        issues.append(src.issue(("profile",), f"no profile {scenario.profile!r} in lab "
+                                f"{lab_file} (profiles: {known})"))
     for name, factor in scenario.factors.items():
         for i, level in enumerate(factor.levels):
             if level.profile and level.profile not in lab.profiles:
