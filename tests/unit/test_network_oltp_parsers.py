@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 
 import pytest
 
 from tests.corpus import SHARED, need
+from tests.e2e.helpers import vbench
 from vbench.errors import ParseError
 from vbench.parsers.dvdstore import parse_dvdstore, unwrap
 from vbench.parsers.iperf3 import parse_iperf3
@@ -27,12 +25,6 @@ CLOUDHARMONY = "GoogleCloudPlatform_PerfKitBenchmarker__cloudharmony_iperf.csv"
 
 
 # ---------------------------------------------------------------- DVD Store
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_dvdstore_console_run_steady_window_and_wrapped_final_line() -> None:
@@ -122,52 +114,6 @@ def test_iperf3_rejects_the_cloudharmony_summary_csv() -> None:
         parse_iperf3(need(NET / CLOUDHARMONY).read_text(), CLOUDHARMONY)
 
 
-@pytest.fixture(scope="module")
-def iperf3_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """Real iperf3 on loopback: bidirectional TCP and UDP, as the workload runs them."""
-    out = {}
-    for name, extra in (("bidir", ["--bidir", "-l", "16K"]),
-                        ("udp", ["-u", "-b", "50M", "-l", "1400"])):
-        port = free_port()
-        server = subprocess.Popen(
-            ["iperf3", "-s", "-1", "--forceflush", "-B", "127.0.0.1", "-p", str(port)],
-            stdout=subprocess.PIPE, text=True)
-        try:
-            assert server.stdout is not None
-            # Wait for the server's "Server listening" line, not a fixed time.
-            line = "start"
-            while line and "listening" not in line:
-                line = server.stdout.readline()
-            assert line, "iperf3 server ended before listening"
-            done = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2",
-                                   "-O", "1", "-J", *extra], capture_output=True, text=True,
-                                  timeout=60, check=True)
-            out[name] = json.loads(done.stdout)
-        finally:
-            server.wait(timeout=30)
-    return out
-
-
-def test_iperf3_real_bidir_json_gives_both_directions(iperf3_runs: dict[str, dict]) -> None:
-    r = parse_iperf3(json.dumps(iperf3_runs["bidir"]))
-    assert r.bidir and [d.direction for d in r.directions] == ["forward", "reverse"]
-    end = iperf3_runs["bidir"]["end"]
-    assert r.directions[1].received_bps == end["sum_received_bidir_reverse"]["bits_per_second"]
-    assert {i.direction for i in r.intervals} == {"forward", "reverse"}
-    assert any(i.omitted for i in r.intervals)
-    assert r.total_gbps() == pytest.approx(
-        (end["sum_received"]["bits_per_second"]
-         + end["sum_received_bidir_reverse"]["bits_per_second"]) / 1e9)
-
-
-def test_iperf3_real_udp_json_gives_packet_rate_and_size(iperf3_runs: dict[str, dict]) -> None:
-    r = parse_iperf3(json.dumps(iperf3_runs["udp"]))
-    d = r.directions[0]
-    assert r.protocol == "UDP" and d.packets and d.lost_pct is not None
-    assert d.avg_packet_bytes == pytest.approx(1400)
-    assert d.packet_rate == pytest.approx(d.packets / d.seconds)
-
-
 def test_iperf3_error_document_is_reported() -> None:
     r = parse_iperf3('{"start": {}, "intervals": [], "end": {}, '
                      '"error": "unable to connect to server: Connection refused"}')
@@ -216,7 +162,6 @@ def test_netperf_header_longer_than_values_is_an_error() -> None:
                                        ("netperf", PKB_JSON)])
 def test_parse_command_reads_each_corpus_file(tool: str, name: str) -> None:
     path = need((DS if tool == "dvdstore" else NET) / name)
-    done = subprocess.run([sys.executable, "-m", "vbench", "parse", tool, str(path),
-                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    done = vbench("parse", tool, str(path), "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
