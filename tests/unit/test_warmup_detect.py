@@ -131,3 +131,21 @@ def test_the_time_series_chart_marks_where_the_series_settled() -> None:
     without = timeseries_svg([trace], "ops", chart_id="c1", window=(10.0, 60.0), small=True)
     assert "settled 42 s" in with_mark and 'stroke-dasharray="4 3"' in with_mark
     assert "settled" not in without
+
+
+def test_a_difference_too_small_to_matter_is_no_late_warm_up_nor_a_drift() -> None:
+    # fio capped at 600 IOPS is nearly noiseless: a 0.5 % step at 15 s is "significant"
+    # (MSER settles after it) but moves no figure anyone would act on.
+    capped = np.r_[np.full(15, 600.0), np.full(20, 603.0)]
+    capped[[2, 26]] = [601.0, 602.0]
+    found = settlings(_frame({(0, 1, "g"): capped}), [_trial(0, 1, 5, 30)])
+    assert found[0].at is not None and found[0].at >= 15
+    assert found[0].shift is None or found[0].shift < 0.03
+    assert not found[0].late and settling_warnings(found, {0: "bs=4k"}) == []
+    # A drift of 1 % over 4 minutes is significant at this noise, but no drift to report.
+    quiet = 1000.0 + np.linspace(0.0, 10.0, 240) + np.random.default_rng(7).normal(0, 1, 240)
+    assert mser(quiet).settled
+    # The same slow start at full scale is reported with its size.
+    slow = np.r_[np.full(12, 200.0), np.full(23, 600.0)]
+    found = settlings(_frame({(0, 1, "g"): slow}), [_trial(0, 1, 5, 30)])
+    assert found[0].late and found[0].shift == pytest.approx(400 * 7 / 10 / 600, rel=0.3)

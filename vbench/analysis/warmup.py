@@ -12,7 +12,8 @@ settled**: a drift, or a transient as long as the run.
 :func:`settlings` applies it to every trial's trace of the workload's own series (time
 since the trial's warm-up started, entities averaged per second) and
 :func:`settling_warnings` says, per metric and point, when a trace settled after the
-configured warm-up ended ("settled 42 s into a 30 s warm-up") or did not settle.
+configured warm-up ended ("settled 42 s into a 30 s warm-up") or did not settle —
+when the difference matters: by ``MIN_SHIFT`` (3 %) of the settled level or more.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ MAX_TRUNCATION = 0.5
 # from 0 means the series is still moving (a drift, or a transient as long as the run).
 # 4 rather than ~2 because batch means of correlated seconds are themselves correlated.
 MAX_TREND_T = 4.0
+# What matters in practice, not only statistically: a rate-capped fio at 600 IOPS with
+# one second at 602 "settles" after it, and a 0.5 % drift on a quiet series is
+# significant. A late settling or a trend counts only when it moves the level by this
+# share of the settled mean (vbench's default minimum effect, docs/reports.md).
+MIN_SHIFT = 0.03
 BACK_OFF_Z = 2.0  # see _back_off
 
 
@@ -71,7 +77,8 @@ def mser(values: Sequence[float] | np.ndarray, batch: int = BATCH) -> Settled:
     n = np.arange(k, 0, -1, dtype=float)
     stat = np.maximum(s2 - s1 * s1 / n, 0.0) / n**2
     best = int(np.argmin(stat[: int(MAX_TRUNCATION * k) + 1]))
-    if _trend(b[best:]) > MAX_TREND_T:
+    rest = b[best:]
+    if _trend(rest) > MAX_TREND_T and _change(rest) >= MIN_SHIFT:
         return Settled(None, len(y), "not settled: the series keeps changing to its end")
     return Settled(_back_off(b, best) * batch, len(y))
 
@@ -90,6 +97,16 @@ def _back_off(b: np.ndarray, best: int) -> int:
         if abs(float(block.mean()) - mean) <= BACK_OFF_Z * sd / np.sqrt(len(block)):
             return d
     return best
+
+
+def _change(b: np.ndarray) -> float:
+    """How much the least-squares line through ``b`` changes from its first batch to its
+    last, relative to their mean."""
+    if len(b) < 2 or not b.mean():
+        return 0.0
+    x = np.arange(len(b), dtype=float)
+    slope = float(np.polyfit(x, b, 1)[0])
+    return abs(slope) * (len(b) - 1) / abs(float(b.mean()))
 
 
 def _trend(b: np.ndarray) -> float:
@@ -117,13 +134,17 @@ class TraceSettling:
     warmup: float | None
     span: float  # seconds of trace examined (warm-up start to steady end)
     reason: str = ""
+    # The seconds from the warm-up's end to ``at``: their mean's difference from the
+    # settled mean, relative to it (None: no such seconds).
+    shift: float | None = None
 
     @property
     def late(self) -> bool:
-        """Settled after the configured warm-up ended (by more than one batch)."""
+        """Settled after the configured warm-up ended (by more than one batch), and the
+        seconds in between differ from the settled level by MIN_SHIFT or more."""
         if self.at is None or self.warmup is None:
             return False
-        return self.at > self.warmup + BATCH
+        return self.at > self.warmup + BATCH and (self.shift or 0.0) >= MIN_SHIFT
 
 
 def _origin_and_warmup(trial: Mapping[str, Any]) -> tuple[float | None, float | None, float]:
@@ -161,8 +182,20 @@ def settlings(frame: pd.DataFrame, trials: Iterable[Mapping[str, Any]]) -> list[
         at = float(seconds[found.index]) if found.index is not None else None
         examined = float(seconds[-1] + 1) if len(seconds) else 0.0
         out.append(TraceSettling(int(p), int(tr), str(metric), at, warm, examined,
-                                 found.reason))
+                                 found.reason, _shift(seconds, values, warm, at)))
     return out
+
+
+def _shift(seconds: np.ndarray, values: np.ndarray, warm: float | None, at: float | None
+           ) -> float | None:
+    """The relative difference of the seconds in [warm, at) from the settled mean."""
+    if warm is None or at is None or at <= warm:
+        return None
+    between = values[(seconds >= warm) & (seconds < at)]
+    settled = values[seconds >= at]
+    if not len(between) or not len(settled) or not settled.mean():
+        return None
+    return abs(float(between.mean() - settled.mean())) / abs(float(settled.mean()))
 
 
 def _secs(x: float) -> str:
@@ -190,8 +223,9 @@ def settling_warnings(found: Sequence[TraceSettling], titles: Mapping[int, str]
             s = late[0]
             out.append(f"{metric} at {where}: settled {_secs(s.at or 0.0)} into a "
                        f"{_secs(s.warmup or 0.0)} warm-up (trial {s.trial}; {len(late)} of "
-                       f"{len(items)} trial(s) late, MSER-5): the steady window's start "
-                       "still holds part of the warm-up")
+                       f"{len(items)} trial(s) late, MSER-5): the steady window's first "
+                       f"{_secs((s.at or 0.0) - (s.warmup or 0.0))} differ by "
+                       f"{(s.shift or 0.0) * 100:.0f} % from the settled level")
     return out
 
 
