@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -230,7 +229,8 @@ def test_missing_template_is_a_config_error(tmp_path: Path) -> None:
         render_html(make_data(), tmp_path / "nope.html.j2")
 
 
-def test_large_report_renders_fast() -> None:
+def test_large_report_renders_every_table_and_chart() -> None:
+    # Its speed is measured, not asserted: bench/report_render.py, docs/performance.md.
     metrics = tuple(f"metric_{i:02d}" for i in range(10))
     data = make_data(20, 5, metrics, failed=frozenset(), dead_points=frozenset())
     data = ReportData(
@@ -240,12 +240,9 @@ def test_large_report_renders_fast() -> None:
         samples=data.samples,
         headline_metrics=metrics[:4],
     )
-    started = time.perf_counter()
     out = render_html(data)
-    elapsed = time.perf_counter() - started
     assert out.count("<svg ") == 4
     assert _section(out, "results").count("<table ") == 10
-    assert elapsed < 3.0, f"rendering took {elapsed:.2f} s"
 
 
 def test_figures_are_formatted_with_sensible_precision() -> None:
