@@ -1,6 +1,7 @@
 """SNIA PTS steady state on real fio: rounds of every point until the last `window`
-agree. A rate-capped fio is steady at the first full window; a rule no device can meet
-stops at the cap and says "steady state not reached"; the report draws the rounds."""
+agree. A rate-capped fio on a named target, preconditioned once before round 1, is
+steady at the first full window; a rule no device can meet stops at the cap and says
+"steady state not reached"; the report draws the rounds."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import run_id_of, show, vbench, write_lab, write_scenario
+from tests.e2e.helpers import log_events, run_id_of, show, vbench, write_lab, write_scenario
 
 pytestmark = pytest.mark.e2e
 
 
-def _scenario(tmp_path: Path, steady_state: str, *, capped: bool = True) -> Path:
+def _scenario(tmp_path: Path, steady_state: str, *, capped: bool = True,
+              params: str = "") -> Path:
     s = write_scenario(tmp_path / "s.yaml", groups=1, steady="1s", warmup="0s", repeat=1,
                        factors="  bs: [4k, 64k]\n", extra=steady_state)
-    if capped:
-        s.write_text(s.read_text().replace("    direct: false\n",
-                                           "    direct: false\n    rate_iops: 200\n"))
+    more = ("    rate_iops: 200\n" if capped else "") + params
+    s.write_text(s.read_text().replace("    direct: false\n", "    direct: false\n" + more))
     return s
 
 
@@ -28,10 +29,20 @@ def test_steady_state_is_reached_at_the_first_window_of_a_capped_fio(
     local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    # A named target (a file the loopback guest sees), preconditioned before round 1.
+    target = tmp_path / "target.img"
     s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 3\n"
-                  "  max_excursion: 20%\n  max_slope: 10%\n  max_rounds: 6\n")
+                  "  max_excursion: 20%\n  max_slope: 10%\n  max_rounds: 6\n",
+                  params=f"    filename: {target}\n"
+                  "    precondition: {rw: write, bs: 128k, passes: 2}\n")
     res = vbench("run", str(s), "--lab", str(lab))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    events = log_events(vbench_home)
+    pre = [e for e in events if e.get("event") == "fio_precondition"]
+    assert len(pre) == 1 and pre[0]["passes"] == 2 and pre[0]["bs"] == "128k", pre
+    first_measure = next(i for i, e in enumerate(events) if e.get("event") == "trial_start")
+    assert events.index(pre[0]) > first_measure  # inside the first trial, before its run
+    assert target.stat().st_size == 8 * 2**20
     doc = show(run_id_of(res.stdout))
     # Rounds run one trial of every point each: 3 rounds × 2 points, in round order.
     order = [(t["point"], t["trial"]) for t in sorted(doc["trials"],

@@ -74,3 +74,20 @@ def test_the_scenario_key_takes_percentages_and_defaults_to_the_pts() -> None:
         SteadyStateSpec.model_validate({"metric": "m", "max_rounds": 3})
     with pytest.raises(ValueError, match="share such as 20%"):
         SteadyStateSpec.model_validate({"metric": "m", "max_excursion": "lots%"})
+
+
+def test_precondition_writes_the_named_target_whole_passes_times_before_the_first_trial(
+) -> None:
+    from vbench.workloads.fio import precondition
+    from vbench.workloads.fio.jobs import FioParams
+
+    params = FioParams.model_validate({"rw": "randwrite", "filename": "/dev/sdb",
+                                       "precondition": {"bs": "128k", "passes": 2}})
+    job = precondition.render(params, "/dev/sdb", header="run r, point 0")
+    for line in ("rw=write", "bs=128k", "loops=2", "filename=/dev/sdb", "direct=1"):
+        assert line in job.splitlines()
+    assert "size=" not in job  # the whole device
+    assert precondition.applies(params, 0, 1)
+    assert not precondition.applies(params, 0, 2) and not precondition.applies(params, 1, 1)
+    with pytest.raises(ValueError, match="precondition conditions the device or file you name"):
+        FioParams.model_validate({"precondition": {}})

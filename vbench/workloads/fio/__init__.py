@@ -40,6 +40,7 @@ from vbench.workloads.base import (
 )
 from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
+from vbench.workloads.fio import precondition as fio_precondition
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
@@ -189,6 +190,8 @@ class FioWorkload(Workload):
         self._fan_out(ctx, guests, lambda g: self._push(ctx, g, user_job))
         if self.params.needs_prepare() or self.params.needs_layout():
             self._run_prepare(ctx, guests)
+        if fio_precondition.applies(self.params, ctx.point, ctx.trial):
+            self._run_precondition(ctx, guests)
 
     def _guests(self, ctx: TrialContext) -> Sequence[Guest]:
         guests = ctx.guests.get(ROLE, ())
@@ -231,6 +234,9 @@ class FioWorkload(Workload):
                 self.params, ctx.warmup, ctx.steady, target, header=header,
                 log_prefix=f"{d}/{fio_logs.PREFIX}")
         guest.put_text(measure, f"{d}/{MEASURE_JOB}")
+        if fio_precondition.applies(self.params, ctx.point, ctx.trial):
+            guest.put_text(fio_precondition.render(self.params, target, header=header),
+                           f"{d}/{fio_precondition.JOB}")
         if self.params.needs_prepare():
             guest.put_text(fio_jobs.render_prepare(self.params, target, header=header),
                            f"{d}/{PREPARE_JOB}")
@@ -263,6 +269,25 @@ class FioWorkload(Workload):
             self._procs.pop(g.name, None)
         ctx.log("fio_prepare", kind=kind, seconds=round(time.time() - started, 3),
                 guests=len(guests))
+
+    def _run_precondition(self, ctx: TrialContext, guests: Sequence[Guest]) -> None:
+        """Write the named target whole ``passes`` times on every guest at once (SNIA
+        PTS preconditioning, before the run's first trial); not measured."""
+        pc = self.params.precondition
+        assert pc is not None
+        started = time.time()
+        procs = {}
+        for g in guests:
+            d = self._dir(ctx, g)
+            procs[g.name] = g.start(
+                fio_argv(f"{d}/{fio_precondition.RESULT}", f"{d}/{fio_precondition.JOB}"),
+                log=f"{d}/{fio_precondition.LOG}")
+            self._procs[g.name] = procs[g.name]
+        for g in guests:
+            self._wait(ctx, g, procs[g.name], None, "fio precondition job")
+            self._procs.pop(g.name, None)
+        ctx.log("fio_precondition", rw=pc.rw, bs=pc.bs, passes=pc.passes,
+                seconds=round(time.time() - started, 3), guests=len(guests))
 
     # ------------------------------------------------------------------ run
 

@@ -20,6 +20,7 @@ from vbench.workloads.base import Finding, Params
 from vbench.workloads.fio.disks import check_filename
 from vbench.workloads.fio.engines import engine_problem
 from vbench.workloads.fio.guard import ALLOW_EXEC, EXEC_OPTIONS, exec_engine, exec_option
+from vbench.workloads.fio.precondition import Precondition
 
 KIB4 = 4096
 PREPARE_IODEPTH = 32
@@ -179,6 +180,11 @@ class FioParams(Params):
     )
     prepare_size: str | None = Field(None, description="bytes the prepare phase fills "
                                      "(default: size)")
+    precondition: Precondition | None = Field(
+        None, description="SNIA PTS preconditioning of the named target before the run's "
+        "first trial (point 1, trial 1): {rw: write, bs: 128k, passes: 2} writes it whole "
+        "passes times (docs/storage.md)",
+    )
     per_second_logs: bool = Field(
         False, description="fio's per-second IOPS and latency logs (write_iops_log, "
         "write_lat_log, log_avg_msec=1000): kept whole per guest as a time series, "
@@ -237,6 +243,13 @@ class FioParams(Params):
                 if why and not info.data.get("allow_exec"):
                     raise ValueError(f"extra.{key}: {why}; {ALLOW_EXEC}")
         return v
+
+    @model_validator(mode="after")
+    def _precondition_needs_a_named_target(self) -> FioParams:
+        if self.precondition is not None and self.filename is None:
+            raise ValueError("precondition conditions the device or file you name: set "
+                             "filename (vbench's own data file is new in every trial)")
+        return self
 
     @model_validator(mode="after")
     def _prepare_size_needs_prepare(self) -> FioParams:
