@@ -72,6 +72,6 @@ def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reach
     verdict = json.loads((Path(doc["run"]["run_dir"]) / "verdict.json").read_text())
     answer = verdict["answers"][0]
     assert answer["status"] == "not reached"
-    assert answer["text"].startswith("steady state not reached in 3 rounds: the last window "
-                                     "(rounds 2–3) has a round")
+    assert answer["text"].startswith("steady state not reached in 3 rounds: in the last "
+                                     "window (rounds 2–3) a round lies")
     assert answer["text"].endswith("stopped at the cap of 3 rounds")

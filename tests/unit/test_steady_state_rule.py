@@ -48,8 +48,8 @@ def test_a_device_that_never_settles_stops_at_the_cap_and_says_so() -> None:
     rounds = [100, 60, 140, 70, 130, 65, 135, 60]
     state = judge(rounds, rule)
     assert not state.reached and state.done
-    assert state.reason.startswith("steady state not reached in 8 rounds: the last window "
-                                   "(rounds 4–8) has a round")
+    assert state.reason.startswith("steady state not reached in 8 rounds: in the last "
+                                   "window (rounds 4–8) a round lies")
     assert state.reason.endswith("stopped at the cap of 8 rounds")
     assert not judge(rounds[:7], rule).done  # below the cap: more rounds are wanted
 

@@ -144,13 +144,13 @@ def judge(rounds: Sequence[float | None], rule: SteadyRule) -> SteadyState:
     else:
         broke = []
         if last.excursion > rule.max_excursion:
-            broke.append(f"a round {last.excursion * 100:.1f} % from the mean "
+            broke.append(f"a round lies {last.excursion * 100:.1f} % from the mean "
                          f"(limit ±{rule.max_excursion * 100:.0f} %)")
         if last.fit_change > rule.max_slope:
             broke.append(f"the fit changes {last.fit_change * 100:.1f} % "
                          f"(limit {rule.max_slope * 100:.0f} %)")
-        why = (f"steady state not reached in {len(vals)} rounds: the last window "
-               f"(rounds {last.first}–{last.last}) has {' and '.join(broke)}")
+        why = (f"steady state not reached in {len(vals)} rounds: in the last window "
+               f"(rounds {last.first}–{last.last}) {' and '.join(broke)}")
     if capped:
         why += f"; stopped at the cap of {rule.max_rounds} rounds"
     return SteadyState(rule, vals, last, False, capped, why)
