@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 
 from vbench.analysis.catalogue import Metric
 from vbench.analysis.catalogue import metric as entry
-from vbench.collectors.series import in_window
 from vbench.lazy import lazy_module
-from vbench.results.records import Sample, Window
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    # Made when a trial's figures are: validate and plan read only METRICS.
+    from vbench.results.records import Sample, Window
 else:
     pd = lazy_module("pandas")
 
@@ -41,6 +42,8 @@ _IOPS = ("total_iops", "iops")
 
 def window_mean(frame: pd.DataFrame, window: Window, interval: float, mask: pd.Series) -> pd.Series:
     """Window mean of the selected rows, per instance."""
+    from vbench.collectors.series import in_window
+
     rows = frame[mask & in_window(frame["time"], window, interval)]
     return rows.groupby("instance")["value"].mean().dropna()
 
@@ -70,6 +73,8 @@ def combined_figures(
     per_target: Sequence[Sample], workload: Sequence[Sample], headline: Sequence[str]
 ) -> list[Sample]:
     """Run-level figures (guest None) from the per-target ones and the workload's."""
+    from vbench.results.records import Sample
+
     out: list[Sample] = []
     host_util = _aggregate(per_target, "host_cpu_util")
     if host_util:

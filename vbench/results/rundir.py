@@ -32,7 +32,6 @@ import yaml
 
 from vbench.config.secrets import vbench_home
 from vbench.errors import ParseError
-from vbench.localproc import pid_alive
 
 CONTROLLER_FILE = "controller.json"
 SECRET_KEYS: tuple[str, ...] = ("password", "secret", "token", "passphrase")
@@ -64,6 +63,8 @@ def controller_alive(run_dir: Path) -> bool | None:
         return None
     if doc.get("host") != socket.gethostname():
         return None
+    from vbench.localproc import pid_alive  # subprocess, signal: not for validate's path
+
     return pid_alive(pid)
 
 
