@@ -6,12 +6,22 @@ steady at the first full window; a rule no device can meet stops at the cap and 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import log_events, run_id_of, show, vbench, write_lab, write_scenario
+from tests.e2e.helpers import (
+    log_events,
+    run_id_of,
+    show,
+    vbench,
+    vbench_popen,
+    wait_for,
+    write_lab,
+    write_scenario,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -75,3 +85,37 @@ def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reach
     assert answer["text"].startswith("steady state not reached in 3 rounds: in the last "
                                      "window (rounds 2–3) a round lies")
     assert answer["text"].endswith("stopped at the cap of 3 rounds")
+
+
+def test_resume_during_the_rounds_goes_on_from_the_rounds_stored(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 2\n"
+                  "  max_excursion: 0.0001\n  max_rounds: 4\n", capped=False)
+    proc = vbench_popen("run", str(s), "--lab", str(lab))
+
+    def steady_starts() -> int:
+        return sum(1 for r in log_events(vbench_home)
+                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
+
+    # The 4th trial is round 2 of the second point; stop during it or just after.
+    wait_for(lambda: steady_starts() >= 4 or proc.poll() is not None, 300, "round 2")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    run_id = run_id_of(out + err)
+    before = [(t["point"], t["trial"]) for t in show(run_id)["trials"] if t["status"] == "ok"]
+    assert 3 <= len(before) < 8, before
+
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    after = show(run_id)
+    ok = sorted((t["point"], t["trial"]) for t in after["trials"] if t["status"] == "ok")
+    # Four rounds of both points, each once: the stored rounds counted, none run twice.
+    assert ok == [(p, r) for p in (0, 1) for r in (1, 2, 3, 4)], ok
+    answer = json.loads((Path(after["run"]["run_dir"]) / "verdict.json").read_text())[
+        "answers"][0]
+    assert answer["text"] == "steady state not reached at 2 of 2 points"
+    assert len(answer["details"]) == 2
+    assert all(d.endswith("stopped at the cap of 4 rounds") for d in answer["details"])
