@@ -145,7 +145,10 @@ def _pairs(work: Path, runs: int) -> list[Pair]:
 def _environment(work: Path, source: Path | None) -> tuple[dict[str, str], dict[str, str]]:
     """The environment with the store of runs, and the first-use one (no store)."""
     env = {**os.environ, "VBENCH_HOME": str(work / "home"), "COLUMNS": "120"}
-    for key in ("VBENCH_STORE", "VBENCH_RESULTS"):
+    # PYTHONDONTWRITEBYTECODE (set in some shells and CI jobs) would keep the warm-up from
+    # writing byte code: every round would then compile the changed modules again, a cost
+    # no installed vbench pays.
+    for key in ("VBENCH_STORE", "VBENCH_RESULTS", "PYTHONDONTWRITEBYTECODE"):
         env.pop(key, None)
     if source:
         env["PYTHONPATH"] = str(source.resolve())
