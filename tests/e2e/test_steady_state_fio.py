@@ -82,7 +82,7 @@ def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reach
     verdict = json.loads((Path(doc["run"]["run_dir"]) / "verdict.json").read_text())
     answer = verdict["answers"][0]
     assert answer["status"] == "not reached"
-    assert answer["text"].startswith("steady state not reached in 3 rounds: in the last "
+    assert answer["text"].startswith("not reached in 3 rounds: in the last "
                                      "window (rounds 2–3) a round lies")
     assert answer["text"].endswith("stopped at the cap of 3 rounds")
 
@@ -116,6 +116,6 @@ def test_resume_during_the_rounds_goes_on_from_the_rounds_stored(
     assert ok == [(p, r) for p in (0, 1) for r in (1, 2, 3, 4)], ok
     answer = json.loads((Path(after["run"]["run_dir"]) / "verdict.json").read_text())[
         "answers"][0]
-    assert answer["text"] == "steady state not reached at 2 of 2 points"
+    assert answer["text"] == "not reached at 2 of 2 points"
     assert len(answer["details"]) == 2
     assert all(d.endswith("stopped at the cap of 4 rounds") for d in answer["details"])

@@ -91,3 +91,17 @@ def test_precondition_writes_the_named_target_whole_passes_times_before_the_firs
     assert not precondition.applies(params, 0, 2) and not precondition.applies(params, 1, 1)
     with pytest.raises(ValueError, match="precondition conditions the device or file you name"):
         FioParams.model_validate({"precondition": {}})
+
+
+def test_the_chart_draws_the_rounds_window_band_and_fitted_line() -> None:
+    from vbench.report.steady_chart import steady_svg
+
+    state = judge([52000, 31000, 20500, 19800, 20300, 19900, 20100], RULE)
+    svg = steady_svg(state, "steady-state rounds of total_iops at bs=4k", "IO/s", "c1")
+    assert svg.count("<circle") == 7  # every round
+    assert svg.count('fill="#4c72b0" fill-opacity="0.1"') == 1  # the window, shaded
+    assert svg.count('stroke-dasharray="5 3"') == 2  # the ±20 % band
+    assert svg.count('stroke-dasharray="2 2"') == 1  # the fitted line
+    assert "±20 %" in svg and ">round<" in svg
+    unsteady = steady_svg(judge([100, 60, 140], RULE), "t", "", "c2")
+    assert "stroke-dasharray" not in unsteady  # no window yet: rounds only

@@ -45,6 +45,11 @@ def _figure(inputs: AnswerInputs, point: int, state: SteadyState) -> Figure:
                   base.direction, None, base.simulated, s.noisy)
 
 
+def _short(text: str) -> str:
+    """The rule's sentence under the answer's title "steady state" (not said twice)."""
+    return text.removeprefix("steady state ")
+
+
 def steady_answers(inputs: AnswerInputs) -> tuple[Answer, ...]:
     rule = rule_of((inputs.run.get("scenario") or {}).get("steady_state"))
     if rule is None:
@@ -61,12 +66,12 @@ def steady_answers(inputs: AnswerInputs) -> tuple[Answer, ...]:
     if len(reached) == len(states):
         rounds = max(s.at_round or 0 for s in states.values())
         text = (f"every deciding point steady by round {rounds}" if many
-                else next(iter(states.values())).text())
+                else _short(next(iter(states.values())).text()))
         status, ok = ANSWERED, True
     else:
         missing = len(states) - len(reached)
-        text = (f"steady state not reached at {missing} of {len(states)} points" if many
-                else next(iter(states.values())).text())
+        text = (f"not reached at {missing} of {len(states)} points" if many
+                else _short(next(iter(states.values())).text()))
         status, ok = "not reached", False
     how = HOW_TO_READ.format(w=rule.window, e=rule.max_excursion * 100,
                              s=rule.max_slope * 100)
