@@ -66,6 +66,8 @@ def test_steady_state_is_reached_at_the_first_window_of_a_capped_fio(
     assert all(f["window"] == "steady-state window, rounds 1–3" for f in answer["figures"])
     html = (run_dir / "report.html").read_text()
     assert "steady-state rounds of total_iops" in html
+    text = vbench("show", run_id_of(res.stdout))
+    assert "3 rounds per point (until steady state, at most 6)" in text.stdout, text.stdout
 
 
 def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reached(

@@ -541,6 +541,13 @@ class ReportView:
 
     @property
     def trials_text(self) -> str:
+        from vbench.config.steady import PTS_MAX_ROUNDS
+
+        steady = self.scenario.get("steady_state")
+        if isinstance(steady, Mapping):  # rounds until the SNIA PTS rule holds, up to a cap
+            rounds = max((int(t["trial"]) for t in self.data.trials), default=0)
+            return (f"{rounds} round{'s' if rounds != 1 else ''} per point (until steady "
+                    f"state, at most {steady.get('max_rounds', PTS_MAX_ROUNDS)})")
         adaptive = self.scenario.get("repeat")
         if isinstance(adaptive, Mapping):  # repeat: {min, max, target}: as many as needed
             lo, hi = adaptive.get("min", "?"), adaptive.get("max", "?")
