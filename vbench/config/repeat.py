@@ -8,34 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, WithJsonSchema, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Discriminator, Field, Tag, model_validator
 
-from vbench.config.types import Duration, Strict
-
-
-def _fraction(value: Any) -> Any:
-    """``5%`` or ``0.05`` → 0.05 (a bare number is a fraction, not a percentage)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        try:
-            return float(value.strip()[:-1]) / 100.0
-        except ValueError:
-            raise PydanticCustomError("fraction", "expected a share such as 5% or 0.05") from None
-    return value
-
-
-Fraction = Annotated[
-    float,
-    BeforeValidator(_fraction),
-    Field(gt=0, lt=1),
-    WithJsonSchema({"type": ["string", "number"], "description": "e.g. 5% or 0.05"}),
-]
+from vbench.config.types import Duration, Share, Strict
 
 
 class RepeatTarget(Strict):
     """When a point has trials enough."""
 
-    ci_half_width: Fraction = Field(
+    ci_half_width: Share = Field(
         description="half-width of the 95 % confidence interval of the mean, relative to the "
         "mean, that every target metric must reach (e.g. 5%)",
     )

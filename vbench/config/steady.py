@@ -6,36 +6,15 @@ model.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from pydantic import Field, model_validator
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
-from pydantic_core import PydanticCustomError
-
-from vbench.config.types import Strict
+from vbench.config.types import Share, Strict
 
 # The SNIA PTS's figures (vbench/analysis/steady_state.py applies them).
 PTS_WINDOW = 5
 PTS_EXCURSION = 0.20
 PTS_SLOPE = 0.10
 PTS_MAX_ROUNDS = 25
-
-
-def _share(value: Any) -> Any:
-    """``20%`` or ``0.2`` → 0.2 (a bare number is a fraction, not a percentage)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        try:
-            return float(value.strip()[:-1]) / 100.0
-        except ValueError:
-            raise PydanticCustomError("share", "expected a share such as 20% or 0.2") from None
-    return value
-
-
-Share = Annotated[
-    float,
-    BeforeValidator(_share),
-    Field(gt=0, lt=1),
-    WithJsonSchema({"type": ["string", "number"], "description": "e.g. 20% or 0.2"}),
-]
 
 
 class SteadyStateSpec(Strict):

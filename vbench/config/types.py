@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Field,
     WithJsonSchema,
     model_validator,
 )
@@ -209,3 +210,23 @@ class Strict(BaseModel):
                 {"key": key, "hint": hint, "allowed": ", ".join(allowed), "keys": unknown},
             )
         return data
+
+
+def _share(value: Any) -> Any:
+    """``20%`` or ``0.2`` → 0.2 (a bare number is a fraction, not a percentage)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100.0
+        except ValueError:
+            raise PydanticCustomError("share", "expected a share such as 20% or 0.2") from None
+    return value
+
+
+# A share strictly between 0 and 1, written as a percentage or a fraction (a confidence
+# target, a steady-state excursion or slope).
+Share = Annotated[
+    float,
+    BeforeValidator(_share),
+    Field(gt=0, lt=1),
+    WithJsonSchema({"type": ["string", "number"], "description": "e.g. 20% or 0.2"}),
+]
