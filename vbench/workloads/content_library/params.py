@@ -33,8 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from vbench.config.types import Duration
-from vbench.templates import has_control
+from vbench.config.types import Duration, text_problem
 from vbench.workloads.base import Finding, LabObject, Params, Strict
 
 OPS = (
@@ -132,8 +131,11 @@ class Step(Strict):
             return v
         if not v.strip():
             raise ValueError("an empty name")
-        if has_control(v, tabs=False):
-            raise ValueError("a name cannot hold a control character (a newline, ESC …)")
+        # text_problem, as report titles: C1 controls and bidi overrides too, since
+        # these names are printed on terminals.
+        problem = text_problem(v)
+        if problem:
+            raise ValueError(f"a name cannot hold a {problem}")
         if "/" in v or "\\" in v or v.strip(".") == "":
             raise ValueError(f"{v!r} is not a plain name: no '/', '\\' and not '.' or '..'")
         return v
@@ -286,12 +288,18 @@ def item_findings(p: ContentLibraryParams) -> list[Finding]:
     holds its publisher's): refused with the closest item name, before anything runs.
     An existing library's items are the lab's (checked by preflight)."""
     held: dict[str, list[str] | None] = {}  # library -> its item names (None: unknown)
+    publisher: dict[str, str] = {}  # subscribed library -> the library it follows
     out: list[Finding] = []
     for i, s in enumerate(p.steps):
         if s.op == "create_library":
             held[s.library] = None if s.existing else []
         elif s.op == "subscribe":
-            held[s.library] = held.get(s.publisher or "")  # the publisher's, shared
+            publisher[s.library] = s.publisher or ""
+        if s.op == "subscribe" or (s.op == "sync" and s.library in publisher):
+            # A copy: a subscriber holds what its publisher had at its last sync, not
+            # an item put in the publisher after it.
+            got = held.get(publisher[s.library])
+            held[s.library] = None if got is None else list(got)
         items = held.get(s.library)
         if items is None:
             continue
