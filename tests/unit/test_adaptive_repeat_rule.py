@@ -82,10 +82,22 @@ def test_rule_of_reads_a_stored_scenario_and_ignores_a_fixed_count() -> None:
     assert r == RepeatRule(4, 9, 0.03, ("iops",), True)
 
 
-def test_a_point_within_target_at_95_but_not_at_the_stop_level_says_why() -> None:
+def test_a_point_cut_short_within_target_at_95_but_not_at_the_stop_level_says_why() -> None:
     xs = [100.0, 104.0, 96.0, 102.0, 98.0]
-    text = progress(RepeatRule(3, 5, 0.05), 5, {"m": xs}).text()
-    assert text.startswith("not met at max 5: ±") and "not yet held at 98.3 %" in text
+    p = progress(RepeatRule(3, 7, 0.05), 5, {"m": xs}, stopped_early=True)
+    assert not p.met
+    text = p.text()
+    assert text.startswith("not met after 5 (budget spent): ±") and "not yet held at 99.0 %" in text
+
+
+def test_at_max_the_reported_95_interval_alone_decides_met() -> None:
+    # Within ±5 % at 95 % but not at the stricter stop level: at max the stop did not
+    # depend on the data, so the point is met (and require: true does not fail the run).
+    xs = [100.0, 104.0, 96.0, 102.0, 98.0]
+    p = progress(RepeatRule(3, 5, 0.05, require=True), 5, {"m": xs})
+    assert p.met and p.at_max and p.text() == "met after 5"
+    wide = [80.0, 120.0, 95.0, 105.0, 70.0]
+    assert not progress(RepeatRule(3, 5, 0.05), 5, {"m": wide}).met
 
 
 def test_without_the_correction_the_stop_is_decided_at_95() -> None:

@@ -23,8 +23,12 @@ often than 95 %. The rule here guards against that in two ways:
   interval is within the target; the reported interval, narrower still, is within it
   too. bench/adaptive_repeat.py measures the coverage this gives (docs/performance.md).
 
-``met`` in :class:`PointProgress` means the reported (95 %) interval is within the
-target, which is what the user reads; the stop decision is the stricter one.
+``met`` in :class:`PointProgress` is judged on the reported (95 %) interval, which is
+what the user reads. Before ``max`` it also needs the stricter decision interval (a
+point cut short by the budget or Ctrl-C while only its 95 % interval is within the
+target is not met: stopping there would be the optional stopping the correction
+guards against). At ``max`` the stop no longer depends on the data, so the reported
+95 % interval alone decides: the stricter level is only for stopping *early*.
 """
 
 from __future__ import annotations
@@ -187,7 +191,9 @@ def progress(
             continue
         if widest is None or w > widest:
             widest, metric = w, name
-    met = not missing and widest is not None and widest <= rule.target and satisfied(rule, series)
+    within = not missing and widest is not None and widest <= rule.target
+    # At max the stop was not chosen by the data: the reported interval is the judge.
+    met = within and (trials >= rule.max or satisfied(rule, series))
     return PointProgress(
         trials=trials, met=met, widest=widest, metric=metric,
         at_max=trials >= rule.max, stopped_early=stopped_early and trials < rule.max,
