@@ -207,3 +207,29 @@ def test_answer_figures_show_plain_units_as_the_tables_do() -> None:
                    ci_low=0.05, ci_high=0.05578)
     assert cv.value_text() == "0.1221"
     assert share.value_text() == "5.289 ± 0.2890 %"
+
+
+def test_every_json_output_reads_the_qos_as_the_verdict_does(tmp_path: Path) -> None:
+    """A converged search: its failing levels above the answer are its bracket, so no JSON
+    output says the QoS failed beside verdict.qos.status "bracket"; the checks stay."""
+    import dataclasses
+
+    from vbench.engine.finish import FINISH_STEPS
+    from vbench.report.build import show_json_of, summary_json_of
+
+    store, run_id, _ = stored_search(tmp_path, headline=("lat", "cpu"))
+    store.finish_run(run_id, "ok", 2e9)
+    data = report_data(store, run_id)
+    data = dataclasses.replace(data, verdict=verdict_of(data))
+    docs = {"show": show_json_of(data), "summary": summary_json_of(data),
+            "report": exports.run_json(data)}
+    for name, doc in docs.items():
+        qos = doc["qos"]
+        assert qos["status"] == doc["verdict"]["qos"]["status"] == "bracket", name
+        assert qos["passed"] is True and "FAIL" not in qos["verdict"], (name, qos)
+        assert qos["all_checks_passed"] is False and qos["failed_checks"] > 0, name
+        assert any(c["status"] != "pass" for c in qos["checks"]), name
+    # summary.json is written once the verdict is kept; the samples before anything else.
+    steps = [s.__name__ for s in FINISH_STEPS]
+    assert steps[0] == "write_samples"
+    assert steps.index("write_summary") > steps.index("keep_verdict")

@@ -100,21 +100,40 @@ def finish_run(
     return result
 
 
-def write_figures(store: Store, result: RunResult) -> RunResult:
-    """Keep the run's figures beside its raw outputs (see :func:`figures_to_run_dir`)."""
-    figures_to_run_dir(result.run, result.data, result.rundir)
+def write_samples(store: Store, result: RunResult) -> RunResult:
+    """Keep every sample beside the raw outputs first: nothing measured is lost if a
+    later step fails."""
+    samples_to_run_dir(result.run, result.rundir)
+    return result
+
+
+def write_summary(store: Store, result: RunResult) -> RunResult:
+    """summary.json, once the verdict is decided and kept: it carries the verdict."""
+    summary_to_run_dir(result.data, result.rundir)
     return result
 
 
 def figures_to_run_dir(run: StoredRun, data: ReportData, rundir: RunDir) -> None:
     """The run directory stands on its own: every sample (samples.csv, failed trials'
-    included) and the per-point statistics (summary.json)."""
+    included) and the per-point statistics with the verdict (summary.json)."""
+    samples_to_run_dir(run, rundir)
+    summary_to_run_dir(data, rundir)
+
+
+def samples_to_run_dir(run: StoredRun, rundir: RunDir) -> None:
     try:
-        from vbench.report.build import summary_json_of
         from vbench.report.exports import csv_frame
 
         if run.samples is not None:  # labels a spreadsheet would run as formulas: defused
             csv_frame(run.samples).to_csv(rundir.path / "samples.csv", index=False)
+    except Exception as exc:  # the store already holds them; a copy must not fail a run
+        rundir.log("figures_not_written", level="warning", error=str(exc))
+
+
+def summary_to_run_dir(data: ReportData, rundir: RunDir) -> None:
+    try:
+        from vbench.report.build import summary_json_of
+
         rundir.write_json("summary.json", summary_json_of(data))
     except Exception as exc:  # the store already holds them; a copy must not fail a run
         rundir.log("figures_not_written", level="warning", error=str(exc))
@@ -193,25 +212,26 @@ def json_document(store: Store, result: RunResult) -> RunResult:
     """What `vbench run --json` prints (only built when asked)."""
     if not result.options.as_json:
         return result
-    from vbench.analysis.verdict import verdict_to_json
     from vbench.report.build import summary_json_of
     from vbench.report.exports import finite
 
-    doc = {**summary_json_of(result.data),
-           "verdict": verdict_to_json(result.data.verdicted())}
+    doc = dict(summary_json_of(result.data))  # with the verdict
     doc.update(exit_code=result.exit_code, report=str(result.report) if result.report else None,
                run_dir=str(result.run_dir))
     return dataclasses.replace(result, doc=finite(doc))
 
 
-# In order: the figures file is written before the regression joins the data (it never
-# held one); the JSON document last, as it carries the exit code and the report's path.
+# In order: the samples first (nothing measured is lost if a later step fails);
+# summary.json once the verdict is kept (it carries the verdict and the QoS as the
+# verdict reads it); the JSON document last, as it carries the exit code and the
+# report's path.
 FINISH_STEPS: tuple[Step, ...] = (
-    write_figures,
+    write_samples,
     describe_interrupt,
     decide,  # the run's one verdict (vbench/engine/verdict.py), rendered by every output
     judge,
     keep_verdict,
+    write_summary,
     write_report,
     json_document,
 )

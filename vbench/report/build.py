@@ -245,7 +245,7 @@ def show_json_of(data: ReportData) -> dict[str, Any]:
         "points": data.points,
         "trials": data.trials,
         "summary": json.loads(summary.to_json(orient="records")) if summary is not None else [],
-        "qos": qos_json(data.analyzed().qos),
+        "qos": qos_json(data.analyzed().qos, data.verdicted().qos),
         "warnings": list(data.warnings),
         "verdict": verdict_to_json(data.verdicted()),
     }
@@ -321,6 +321,7 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
     """:func:`run_summary_json` of a run already loaded (its regression: ``data``'s)."""
     from vbench.analysis.figures import present
     from vbench.analysis.stats import summarize
+    from vbench.analysis.verdict import verdict_to_json
     from vbench.report.exports import STAT_FIELDS, qos_json, regression_json
 
     regression = data.regression
@@ -350,7 +351,8 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
         "status": run["status"],
         "tags": list(run.get("tags") or ()),
         "points": points,
-        "qos": qos_json(a.qos),
+        "qos": qos_json(a.qos, data.verdicted().qos),
         "regression": regression_json(regression),
         "warnings": [*data.warnings, *a.problems],
+        "verdict": verdict_to_json(data.verdicted()),
     }

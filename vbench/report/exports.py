@@ -21,7 +21,7 @@ from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
-from vbench.analysis.verdict import verdict_to_json
+from vbench.analysis.verdict import QosView, verdict_to_json
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
 from vbench.report.verdict_view import junit_answer, markdown_lines
 
@@ -90,11 +90,17 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     return rows
 
 
-def qos_json(qos: QosResult) -> dict[str, Any]:
+def qos_json(qos: QosResult, view: QosView) -> dict[str, Any]:
+    """The QoS as the run's verdict reads it (``view``: a search's failing levels above
+    its answer are its bracket, not a failure), then every check as measured."""
     return {
         "declared": qos.declared,
-        "passed": qos.passed,
-        "verdict": qos.verdict(),
+        "status": view.status,  # "pass", "fail", "bracket" or "none"
+        "passed": not view.bad,
+        "verdict": view.text,
+        "failed_checks": view.failed,  # every check that did not pass, expected or not
+        "unexpected_failures": list(view.unexpected),
+        "all_checks_passed": qos.passed,
         "checks": [
             {"criterion": c.criterion, "metric": c.metric, "subject": dict(c.subject),
              "point": c.point, "point_title": c.point_title, "stat": c.stat, "op": c.op,
@@ -137,7 +143,7 @@ def run_json(data: ReportData, *, with_samples: bool = True) -> dict[str, Any]:
         "points": data.points,
         "trials": data.trials,
         "aggregates": aggregate_rows(data, analysis),
-        "qos": qos_json(analysis.qos),
+        "qos": qos_json(analysis.qos, data.verdicted().qos),
         "regression": regression_json(data.regression),
         "warnings": [*data.warnings, *analysis.problems],
         "verdict": verdict_to_json(data.verdicted()),
