@@ -233,3 +233,29 @@ def test_every_json_output_reads_the_qos_as_the_verdict_does(tmp_path: Path) -> 
     steps = [s.__name__ for s in FINISH_STEPS]
     assert steps[0] == "write_samples"
     assert steps.index("write_summary") > steps.index("keep_verdict")
+
+
+def _all_fail(tmp_path: Path) -> Store:
+    store = Store.open(None, tmp_path)
+    qos = [{"name": "lat cap", "metric": "lat", "op": "<=", "threshold": 0.5, "stat": "mean"}]
+    doc = scenario_doc("m", factors={"bs": ["4k", "64k"]}, qos=qos,
+                       report={"headline": ["ops", "lat"], "charts": []})
+    add_run(store, "r1", [
+        ({"bs": "4k"}, {"ops": [100.0, 102.0], "lat": [1.0, 1.1]}),
+        ({"bs": "64k"}, {"ops": [300.0, 310.0], "lat": [2.0, 2.1]}),
+    ], scenario=doc)
+    return store
+
+
+def test_the_summary_calls_no_point_best_when_every_point_fails_qos(tmp_path: Path) -> None:
+    from vbench.analysis.direction import directions_of
+    from vbench.report.data import ReportView
+    from vbench.report.sections import headline_rows
+
+    data = report_data(_all_fail(tmp_path), "r1")
+    rows = {r["metric"]: r for r in headline_rows(ReportView(data), directions_of(data.run))}
+    ops = rows["ops"]
+    # Before: "306.0 … at bs=64k" called best, beside "failing points are not called best".
+    assert ops["best"] == "none" and "bs=64k" not in ops["best"], ops
+    assert "every point fails its QoS criteria" in ops["note"]
+    assert ops["worst"].endswith("at bs=4k")

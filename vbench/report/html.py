@@ -207,8 +207,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "summary": {"badges": badges(view, analysis, view.data.regression, verdict),
                     "headline": [] if searched else [*derived_headline_rows(
                         view, analysis.derived, view.data.headline_metrics),
-                        *headline_rows(view, overrides, choice.hidden(),
-                                       {c.point for c in analysis.qos.failures})]},
+                        *headline_rows(view, overrides, choice.hidden())]},
         "scenario_info": scenario_section(view),
         "method": _method(view),
         "factors": view.factors,

@@ -88,11 +88,15 @@ def badges(
 
 
 def headline_rows(view: ReportView, overrides: Mapping[str, str],
-                  hidden: Collection[str] = (),
-                  failing: Collection[int] = ()) -> list[dict[str, str]]:
+                  hidden: Collection[str] = ()) -> list[dict[str, str]]:
     """Per headline metric (but those in ``hidden``: zero everywhere): the best and the
-    worst point (or the one value), in the unit the two read best in. A point in
-    ``failing`` (its QoS criteria fail) is never called best, as in the run's answer."""
+    worst point (or the one value), in the unit the two read best in. The best point is
+    the run's answer's (:func:`~vbench.analysis.verdict_build.best_point`): a point whose
+    QoS criteria fail is never called best, and when every point fails none is."""
+    from vbench.analysis.verdict_build import AnswerInputs, best_point
+
+    d = view.data
+    inputs = AnswerInputs(d.run, d.points, d.trials, d.analyzed(), tuple(d.headline_metrics))
     rows = []
     for m in view.headline:
         if m in hidden:
@@ -109,24 +113,30 @@ def headline_rows(view: ReportView, overrides: Mapping[str, str],
         ordered = sorted(found, key=lambda ps: ps[1].mean or 0.0,
                          reverse=direction != "lower")
         sc = choose(unit, [ordered[0][1].mean, ordered[-1][1].mean])
-        passing = [ps for ps in ordered if ps[0].point not in failing]
-        best_p, best = passing[0] if passing else ordered[0]
         worst_p, worst = ordered[-1]
         one = len(ordered) == 1
-        skipped = passing[:1] != ordered[:1]
         if direction not in ("higher", "lower"):  # no best point by a figure of context
-            span = fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else (
-                f" at {best_p.title} to {fmt_mean_ci(sc.summary(worst), sc.unit)} "
+            first_p, first = ordered[0]
+            span = fmt_mean_ci(sc.summary(first), sc.unit) + ("" if one else (
+                f" at {first_p.title} to {fmt_mean_ci(sc.summary(worst), sc.unit)} "
                 f"at {worst_p.title}"))
             rows.append({"metric": m, "unit": sc.unit, "best": span, "worst": "",
                          "note": "not ranked: no direction of improvement"})
             continue
+        chosen, why = best_point(inputs, m)
+        at = f" at {worst_p.title}"
+        if chosen is None:  # every point fails its QoS criteria: none is called best
+            rows.append({"metric": m, "unit": sc.unit, "best": "none",
+                         "worst": fmt_mean_ci(sc.summary(worst), sc.unit) + at,
+                         "note": f"{direction} is better; {why}"})
+            continue
+        best_p, best = next(ps for ps in ordered if ps[0].point == chosen)
+        skipped = chosen != ordered[0][0].point
         rows.append({
             "metric": m,
             "unit": sc.unit,
             "best": fmt_mean_ci(sc.summary(best), sc.unit) + ("" if one else f" at {best_p.title}"),
-            "worst": "" if one else fmt_mean_ci(sc.summary(worst), sc.unit)
-            + f" at {worst_p.title}",
+            "worst": "" if one else fmt_mean_ci(sc.summary(worst), sc.unit) + at,
             "note": f"{direction} is better"
             + ("; points failing QoS are not called best" if skipped else ""),
         })
