@@ -259,3 +259,13 @@ def test_the_summary_calls_no_point_best_when_every_point_fails_qos(tmp_path: Pa
     assert ops["best"] == "none" and "bs=64k" not in ops["best"], ops
     assert "every point fails its QoS criteria" in ops["note"]
     assert ops["worst"].endswith("at bs=4k")
+
+
+def test_the_answer_when_every_point_fails_qos_gives_each_points_figure(tmp_path: Path) -> None:
+    v = verdict_of(report_data(_all_fail(tmp_path), "r1"))
+    a = v.answer
+    assert a is not None
+    # Before: "no data: no point of the run has a value", though both points have values.
+    assert "no data" not in a.text and "every point fails its QoS criteria" in a.text
+    assert [(f.metric, f.where) for f in a.figures] == [("ops", "bs=4k"), ("ops", "bs=64k")]
+    assert all(f.value is not None for f in a.figures)

@@ -193,7 +193,7 @@ def default_answer(inputs: AnswerInputs) -> Answer:
     lead = names[0]
     multi = len(inputs.analysis.figures.points) > 1
     point, note = best_point(inputs, lead)
-    if point is None and inputs.direction(lead) is None and inputs.points_with(lead):
+    if point is None and inputs.points_with(lead):  # not ranked, or every point fails QoS
         figs = tuple(inputs.figure(p, lead) for p in inputs.points_with(lead)[:MAX_UNRANKED])
         return Answer("best point", "result", note, NO_ANSWER, figures=figs,
                       how_to_read="Each point's figure is shown: none is called best.")
