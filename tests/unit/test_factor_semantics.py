@@ -62,3 +62,18 @@ def test_factors_that_change_something_are_not_warned(
     tmp_path: Path, params: str, factors: str
 ) -> None:
     assert _warnings(tmp_path, params, factors) == []
+
+
+def test_a_factor_warning_says_the_line_and_column_of_the_factor(tmp_path: Path) -> None:
+    # Review: warnings printed `s.yaml: factors.iodepth: warning: …` without the
+    # line:column errors have.
+    from tests.unit.test_config_limits import run_cli
+
+    p = tmp_path / "s.yaml"
+    p.write_text("version: 1\nname: m\ntopology: {storage: {count: 1}}\n"
+                 "workload: {driver: fio, params: {rw: randread, size: 8m, ioengine: psync}}\n"
+                 "factors:\n  iodepth: [1, 8]\nphases: {steady: 2s}\n")
+    code, err = run_cli("validate", str(p))
+    assert code == 0, err
+    assert f"{p}:6:12: factors.iodepth: warning: factor iodepth varies iodepth, but ioengine psync"\
+        " is synchronous" in err, err

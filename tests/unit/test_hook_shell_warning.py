@@ -22,6 +22,14 @@ from vbench.results.store import Store
 WARNING = "factors.latency.hook.run: warning: hands a level's value to a shell (sh -c)"
 
 
+def at(s: Path) -> str:
+    """Where the hook's `run:` value is (file:line:col), as an error there would say:
+    the review found warnings printed without it."""
+    lines = s.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "hook: {" in text)
+    return f"{s}:{line}:{lines[line - 1].index('run: ') + 6}"
+
+
 def hooked(tmp_path: Path, run: str) -> Path:
     text = QUICKSTART.read_text().replace("  bs: [4k, 64k]", (
         f"  bs: [4k, 64k]\n  latency:\n    hook: {{node: wan, run: {run}, undo: [tc, del]}}\n"
@@ -34,7 +42,16 @@ def hooked(tmp_path: Path, run: str) -> Path:
 @pytest.mark.parametrize(("argv", "shell"), [
     (["sh", "-c", "tc qdisc add delay {value}"], "sh"),
     (["sudo", "/bin/bash", "-ec", "tc {level}"], "bash"),
-    (["env", "dash", "-c", "tc \"$1\"", "--", "{value}"], "dash"),
+    # Review: a value after the script is its $0/$1 (data), and ssh and su run a
+    # command string with a shell.
+    (["env", "dash", "-c", "tc \"$1\"", "--", "{value}"], None),
+    (["sh", "-c", "tc delay $0", "{value}"], None),
+    (["ssh", "router", "tc qdisc add delay {value}"], "ssh"),
+    (["ssh", "-p", "2222", "-o", "BatchMode=yes", "router", "tc", "delay", "{value}"], "ssh"),
+    (["ssh", "-p{value}", "router", "true"], None),
+    (["su", "-c", "tc qdisc add delay {value}"], "su"),
+    (["sudo", "su", "root", "--command={level}"], "su"),
+    (["su", "-c", "/opt/set.sh", "root"], None),
     (["tc", "qdisc", "add", "delay", "{value}"], None),
     (["sh", "/opt/set-latency.sh", "{value}"], None),
     (["sh", "-c", "tc qdisc del"], None),
@@ -47,7 +64,7 @@ def test_validate_and_plan_warn_of_a_hook_that_runs_a_shell(tmp_path: Path) -> N
     s = hooked(tmp_path, '[sh, -c, "tc qdisc add delay {value}"]')
     code, err = run_cli("validate", str(s))
     assert code == 0, err
-    assert f"{s}: {WARNING}" in err
+    assert f"{at(s)}: {WARNING}" in err
     res = CliRunner().invoke(cli, ["plan", str(s)])
     assert res.exit_code == 0, res.output
     assert "warning: factors.latency.hook.run: hands a level's value to a shell" in res.output
@@ -66,7 +83,7 @@ def test_run_warns_before_it_starts(tmp_path: Path) -> None:
     # The lab's nodes are unreachable (and lack the hook's node): the run stops at its
     # preflight, after it has said what the scenario's hook does.
     _code, _out, err = run_json(tmp_path, str(s))
-    assert f"{s}: {WARNING}" in err, err
+    assert f"{at(s)}: {WARNING}" in err, err
 
 
 def test_the_report_shows_the_warning(tmp_path: Path) -> None:

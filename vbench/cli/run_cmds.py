@@ -61,7 +61,7 @@ def validate(scenario: Path, lab: Path | None, sets: tuple[str, ...]) -> None:
 
         check_key_files(plan, lab)
     for f in plan.findings:
-        click.echo(f"{scenario}: {f.where}: {f.level}: {f.message}", err=True)
+        click.echo(f"{f.at or scenario}: {f.where}: {f.level}: {f.message}", err=True)
     size = f"{_size_text(plan)}, {_estimate_text(plan)}"
     on_lab = f"; lab {lab}: ok" if lab else ""
     click.echo(f"{scenario}: ok — {_search_text(plan) or size}{on_lab}")
@@ -309,7 +309,7 @@ def run(
         # The driver's warnings (allow_exec on, a run configuration missing …), as
         # validate and plan print them: a run from cron shows them in its log.
         for f in session.plan.findings:
-            click.echo(f"{scenario}: {f.where}: {f.level}: {f.message}",
+            click.echo(f"{f.at or scenario}: {f.where}: {f.level}: {f.message}",
                        err=True)
         progress = RichProgress(kept=Kept.of(store, resume) if resume else None)
         outcome, rundir = execute(session, store, rdir, progress=progress)

@@ -88,19 +88,68 @@ def _placeholders(arg: str) -> bool:
 
 
 def shell_of(argv: Sequence[str]) -> str | None:
-    """The shell ``argv`` hands a level's value to (``[sh, -c, "… {value}"]``: the value
-    is then shell code), or None when no value reaches a shell's script."""
+    """What hands a level's value to a shell as code, or None: ``sh`` for ``[sh, -c,
+    "… {value}"]``, ``su`` for ``[su, -c, "… {value}"]`` (su runs it with the user's
+    shell), ``ssh`` for ``[ssh, router, "… {value}"]`` (ssh joins its command words
+    and the remote shell runs them). A value as an argument after a shell's script
+    (``[sh, -c, 'tc … "$1"', sh, "{value}"]``) is data, not code: not warned."""
     for i, arg in enumerate(argv):
-        if posixpath.basename(arg) not in SHELLS:
-            continue
+        name = posixpath.basename(arg)
         rest = list(argv[i + 1:])
-        script = next((j for j, a in enumerate(rest) if _SHELL_C.fullmatch(a)), None)
-        if script is not None and any(_placeholders(a) for a in rest[script + 1:]):
-            return posixpath.basename(arg)
+        if name in SHELLS and _shell_script_has_value(rest):
+            return name
+        if name in _SU and _su_command_has_value(rest):
+            return name
+        if name == "ssh" and any(_placeholders(a) for a in _ssh_command(rest)):
+            return name
     return None
 
 
 _SHELL_C = re.compile(r"-[A-Za-z]*c[A-Za-z]*")  # -c, -ec, -xc …
+_SU = frozenset({"su", "runuser"})
+# ssh options that take an argument (ssh(1)): the host is the first word after them.
+_SSH_ARG_OPTS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _shell_script_has_value(rest: list[str]) -> bool:
+    """A shell's ``-c`` script (its first operand after the options) holds a
+    placeholder; an option between holding one counts too."""
+    at = next((j for j, a in enumerate(rest) if _SHELL_C.fullmatch(a)), None)
+    if at is None:
+        return False
+    for a in rest[at + 1:]:
+        if a == "--":
+            continue
+        if _placeholders(a):
+            return True
+        if not a.startswith("-"):
+            return False  # the script, without a placeholder; later words are $0, $1 …
+    return False
+
+
+def _su_command_has_value(rest: list[str]) -> bool:
+    for j, a in enumerate(rest):
+        if a in ("-c", "--command", "--session-command") and j + 1 < len(rest):
+            return _placeholders(rest[j + 1])
+        if a.startswith(("--command=", "--session-command=")) or (
+                a.startswith("-c") and not a.startswith("--") and len(a) > 2):
+            return _placeholders(a)
+    return False
+
+
+def _ssh_command(rest: list[str]) -> list[str]:
+    """The words of the remote command in ssh's arguments (after options and host)."""
+    j = 0
+    while j < len(rest) and rest[j].startswith("-") and rest[j] != "-":
+        opt = rest[j]
+        j += 1
+        if opt == "--":
+            break
+        for k, letter in enumerate(opt[1:], start=2):
+            if letter in _SSH_ARG_OPTS:
+                j += 0 if k < len(opt) else 1  # -p22 holds its value; -p 22 takes the next
+                break
+    return rest[j + 1:]
 
 
 def shell_hook_warnings(factors: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -115,8 +164,9 @@ def shell_hook_warnings(factors: Mapping[str, Any]) -> list[tuple[str, str]]:
             argv = hook.get(key) if isinstance(hook, Mapping) else getattr(hook, key, None)
             shell = shell_of(argv or ())
             if shell:
+                how = "ssh: the remote shell" if shell == "ssh" else f"{shell} -c"
                 out.append((f"factors.{name}.hook.{key}",
-                            f"hands a level's value to a shell ({shell} -c): the value, also "
+                            f"hands a level's value to a shell ({how}): the value, also "
                             "one given by --set, runs as shell code on the lab node; put "
                             "{value} in an argument of its own, without a shell, unless you "
                             "mean it (docs/lab-hooks.md)"))

@@ -16,6 +16,7 @@ from vbench.config.repeat import first_trials
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
+from vbench.config.yamlsrc import Source
 from vbench.engine.lab_refs import lab_reference_issues
 from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
@@ -226,11 +227,13 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         errors, found = _driver_findings(driver_cls, spec, point, point_groups, lab)
         issues.extend((spec.source or src).issue(("workload", "params", *_keys(f.path)),
                                                  f.message) for f in errors)
-        findings.update(((f.level, f.path, f.message), f) for f in found)
+        findings.update(((f.level, f.path, f.message), _located(f, spec.source or src))
+                        for f in found)
         points.append(point)
     # A hook that hands a level's value to a shell: warned as fio's allow_exec is.
     for path, message in shell_hook_warnings(scenario.factors):
-        findings[("warning", path, message)] = Finding("warning", path, message, root="")
+        findings[("warning", path, message)] = _located(
+            Finding("warning", path, message, root=""), src)
     for spec in search_bounds(scenario, src, bases):
         issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
                       if str(i) not in {str(x) for x in issues})
@@ -254,6 +257,12 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings=tuple(findings.values()),
         bound_to_lab=lab is not None,
     )
+
+
+def _located(f: Finding, src: Source) -> Finding:
+    """``f`` with the file:line:col of its path, as an error there would print."""
+    file, line, col = src.locate((*_keys(f.root), *_keys(f.path)) if f.root else _keys(f.path))
+    return replace(f, at=f"{file}:{line}:{col or 1}" if line is not None else file)
 
 
 def _keys(path: str) -> tuple[str | int, ...]:

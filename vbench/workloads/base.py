@@ -51,6 +51,8 @@ class Finding:
     path: str  # dotted path below ``root``
     message: str
     root: str = "workload.params"  # "" for a path from the scenario's top (factors.x…)
+    # file:line:col where the scenario says it (set by the plan, as for errors); "" unknown
+    at: str = ""
 
     @property
     def where(self) -> str:
