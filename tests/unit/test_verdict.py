@@ -269,3 +269,21 @@ def test_the_answer_when_every_point_fails_qos_gives_each_points_figure(tmp_path
     assert "no data" not in a.text and "every point fails its QoS criteria" in a.text
     assert [(f.metric, f.where) for f in a.figures] == [("ops", "bs=4k"), ("ops", "bs=64k")]
     assert all(f.value is not None for f in a.figures)
+
+
+def test_a_run_under_way_has_no_exit_code_and_no_stored_verdict(tmp_path: Path) -> None:
+    from vbench.analysis.verdict import VERDICT_FILE
+    from vbench.engine.verdict import with_verdict
+
+    store = Store.open(None, tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    add_run(store, "r1", [({}, {"ops": [1.0, 2.0]})], status="running", run_dir=str(run_dir))
+    v = with_verdict(report_data(store, "r1")).verdicted()
+    # Before: exit_code 0 (an invented success), kept in verdict.json for later outputs.
+    assert v.status == "running" and v.exit_code is None
+    assert not (run_dir / VERDICT_FILE).exists()
+    assert verdict_from_json(verdict_to_json(v)).exit_code is None
+    store.finish_run("r1", "ok", 2e9)
+    done = with_verdict(report_data(store, "r1")).verdicted()
+    assert done.exit_code == 0 and (run_dir / VERDICT_FILE).is_file()

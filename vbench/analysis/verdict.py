@@ -250,7 +250,7 @@ class Verdict:
     scenario: str
     title: str
     status: str  # the run's: ok, failed, interrupted, running …
-    exit_code: int
+    exit_code: int | None  # None: not known (a run under way, never an invented 0)
     exit_reason: str  # why it exits non-zero ("" for 0)
     answers: tuple[Answer, ...]
     headline: tuple[Figure, ...]
@@ -331,7 +331,7 @@ def verdict_from_json(doc: Mapping[str, Any]) -> Verdict | None:
         eff = doc.get("effects")
         return Verdict(
             run_id=str(doc["run_id"]), scenario=str(doc["scenario"]), title=str(doc["title"]),
-            status=str(doc["status"]), exit_code=int(doc["exit_code"]),
+            status=str(doc["status"]), exit_code=None if doc["exit_code"] is None else int(doc["exit_code"]),
             exit_reason=str(doc.get("exit_reason") or ""),
             answers=tuple(_answer(a) for a in doc.get("answers") or ()),
             headline=tuple(_figure(f) for f in doc.get("headline") or ()),

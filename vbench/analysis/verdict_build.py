@@ -291,7 +291,8 @@ def build_verdict(
     headline = figured.figures if figured is not None else default_answer(inputs).figures
     noise = noisy_figures(inputs, [f.metric for f in headline])
     qos = qos_view(inputs.analysis.qos, chosen)
-    code = EXIT_BY_STATUS.get(stored.status, 0) if exit_code is None else exit_code
+    # Not recorded (a run under way, a status of its own): unknown, never an invented 0.
+    code = EXIT_BY_STATUS.get(stored.status) if exit_code is None else exit_code
     return Verdict(
         run_id=stored.run_id, scenario=stored.scenario_name, title=stored.title,
         status=stored.status, exit_code=code, exit_reason=exit_reason,

@@ -137,6 +137,10 @@ def attach(data: ReportData) -> ReportData:
     return dataclasses.replace(data, verdict=stored or verdict_of(data))
 
 
+UNDER_WAY = ("provisioning", "running")  # the store's UNFINISHED_STATUSES (not imported:
+# `vbench show` of a stored verdict reads no database module for it)
+
+
 def with_verdict(data: ReportData) -> ReportData:
     """``data`` with its run's verdict, as :func:`ensure_verdict` gives it, for a command
     that has read the run already (the stored verdict when current, else computed now
@@ -147,7 +151,9 @@ def with_verdict(data: ReportData) -> ReportData:
     verdict = read_stored(run_dir, str(data.run.get("status")))
     if verdict is None:
         verdict = verdict_of(data)
-        if run_dir and Path(run_dir).is_dir():
+        # A run under way has no verdict to keep: its figures and exit code will change.
+        finished = str(data.run.get("status")) not in UNDER_WAY
+        if finished and run_dir and Path(run_dir).is_dir():
             with contextlib.suppress(OSError):  # a read-only copy of a run
                 store_verdict(run_dir, verdict)
     return dataclasses.replace(data, verdict=verdict)

@@ -58,7 +58,8 @@ def html_context(v: Verdict) -> dict[str, Any]:
         "simulated": v.simulated,
         "qos_text": v.qos.text, "qos_badge": text, "qos_kind": kind,
         "effects": v.effects.text() if v.effects is not None else None,
-        "exit": f"exit {v.exit_code}" + (f": {v.exit_reason}" if v.exit_reason else ""),
+        "exit": None if v.exit_code is None
+        else f"exit {v.exit_code}" + (f": {v.exit_reason}" if v.exit_reason else ""),
         "repeat": None if v.repeat is None else {
             "text": v.repeat.text, "rule": v.repeat.rule, "met": v.repeat.met,
             "points": [(p.title, p.text) for p in v.repeat.points]},
