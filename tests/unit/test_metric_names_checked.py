@@ -126,3 +126,44 @@ def test_invalid_driver_parameters_are_not_buried_under_unknown_metric_names(
         build_plan(load_scenario(p))
     got = [str(i) for i in exc.value.issues]
     assert len(got) == 1 and "workload.params.rw" in got[0], got
+
+
+def test_steady_state_metric_and_at_are_checked_against_the_run(tmp_path: Path) -> None:
+    # bs is the one factor, levels 4k and 1m (BASE's iodepth replaced).
+    base = "steady_state:\n  metric: {metric}\n  at: {at}\n"
+    head = BASE.replace("factors: {iodepth: [1, 8]}\n", "") + "factors: {bs: [4k, 1m]}\n"
+    p = tmp_path / "s.yaml"
+
+    def issues(metric: str, at: str) -> list[str]:
+        p.write_text(head + base.format(metric=metric, at=at))
+        with pytest.raises(ConfigValidationError) as exc:
+            build_plan(load_scenario(p))
+        return [str(i) for i in exc.value.issues]
+
+    assert issues("total_iopz", "{bs: 4k}") == [
+        f"{p}:8:11: steady_state.metric: no metric total_iopz in fio's catalogue; "
+        "did you mean total_iops?"]
+    assert issues("total_iops", "{bs: 4K}") == [
+        f"{p}:9:12: steady_state.at.bs: bs has no level '4K'; did you mean 4k? "
+        "(its levels: 4k, 1m)"]
+    (got,) = issues("total_iops", "{bsz: 4k}")
+    assert got.startswith(f"{p}:9:13: steady_state.at.bsz: no factor 'bsz'; did you mean bs?")
+    p.write_text(head + base.format(metric="total_iops", at="{bs: 4k}"))
+    assert build_plan(load_scenario(p)).points
+
+
+def test_an_adaptive_repeats_target_metrics_are_checked(tmp_path: Path) -> None:
+    got = _issues(tmp_path, "repeat: {min: 3, max: 6, target: {ci_half_width: 5%}, "
+                            "metrics: [total_iopz]}\n")
+    assert got == [f"{tmp_path / 's.yaml'}:7:65: repeat.metrics.0: no metric total_iopz in "
+                   "fio's catalogue; did you mean total_iops?"]
+    _ok(tmp_path, "repeat: {min: 3, max: 6, target: {ci_half_width: 5%}, metrics: [total_iops]}\n")
+
+
+def test_a_steady_state_at_that_no_point_has_is_refused() -> None:
+    from vbench.analysis.steady_state import at_issues
+
+    points = [{"bs": "4k", "rw": "read"}, {"bs": "1m", "rw": "write"}]  # 4k write excluded
+    assert at_issues({"bs": "4k", "rw": "write"}, points) == [
+        (("at",), "no point of the run has all of bs=4k, rw=write (an excluded combination?)")]
+    assert at_issues({"bs": "4k", "rw": "read"}, points) == []

@@ -17,6 +17,7 @@ and the verdict and the report read it back from the stored trials.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,40 @@ def _level(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
+
+
+def at_issues(at: Mapping[str, Any], labels: Sequence[Mapping[str, Any]]
+              ) -> list[tuple[tuple[str, ...], str]]:
+    """``steady_state.at`` held against the run's points (their factor labels): every
+    key a factor, every value one of its levels' labels, and at least one point with
+    all of them (else no round would decide and the rounds would stop at ``window``
+    claiming steady state). (path under ``steady_state``, message) pairs."""
+    known: dict[str, list[str]] = {}
+    for point in labels:
+        for key, value in point.items():
+            known.setdefault(key, [])
+            if _level(value) not in known[key]:
+                known[key].append(_level(value))
+    out: list[tuple[tuple[str, ...], str]] = []
+    for key, value in at.items():
+        if key not in known:
+            out.append((("at", key), f"no factor {key!r}{_did_you_mean(key, list(known))} "
+                        f"(the factors: {', '.join(known) or 'none'})"))
+        elif _level(value) not in known[key]:
+            out.append((("at", key), f"{key} has no level {_level(value)!r}"
+                        f"{_did_you_mean(_level(value), known[key])} "
+                        f"(its levels: {', '.join(known[key])})"))
+    wanted = tuple((k, _level(v)) for k, v in at.items())
+    if not out and not any(SteadyRule("", at=wanted).decides(p) for p in labels):
+        out.append((("at",), "no point of the run has all of "
+                    f"{', '.join(f'{k}={v}' for k, v in wanted)} (an excluded combination?)"))
+    return out
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    same = [c for c in choices if c.lower() == word.lower()]
+    close = same or difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def rule_of(spec: SteadyStateSpec | Mapping[str, Any] | None) -> SteadyRule | None:

@@ -64,6 +64,17 @@ def expand(scenario: Scenario, src: Source) -> list[PointSpec]:
     return points
 
 
+def label_sets(scenario: Scenario) -> list[dict[str, str]]:
+    """The factor labels of every point that is not excluded (no point is built: for
+    checks that name points by their levels, as ``steady_state.at`` does)."""
+    out = []
+    for combo in itertools.product(*_axes(scenario)):
+        labels = {name: level.label for axis in combo for name, (_i, level) in axis.items()}
+        if not _excluded(labels, scenario.exclude):
+            out.append({name: labels[name] for name in scenario.factors})
+    return out
+
+
 def _axes(scenario: Scenario) -> list[list[dict[str, tuple[int, Level]]]]:
     zipped = {name for group in scenario.zip for name in group}
     axes: list[list[dict[str, tuple[int, Level]]]] = []

@@ -31,8 +31,10 @@ from vbench.analysis.catalogue import (
     where_example,
 )
 from vbench.analysis.direction import to_stored
+from vbench.analysis.steady_state import at_issues
 from vbench.collectors.base import get_collector
 from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
+from vbench.config.matrix import label_sets
 from vbench.config.scenario import QosCriterion, Scenario
 from vbench.config.yamlsrc import Source
 from vbench.errors import ConfigError, ConfigIssue
@@ -96,11 +98,14 @@ def stored_catalogue(
 def metric_issues(
     scenario: Scenario, src: Source, catalogues: Sequence[Catalogue] | None
 ) -> list[ConfigIssue]:
-    """Every metric name the scenario uses that the run cannot produce, and every QoS
-    unit that does not fit its metric."""
-    if catalogues is None:
-        return []
+    """Every metric name the scenario uses that the run cannot produce, every QoS
+    unit that does not fit its metric, and a ``steady_state.at`` no point has."""
     out: list[ConfigIssue] = []
+    if scenario.steady_state is not None and scenario.steady_state.at:
+        out += [src.issue(("steady_state", *path), text) for path, text in
+                at_issues(scenario.steady_state.at, label_sets(scenario))]
+    if catalogues is None:
+        return out
     for name, path in _names(scenario):
         found = look_up(name, catalogues)
         if found.metric is None:
@@ -110,7 +115,8 @@ def metric_issues(
                                                               where=where)))
         elif found.metric.per_label and path[0] != "qos":
             # Derived figures, regression checks and the report's headline and charts
-            # read the unlabelled figure of a point: a per-label one has none.
+            # read the unlabelled figure of a point: a per-label one has none (so do the
+            # steady-state rounds and an adaptive repeat's target).
             out.append(src.issue(path, f"{name} exists only per "
                                        f"{per_label_text(found.metric)}: only a QoS "
                                        f"criterion can select it ({where_example(found.metric)})"))
@@ -179,6 +185,10 @@ def _names(scenario: Scenario) -> list[tuple[str, PathT]]:
         out += [(m, ("derived", i, "metrics", j)) for j, m in enumerate(d.metrics)]
         out += [(m, ("derived", i, "expr")) for m in sorted(_expr_names(d.expr))]
     out += [(m, ("regression", "metrics", j)) for j, m in enumerate(scenario.regression.metrics)]
+    if scenario.steady_state is not None:
+        out.append((scenario.steady_state.metric, ("steady_state", "metric")))
+    if not isinstance(scenario.repeat, int):  # an adaptive repeat's target metrics
+        out += [(m, ("repeat", "metrics", j)) for j, m in enumerate(scenario.repeat.metrics)]
     out += [(m, ("report", "headline", j)) for j, m in enumerate(scenario.report.headline)]
     for j, chart in enumerate(scenario.report.charts):
         out.append((chart.metric, ("report", "charts", j, "metric")))

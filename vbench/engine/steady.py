@@ -34,6 +34,9 @@ class SteadyStateSchedule(Schedule):
         assert rule is not None, "a steady-state schedule needs steady_state:"
         self.rule, self.store, self.run_id = rule, store, run_id
         self.points: list[PlannedPoint] = list(plan.points)
+        # build_plan refuses an `at:` no point has: with no deciding point the rounds
+        # would stop at `window` claiming steady state.
+        assert any(rule.decides(p.labels) for p in self.points), "no deciding point"
         self._done = set(done)
         self.round = 1 + _complete_rounds(self.points, self._done)
         self._pos = 0  # the next point of the current round
