@@ -287,3 +287,12 @@ def test_a_run_under_way_has_no_exit_code_and_no_stored_verdict(tmp_path: Path) 
     store.finish_run("r1", "ok", 2e9)
     done = with_verdict(report_data(store, "r1")).verdicted()
     assert done.exit_code == 0 and (run_dir / VERDICT_FILE).is_file()
+
+
+def test_storing_a_verdict_uses_a_temporary_file_of_its_own(tmp_path: Path) -> None:
+    v = Verdict("r", "s", "t", "ok", 0, "", (), (), QosView("none", "-"))
+    # Before: a fixed verdict.tmp, which another writer (here: a directory) may hold.
+    (tmp_path / "verdict.tmp").mkdir()
+    path = store_verdict(tmp_path, v)
+    assert read_stored(tmp_path, "ok") == v and path.name == "verdict.json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verdict.json", "verdict.tmp"]

@@ -331,7 +331,8 @@ def verdict_from_json(doc: Mapping[str, Any]) -> Verdict | None:
         eff = doc.get("effects")
         return Verdict(
             run_id=str(doc["run_id"]), scenario=str(doc["scenario"]), title=str(doc["title"]),
-            status=str(doc["status"]), exit_code=None if doc["exit_code"] is None else int(doc["exit_code"]),
+            status=str(doc["status"]),
+            exit_code=None if doc["exit_code"] is None else int(doc["exit_code"]),
             exit_reason=str(doc.get("exit_reason") or ""),
             answers=tuple(_answer(a) for a in doc.get("answers") or ()),
             headline=tuple(_figure(f) for f in doc.get("headline") or ()),

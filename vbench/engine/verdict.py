@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,10 +124,19 @@ def verdict_of(data: ReportData, *, exit_code: int | None = None,
 
 
 def store_verdict(run_dir: str | Path, verdict: Verdict) -> Path:
+    """``verdict.json`` written whole or not at all: a temporary file of its own in the
+    same directory (two commands storing at once never share one), then renamed."""
     path = Path(run_dir) / VERDICT_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(verdict_to_json(verdict), indent=2, default=str), encoding="utf-8")
-    tmp.replace(path)
+    text = json.dumps(verdict_to_json(verdict), indent=2, default=str)
+    fd, tmp = tempfile.mkstemp(prefix=".verdict-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
 
 
