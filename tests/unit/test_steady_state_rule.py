@@ -105,3 +105,15 @@ def test_the_chart_draws_the_rounds_window_band_and_fitted_line() -> None:
     assert "±20 %" in svg and ">round<" in svg
     unsteady = steady_svg(judge([100, 60, 140], RULE), "t", "", "c2")
     assert "stroke-dasharray" not in unsteady  # no window yet: rounds only
+
+
+def test_a_zero_mean_window_is_steady_only_at_zero_and_warned() -> None:
+    swing = judge([-5, 5, -5, 5, 0], RULE)
+    assert not swing.reached
+    assert "the rounds differ around a mean of 0" in swing.text()
+    zeros = judge([0, 0, 0, 0, 0], RULE)
+    assert zeros.reached
+    assert zeros.warning == "steady at zero: every round 1–5 measured 0 total_iops"
+    assert zeros.text() == ("steady state reached at round 5 (warning: steady at zero: every "
+                            "round 1–5 measured 0 total_iops)")
+    assert judge([100, 100, 100, 100, 100], RULE).warning is None

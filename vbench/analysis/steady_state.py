@@ -138,9 +138,20 @@ class SteadyState:
     def at_round(self) -> int | None:
         return self.window.last if self.reached and self.window else None
 
+    @property
+    def warning(self) -> str | None:
+        """Steady because every round of the window measured 0: seldom the figure meant."""
+        w = self.window
+        if self.reached and w is not None and w.mean == 0:
+            return (f"steady at zero: every round {w.first}–{w.last} measured 0 "
+                    f"{self.rule.metric}")
+        return None
+
     def text(self) -> str:
         w = self.window
         if self.reached and w is not None:
+            if self.warning is not None:
+                return f"steady state reached at round {w.last} (warning: {self.warning})"
             return (f"steady state reached at round {w.last} (rounds {w.first}–{w.last}: "
                     f"within ±{w.excursion * 100:.1f} % of their mean, the fit changes "
                     f"{w.fit_change * 100:.1f} %)")
@@ -154,7 +165,12 @@ def window_of(values: Sequence[float], first: int) -> Window:
     xm = (n - 1) / 2
     sxx = sum((i - xm) ** 2 for i in range(n))
     slope = sum((i - xm) * (v - mean) for i, v in enumerate(values)) / sxx if sxx else 0.0
-    scale = abs(mean) if mean else float("inf")
+    if mean == 0:
+        # Relative to a zero mean: a window of zeros is steady (at zero: warned), one
+        # that swings around zero ([-5, 5, -5, 5, 0]) is not.
+        off = 0.0 if all(v == 0 for v in values) else float("inf")
+        return Window(first, first + n - 1, mean, off, slope, mean - slope * xm, off)
+    scale = abs(mean)
     excursion = max(abs(v - mean) for v in values) / scale
     return Window(first, first + n - 1, mean, excursion, slope, mean - slope * xm,
                   abs(slope) * (n - 1) / scale)
@@ -178,10 +194,12 @@ def judge(rounds: Sequence[float | None], rule: SteadyRule) -> SteadyState:
                f"of {rule.metric} in {len(vals)}")
     else:
         broke = []
-        if last.excursion > rule.max_excursion:
+        if last.mean == 0:  # relative limits mean nothing around a zero mean
+            broke.append("the rounds differ around a mean of 0")
+        elif last.excursion > rule.max_excursion:
             broke.append(f"a round lies {last.excursion * 100:.1f} % from the mean "
                          f"(limit ±{rule.max_excursion * 100:.0f} %)")
-        if last.fit_change > rule.max_slope:
+        if last.mean != 0 and last.fit_change > rule.max_slope:
             broke.append(f"the fit changes {last.fit_change * 100:.1f} % "
                          f"(limit {rule.max_slope * 100:.0f} %)")
         why = (f"steady state not reached in {len(vals)} rounds: in the last window "
