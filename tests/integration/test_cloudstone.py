@@ -209,10 +209,10 @@ def test_achieved_mix_follows_the_matrix(two: Done) -> None:
 def test_the_answer_is_fabans_validity_read_from_the_run(two: Done) -> None:
     """The driver's answer over the real run's stored figures: the mix verdict, the
     per-operation QoS and the load generator's, as the figures above have them."""
-    from vbench.engine.verdict import attach, verdict_of
+    from vbench.engine.verdict import verdict_of, with_verdict
     from vbench.report.build import report_data
 
-    answer = verdict_of(attach(report_data(two.store, two.outcome.run_id))).answer
+    answer = verdict_of(with_verdict(report_data(two.store, two.outcome.run_id))).answer
     assert answer is not None and answer.kind == "cloudstone"
     checks = load_analysis(two.store, two.outcome.run_id).qos.checks
     passed = sum(c.passed for c in checks)

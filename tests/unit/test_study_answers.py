@@ -15,7 +15,7 @@ import pytest
 
 from tests.analysis_runs import UNITS, add_run, scenario_doc
 from vbench.analysis.verdict import Verdict, verdict_from_json, verdict_to_json
-from vbench.engine.verdict import attach, verdict_of
+from vbench.engine.verdict import verdict_of, with_verdict
 from vbench.report.build import report_data
 from vbench.report.data import ReportView
 from vbench.report.html import render_html
@@ -36,7 +36,7 @@ def stored(tmp: Path, points: Sequence[Point], **scenario: Any) -> tuple[Verdict
     with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
         add_run(store, "r1", points, scenario=doc)
         data = report_data(store, "r1")
-    data = attach(data)
+    data = with_verdict(data)
     return verdict_of(data), render_html(data)
 
 
@@ -182,7 +182,7 @@ def cloudstone_run(tmp: Path, achieved: Sequence[Mapping[str, float]],
         report={"headline": ["ops_per_sec"], "charts": []})
     with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
         add_run(store, "r1", points, scenario=doc, labelled=labelled)
-        data = attach(report_data(store, "r1"))
+        data = with_verdict(report_data(store, "r1"))
     return verdict_of(data), render_html(data)
 
 
@@ -283,7 +283,7 @@ def library_run(tmp: Path, *, simulated: bool, sync_s: float) -> Verdict:
     with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
         add_run(store, "r1", [({}, values)], scenario=doc,
                 lab={"name": "sim", "vcenters": {"vc1": vc}}, testbed={"vcenters": []})
-        return verdict_of(attach(report_data(store, "r1")))
+        return verdict_of(with_verdict(report_data(store, "r1")))
 
 
 def test_content_library_on_vcsim_says_a_sync_moved_no_data(tmp_path: Path) -> None:
@@ -318,7 +318,7 @@ def scaling_run(tmp: Path, iops: Mapping[str, float]) -> tuple[Verdict, str]:
     doc["factors"]["workers"]["path"] = "topology.clients.count"
     with Store.open(f"sqlite:///{tmp}/s.db", tmp) as store:
         add_run(store, "r1", points, scenario=doc)
-        data = attach(report_data(store, "r1"))
+        data = with_verdict(report_data(store, "r1"))
     return verdict_of(data), render_html(data)
 
 
@@ -372,7 +372,7 @@ def test_content_library_knows_vcsim_by_its_product_name(tmp_path: Path, many: b
         add_run(store, "r1", [({}, values)], scenario=doc,
                 lab={"name": "ext", "vcenters": {"vc1": {"url": "https://127.0.0.1/sdk"}}},
                 testbed={"vcenters": [vc]} if many else {"vcenter": vc})
-        answer = verdict_of(attach(report_data(store, "r1"))).answer
+        answer = verdict_of(with_verdict(report_data(store, "r1"))).answer
     assert answer is not None
     assert "* sync: vcsim shares the publisher's items with the subscriber" in answer.text
 
@@ -384,7 +384,7 @@ def test_a_findmax_charts_x_labels_name_the_answers_levels_first(tmp_path: Path)
     from vbench.report.lead import answer_levels
 
     store, run_id, search = stored_search(tmp_path, headline=("lat",))
-    data = attach(report_data(store, run_id))
+    data = with_verdict(report_data(store, run_id))
     outcome = search.outcome()
     levels = answer_levels(ReportView(data), data.verdicted().answers)
     assert levels == {"users": {outcome.highest_pass, outcome.lowest_fail}}

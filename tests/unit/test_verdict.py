@@ -296,3 +296,20 @@ def test_storing_a_verdict_uses_a_temporary_file_of_its_own(tmp_path: Path) -> N
     path = store_verdict(tmp_path, v)
     assert read_stored(tmp_path, "ok") == v and path.name == "verdict.json"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verdict.json", "verdict.tmp"]
+
+
+def test_every_public_function_of_the_engine_verdict_module_is_used_by_vbench() -> None:
+    """One way to give a command its run's verdict (with_verdict): no second copy that
+    only tests call (the removed ``attach``)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "vbench"
+    module = root / "engine" / "verdict.py"
+    names = [n.name for n in ast.parse(module.read_text()).body
+             if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    others = [p.read_text() for p in root.rglob("*.py") if p != module]
+    own = module.read_text()
+    unused = [n for n in names
+              if not any(re.search(rf"\b{n}\b", t) for t in others)
+              and len(re.findall(rf"\b{n}\(", own)) < 1 + own.count(f"def {n}(")]
+    assert unused == []

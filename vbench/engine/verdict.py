@@ -4,9 +4,10 @@
 answer (their ``answer`` hooks; the headline at the best point when neither answers),
 adds what the run created and removed in vSphere (its journal) and builds the
 :class:`Verdict`. The run's finish step stores it as ``verdict.json`` in the run
-directory; :func:`attach` gives a command the stored verdict, or computes it for a run
-stored without one (an older version, a run killed before its end) or whose status has
-changed since (``vbench cleanup`` settled it)."""
+directory; :func:`with_verdict` (a command that has read the run) and
+:func:`ensure_verdict` (one that has its id) give the stored verdict, or compute it for a
+run stored without one (an older version, a run killed before its end) or whose status has
+changed since (``vbench cleanup`` settled it), and store it unless the run is under way."""
 
 from __future__ import annotations
 
@@ -138,14 +139,6 @@ def store_verdict(run_dir: str | Path, verdict: Verdict) -> Path:
             os.unlink(tmp)
         raise
     return path
-
-
-def attach(data: ReportData) -> ReportData:
-    """``data`` with its run's verdict: the stored one, else computed now."""
-    if data.verdict is not None:
-        return data
-    stored = read_stored(data.run.get("run_dir"), str(data.run.get("status")))
-    return dataclasses.replace(data, verdict=stored or verdict_of(data))
 
 
 UNDER_WAY = ("provisioning", "running")  # the store's UNFINISHED_STATUSES (not imported:
