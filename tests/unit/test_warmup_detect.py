@@ -110,6 +110,18 @@ def test_samples_after_the_steady_window_are_not_examined() -> None:
     assert found[0].at is not None and found[0].span == 150
 
 
+def test_seconds_without_a_finite_value_do_not_shift_where_a_trace_settles() -> None:
+    # Review: mser dropped the NaN seconds but its index was read in the unfiltered
+    # seconds: a step at 60 s after 30 NaN seconds reported at=30, shift=nan.
+    y = np.r_[np.full(60, 300.0), np.full(130, 1000.0)] + _noise(190)
+    y[5:35] = np.nan
+    (found,) = settlings(_frame({(0, 1, "g"): y}), [_trial(0, 1, 30, 160)])
+    # never before the step (MSER may cut a few batches late: 60 s in 258 of 300 seeds,
+    # at most 110 s); the seconds between are 300 against 1,000 settled
+    assert found.at is not None and 60 <= found.at < 120, found
+    assert found.shift is not None and np.isfinite(found.shift) and found.shift > 0.2
+
+
 def test_unsettled_and_on_time_traces_are_worded_apart() -> None:
     found = [
         TraceSettling(0, 1, "ops", None, 30.0, 90.0, "not settled: …"),

@@ -176,8 +176,11 @@ def settlings(frame: pd.DataFrame, trials: Iterable[Mapping[str, Any]]) -> list[
             continue
         _, warm, span = _origin_and_warmup(trial)
         seconds = trace.index.get_level_values(3).to_numpy(dtype=float)
-        keep = (seconds >= 0) & (seconds < span)
-        seconds, values = seconds[keep], trace.to_numpy(dtype=float)[keep]
+        values = trace.to_numpy(dtype=float)
+        # Non-finite seconds (a gap) leave both arrays together: mser's index must name
+        # the same second in `seconds` as in the values it judged.
+        keep = (seconds >= 0) & (seconds < span) & np.isfinite(values)
+        seconds, values = seconds[keep], values[keep]
         found = mser(values)
         at = float(seconds[found.index]) if found.index is not None else None
         examined = float(seconds[-1] + 1) if len(seconds) else 0.0
