@@ -313,3 +313,12 @@ def test_every_public_function_of_the_engine_verdict_module_is_used_by_vbench() 
               if not any(re.search(rf"\b{n}\b", t) for t in others)
               and len(re.findall(rf"\b{n}\(", own)) < 1 + own.count(f"def {n}(")]
     assert unused == []
+
+
+def test_a_simulated_vcenter_is_recognised_in_one_place() -> None:
+    """verdict_build.simulated_text (AnswerInputs.simulated) is the one check: a second
+    copy (answer_kit's on_simulator) could drift from it."""
+    root = Path(__file__).resolve().parents[2] / "vbench"
+    holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if "govmomi simulator" in p.read_text())
+    assert holders == ["analysis/verdict_build.py"]

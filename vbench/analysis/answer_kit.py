@@ -10,22 +10,6 @@ import statistics
 from vbench.analysis.figures import RunFigures, parse_labels, present
 from vbench.analysis.verdict_build import AnswerInputs
 
-SIMULATOR_MARK = "govmomi simulator"  # in vcsim's about.fullName, kept in the testbed
-
-
-def on_simulator(inputs: AnswerInputs) -> bool:
-    """The run measured a simulated vCenter: its lab says so (``simulator:``), or the
-    testbed's product name is vcsim's (a lab that points at a vcsim started elsewhere)."""
-    if inputs.simulated:
-        return True
-    testbed = inputs.run.get("testbed") or {}
-    if not isinstance(testbed, dict):
-        return False
-    # One vCenter is kept as `vcenter`, several (a two-vCenter run) as `vcenters`.
-    vcs = [testbed.get("vcenter"), *(testbed.get("vcenters") or ())]
-    return any(isinstance(vc, dict) and SIMULATOR_MARK in str(vc.get("product") or "")
-               for vc in vcs)
-
 
 def mean_at(inputs: AnswerInputs, point: int, metric: str) -> float | None:
     """The mean of ``metric`` over ``point``'s successful trials (None: no value)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vbench.analysis.answer_kit import mean_at, on_simulator
+from vbench.analysis.answer_kit import mean_at
 from vbench.analysis.verdict import Answer, Fact
 from vbench.analysis.verdict_build import AnswerInputs
 
@@ -42,7 +42,7 @@ def library_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
     marked = [f"* {s}: {n}" for s, n in notes.items()]
     if marked:
         text += " — " + "; ".join(marked)
-    if on_simulator(inputs):
+    if inputs.simulated:  # the lab's simulator, or vcsim's product name in its testbed
         text += " (simulated vCenter)"
     facts = tuple(Fact(f"{s} time", _secs(mean_at(inputs, first, f"{s}_time")),
                        mean_at(inputs, first, f"{s}_time"), "s") for s, _ in steps
@@ -88,7 +88,7 @@ def _why_not_a_transfer(inputs: AnswerInputs, point: int, step: str, op: str,
                         seconds: float) -> str | None:
     moved = _bytes(inputs, point, step, op)
     implied = moved / seconds if moved and seconds > 0 else None
-    if op in SIM_NOTES and on_simulator(inputs):
+    if op in SIM_NOTES and inputs.simulated:
         size = f" ({_mb(moved)} in {_secs(seconds)})" if moved else ""
         return SIM_NOTES[op] + size
     if implied is not None and implied > MAX_RATE:
