@@ -322,3 +322,22 @@ def test_a_simulated_vcenter_is_recognised_in_one_place() -> None:
     holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if "govmomi simulator" in p.read_text())
     assert holders == ["analysis/verdict_build.py"]
+
+
+def test_the_verdict_ranks_a_derived_figure_as_the_report_does(tmp_path: Path) -> None:
+    """report.better names the derived figure "norm" lower-is-better over its own
+    ``better: higher``: the report (Directions.of) and the verdict agree."""
+    from vbench.analysis.direction import directions_of
+    from vbench.engine.verdict import answer_inputs
+
+    store = Store.open(None, tmp_path)
+    doc = scenario_doc("m", factors={"bs": ["4k", "64k"]},
+                       derived=[{"name": "norm", "kind": "normalize", "metric": "ops",
+                                 "baseline": {"bs": "4k"}, "better": "higher"}],
+                       report={"headline": ["norm"], "charts": [], "better": {"norm": "lower"}})
+    add_run(store, "r1", [({"bs": "4k"}, {"ops": [100.0, 102.0]}),
+                          ({"bs": "64k"}, {"ops": [300.0, 310.0]})], scenario=doc)
+    data = report_data(store, "r1")
+    assert directions_of(data.run).of("norm") == "lower"
+    # Before: "higher" (the derived figure's own better read first).
+    assert answer_inputs(data).direction("norm") == "lower"

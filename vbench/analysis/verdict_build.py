@@ -31,7 +31,7 @@ from typing import Any
 from vbench.analysis.adaptive_view import repeat_view
 from vbench.analysis.aggregate import why_no_figure
 from vbench.analysis.direction import directions_of
-from vbench.analysis.figures import better, present
+from vbench.analysis.figures import present
 from vbench.analysis.qos import QosResult
 from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import summarize
@@ -75,13 +75,11 @@ class AnswerInputs:
         return self._window[0]
 
     def direction(self, metric: str) -> str | None:
-        """"higher" or "lower" is better for ``metric``; None: it is not ranked."""
-        derived = self.analysis.derived.named(metric)
-        if derived:
-            way = derived[0].better
-            return way if way in ("higher", "lower") else None
+        """"higher" or "lower" is better for ``metric``; None: it is not ranked. The run's
+        :class:`~vbench.analysis.direction.Directions`, as the report ranks (report.better
+        first, then a derived figure's own, then the catalogue)."""
         unit = self.analysis.figures.units.get(metric, "")
-        d = better(metric, unit, directions_of(self.run))
+        d = directions_of(self.run).of(metric, unit)
         return d if d in ("higher", "lower") else None
 
     def point_title(self, point: int) -> str:
