@@ -341,3 +341,23 @@ def test_the_verdict_ranks_a_derived_figure_as_the_report_does(tmp_path: Path) -
     assert directions_of(data.run).of("norm") == "lower"
     # Before: "higher" (the derived figure's own better read first).
     assert answer_inputs(data).direction("norm") == "lower"
+
+
+def test_a_qos_failure_text_counts_the_checks_its_failed_field_counts() -> None:
+    from vbench.analysis.qos import QosCheck, QosResult
+    from vbench.analysis.verdict_build import qos_view
+
+    def check(point: int, status: str) -> QosCheck:
+        return QosCheck("cap", 0, "lat", {}, "mean", "<=", 1.0, "ms", point, f"p={point}",
+                        2.0 if status == "fail" else 0.5, 2, status, status)
+
+    qos = QosResult((check(0, "pass"), check(1, "fail"), check(2, "fail"), check(3, "fail")),
+                    ("cap",))
+    answer = Answer("find-max", "limit", "-", "converged", qos_expected=(2, 3))
+    view = qos_view(qos, [answer])
+    assert view.status == "fail" and view.failed == 3 and len(view.unexpected) == 1
+    # Before: "FAIL: 1 of 4 checks did not pass" beside failed == 3.
+    assert view.text.startswith(f"FAIL: {view.failed} of 4 checks did not pass"), view.text
+    assert "1 where the answer expects none, 2 above it" in view.text
+    alone = qos_view(qos, [])
+    assert alone.text == "FAIL: 3 of 4 checks did not pass" and alone.failed == 3

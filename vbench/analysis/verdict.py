@@ -170,7 +170,7 @@ class QosView:
     status: str
     text: str
     checks: int = 0
-    failed: int = 0
+    failed: int = 0  # every check that did not pass, expected by the answer or not
     unexpected: tuple[str, ...] = ()  # failures that are not the study's own answer
 
     @property

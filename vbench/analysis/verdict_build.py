@@ -247,7 +247,11 @@ def qos_view(qos: QosResult, answers: Sequence[Answer]) -> QosView:
         return QosView("bracket", f"{len(fails)} of {n} checks fail, all at levels above the "
                        "answer: that is the search finding its limit, not a failed run",
                        n, len(fails))
-    text = f"FAIL: {len(unexpected)} of {n} checks did not pass"
+    # `failed` counts every check that did not pass: the text leads with the same count.
+    text = f"FAIL: {len(fails)} of {n} checks did not pass"
+    if len(unexpected) < len(fails):
+        above = len(fails) - len(unexpected)
+        text += f" ({len(unexpected)} where the answer expects none, {above} above it)"
     return QosView("fail", text, n, len(fails),
                    tuple(f"{c.criterion} at {c.point_title}: {c.message}" for c in unexpected))
 
