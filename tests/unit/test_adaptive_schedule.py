@@ -163,3 +163,48 @@ def _context(plan: Plan, store: Store, rid: str):  # type: ignore[no-untyped-def
     from vbench.engine.schedule import SearchContext
 
     return SearchContext(Loaded(plan.scenario, None), None, store, rid)  # type: ignore[arg-type]
+
+
+def test_under_a_time_budget_the_plans_trial_range_and_time_agree(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "budget: {time: 40s}\n")
+    per_trial = plan.trials_seconds / plan.n_trials
+    fewest, most = plan.trials_span
+    # The trials that start before 40 s of trials are spent (the last may overrun).
+    assert (fewest, most) == (9, max(9, math.ceil(40 / per_trial)))
+    assert most < 24  # the budget, not max 8 × 3 points, bounds the range
+    fixed = plan.setup_seconds + plan.finish_seconds
+    assert plan.seconds_span[1] == pytest.approx(fixed + most * per_trial)
+
+
+def test_a_trial_budget_below_the_minimum_is_warned(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "budget: {trials: 5}\n")
+    (note,) = [f for f in plan.findings if f.path == "budget.trials"]
+    assert note.level == "warning" and note.message.startswith(
+        "budget.trials 5 is below the minimum's 9 trials (3 points × min 3)")
+    assert not [f for f in _plan(tmp_path, "budget: {trials: 9}\n").findings
+                if f.path == "budget.trials"]
+
+
+def test_a_budget_without_an_adaptive_repeat_is_refused_at_the_budget(tmp_path: Path) -> None:
+    from vbench.errors import ConfigValidationError
+
+    path = tmp_path / "s.yaml"
+    text = SCENARIO.format(extra="budget: {trials: 2}\n").replace(
+        "repeat: {min: 3, max: 8, target: {ci_half_width: 2%}, metrics: [total_iops]}", "repeat: 4")
+    path.write_text(text)
+    with pytest.raises(ConfigValidationError) as exc:
+        load_scenario(path)
+    assert [str(i) for i in exc.value.issues] == [
+        f"{path}:12:9: budget: a budget needs an adaptive repeat (repeat: {{min, max, "
+        "target}); repeat: 4 runs a fixed count"]
+
+
+def test_an_adaptive_minimum_below_3_is_refused(tmp_path: Path) -> None:
+    from vbench.errors import ConfigValidationError
+
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(extra="").replace("min: 3", "min: 2"))
+    with pytest.raises(ConfigValidationError) as exc:
+        load_scenario(path)
+    (issue,) = [str(i) for i in exc.value.issues]
+    assert "repeat.min:" in issue and "3" in issue

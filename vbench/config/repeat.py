@@ -25,8 +25,11 @@ class RepeatTarget(Strict):
 class AdaptiveRepeat(Strict):
     """``repeat`` as a range: min trials, then more while a target is not met, up to max."""
 
-    min: int = Field(3, ge=2, le=1000, description="trials every point runs before the first look")
-    max: int = Field(12, ge=2, le=1000, description="most trials a point may take")
+    # At least 3: a spread judged from two values makes the stop a coin toss (and the
+    # t quantile of one degree of freedom, 12.7, a target hardly any point meets).
+    min: int = Field(3, ge=3, le=1000, description="trials every point runs before the first "
+                     "look (at least 3)")
+    max: int = Field(12, ge=3, le=1000, description="most trials a point may take")
     target: RepeatTarget = Field(description="the confidence target")
     metrics: list[str] = Field(
         default_factory=list,
@@ -44,9 +47,14 @@ class AdaptiveRepeat(Strict):
 
 
 class Budget(Strict):
-    """The most the added trials of an adaptive ``repeat`` may spend in one run."""
+    """The most an adaptive ``repeat`` may spend in one run, every trial counted.
 
-    trials: int | None = Field(None, ge=1, le=1_000_000, description="most trials in the run")
+    Each point's minimum counts too, and so do a resumed run's earlier trials. The
+    minimum always runs, so what a budget cuts is the trials added after it: a budget
+    below min × points adds none (the plan warns)."""
+
+    trials: int | None = Field(None, ge=1, le=1_000_000, description="most trials in the run, "
+                               "every trial counted (the minimum always runs)")
     time: Duration | None = Field(
         None, gt=0, description="most time the trials may take (the run stops adding trials "
         "once it is spent)",

@@ -8,6 +8,7 @@ from pydantic import (
     BeforeValidator,
     Field,
     PrivateAttr,
+    ValidationInfo,
     WithJsonSchema,
     field_serializer,
     field_validator,
@@ -511,6 +512,16 @@ class Scenario(Strict):
         None, description="SNIA PTS steady state: rounds (trials) of every point until its "
         "last `window` rounds are steady, or `max_rounds` (docs/storage.md)",
     )
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_needs_adaptive(cls, v: Budget | None, info: ValidationInfo) -> Budget | None:
+        # Only an adaptive repeat adds trials a budget could cut: with a fixed count it
+        # would be read by nothing.
+        if v is not None and isinstance(info.data.get("repeat"), int):
+            raise ValueError("a budget needs an adaptive repeat (repeat: {min, max, target}); "
+                             f"repeat: {info.data['repeat']} runs a fixed count")
+        return v
 
     @field_validator("topology")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -99,22 +100,23 @@ class Plan:
     @property
     def trials_span(self) -> tuple[int, int]:
         """The fewest and most trials the run may take (equal for a fixed repeat); the
-        most within the scenario's ``budget: {trials}`` (the minimum always runs)."""
+        most within the scenario's ``budget`` (the minimum always runs): its trials, and
+        the trials that start before its time is spent (the last one may overrun it)."""
         most = len(self.points) * self.most_per_point
         budget = self.scenario.budget
         if budget is not None and budget.trials is not None:
             most = max(self.n_trials, min(most, budget.trials))
+        if budget is not None and budget.time is not None and self.trials_seconds > 0:
+            per_trial = self.trials_seconds / max(1, self.n_trials)
+            most = max(self.n_trials, min(most, math.ceil(budget.time / per_trial)))
         return self.n_trials, most
 
     @property
     def seconds_span(self) -> tuple[float, float]:
         """The whole run's estimate with the fewest, and the most, trials (the most
-        within a ``budget: {time}``, which the last trial started may overrun)."""
+        trials as :attr:`trials_span` counts them, so the two agree)."""
         fixed = self.setup_seconds + self.finish_seconds
         trials = self.trials_seconds * self.trials_span[1] / max(1, self.n_trials)
-        budget = self.scenario.budget
-        if budget is not None and budget.time is not None:
-            trials = max(self.trials_seconds, min(trials, budget.time))
         return self.estimated_seconds, fixed + trials
 
     @property
@@ -230,6 +232,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings.update(((f.level, f.path, f.message), _located(f, spec.source or src))
                         for f in found)
         points.append(point)
+    findings.update(_budget_finding(scenario, len(points), src))
     # A hook that hands a level's value to a shell: warned as fio's allow_exec is.
     for path, message in shell_hook_warnings(scenario.factors):
         findings[("warning", path, message)] = _located(
@@ -263,6 +266,28 @@ def _located(f: Finding, src: Source) -> Finding:
     """``f`` with the file:line:col of its path, as an error there would print."""
     file, line, col = src.locate((*_keys(f.root), *_keys(f.path)) if f.root else _keys(f.path))
     return replace(f, at=f"{file}:{line}:{col or 1}" if line is not None else file)
+
+
+def _budget_finding(scenario: Scenario, points: int, src: Source
+                    ) -> dict[tuple[str, str, str], Finding]:
+    text = budget_warning(scenario, points)
+    if text is None:
+        return {}
+    return {("warning", "budget.trials", text):
+            _located(Finding("warning", "budget.trials", text, root=""), src)}
+
+
+def budget_warning(scenario: Scenario, points: int) -> str | None:
+    """A ``budget: {trials}`` the minimum alone spends: no trial will be added."""
+    budget, repeat = scenario.budget, scenario.repeat
+    if budget is None or budget.trials is None or isinstance(repeat, int):
+        return None
+    floor = repeat.min * points
+    if budget.trials >= floor:
+        return None
+    return (f"budget.trials {budget.trials} is below the minimum's {floor} trials "
+            f"({points} points × min {repeat.min}): the minimum still runs, and no trial "
+            "is added for the confidence target")
 
 
 def _keys(path: str) -> tuple[str | int, ...]:
