@@ -81,3 +81,11 @@ def test_an_infinite_bound_is_refused_with_its_line(tmp_path: Path) -> None:
     # `.inf` is a YAML float: a level of inf would be written into the workload.
     text = _error(tmp_path, "  {factor: iodepth, min: 1, max: .inf}")
     assert "s.yaml:" in text and "finite number" in text and "search.max" in text
+
+
+def test_size_bounds_are_printed_as_written(tmp_path: Path) -> None:
+    # Issue 23 item 7: 1m and 4k, not 1.04858e+06 and 4096.
+    msg = _error(tmp_path, "  factor: iodepth\n  min: 1m\n  max: 4k")
+    assert "min (1m) must be below max (4k)" in msg
+    msg = _error(tmp_path, "  factor: iodepth\n  min: 4k\n  max: 1m\n  start: 2m")
+    assert "start (2m) must lie within min..max" in msg

@@ -434,7 +434,7 @@ class SearchSpec(Strict):
         if isinstance(data, dict) and any(is_size(data.get(k))
                                           for k in ("min", "max", "start", "step")):
             spec._sizes = True
-        return spec
+        return spec._bounds()  # after _sizes: its messages print sizes as written
 
     @property
     def sizes(self) -> bool:
@@ -446,12 +446,15 @@ class SearchSpec(Strict):
         # Stored with the run as written (4k), so that its report reads sizes back.
         return size_text(round(value)) if self._sizes and value is not None else value
 
-    @model_validator(mode="after")
+    def _text(self, value: float) -> str:
+        return size_text(round(value)) if self._sizes else f"{value:g}"
+
     def _bounds(self) -> SearchSpec:
         if self.min >= self.max:
-            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
+            raise ValueError(f"min ({self._text(self.min)}) must be below max "
+                             f"({self._text(self.max)})")
         if self.start is not None and not self.min <= self.start <= self.max:
-            raise ValueError(f"start ({self.start:g}) must lie within min..max")
+            raise ValueError(f"start ({self._text(self.start)}) must lie within min..max")
         if self.integer is None:
             values = [self.min, self.max, self.start, self.step]
             self.integer = all(v is None or float(v).is_integer() for v in values)
