@@ -52,18 +52,30 @@ def _verdict(outputs: dict[str, str]) -> dict[str, Any]:
 
 def _same_everywhere(outputs: dict[str, str], run_out: str | None) -> dict[str, Any]:
     """The answer and the headline set are the same in every output; returns the verdict."""
+    from vbench.analysis.verdict import verdict_from_json
+
     v = _verdict(outputs)
     answer = v["answer"]["text"]
-    names = [f["metric"] for f in v["headline"]]
-    assert names, v
+    stored = verdict_from_json(v)
+    assert stored is not None and stored.headline, v
+    # Each headline figure by its value and where it was measured, not by its name alone
+    # (every output's table names the headline metrics anyway).
+    figures = [(f.metric, f.value, f.where) for f in stored.headline]
     texts = {**outputs, **({"run": run_out} if run_out is not None else {})}
     for name, text in texts.items():
         shown = html.unescape(text) if name in ("html", "junit") else text
         if name in ("json", "show_json"):  # as a reader of the JSON sees it (no \u escapes)
             shown = json.dumps(json.loads(text), ensure_ascii=False)
+            doc = json.loads(text)
+            doc = doc["runs"][0] if "runs" in doc else doc
+            got = [(f["metric"], f["value"], f["where"]) for f in doc["verdict"]["headline"]]
+            assert got == figures, f"{name}: {got} != {figures}"
         assert answer in shown, f"{name} lacks the answer {answer!r}"
-        for m in names:
-            assert m in shown, f"{name} lacks headline figure {m}"
+        if name in ("json", "show_json"):
+            continue
+        for f in stored.headline:
+            assert f.value_text() in shown, f"{name} lacks {f.metric} = {f.value_text()!r}"
+            assert f.where is None or f.where in shown, f"{name} lacks where {f.where!r}"
     page = html.unescape(outputs["html"])
     # The answer leads the page: before the badges and every chart.
     assert page.index(answer) < page.index('class="badges"'), "answer not first in HTML"
