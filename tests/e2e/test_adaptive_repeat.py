@@ -85,13 +85,14 @@ def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
     assert "3–6 trials per point (until the confidence target)" in text  # the HTML's facts
 
 
-# A target the noisy point (cv ≈ 2.4 %) can meet, which 3 trials cannot show: with
-# max 20 the stop is decided at 1 - 5 %/18 (t ≈ 19 at 2 df), so 3 trials meet ±2.5 %
-# only when their sd comes out under 0.23 % — for the quiet point (a fraction of a per
-# mille) always, as ±1 % at max 6 above; for the noisy one ~0.9 % of runs (simulated
-# with analysis.adaptive's rule at cv 1.8-3.5 %: 0.5-1.6 %). By 20 its reported interval
-# is within ±2.5 % in > 99.8 % of runs; it stops after ~12 trials on average.
-MEETS = "repeat: {min: 3, max: 20, target: {ci_half_width: 2.5%}, metrics: [read_iops]}\n"
+# A target the noisy point can meet, which 3 trials cannot show: with max 24 the stop
+# is decided at 1 - 5 %/22 (t ≈ 22 at 2 df), so 3 trials meet ±3 % only when their sd
+# comes out under 0.24 % — for the quiet point (a fraction of a per mille) always, as
+# ±1 % at max 6 above (0.20 %). The noisy one (trial cv 2.6-4 % seen here; it took 17
+# and 20 trials at ±2.5 %/max 20, 23 at ±3 %/max 24) meets at 3 in ~1 % of runs:
+# analysis.adaptive's rule simulated at cv 3 / 4 / 4.5 %: met at 3 in 0.8 / 0.4 / 0.1 %
+# of runs, not met at max never (3,000 runs each); 13-22 trials on average.
+MEETS = "repeat: {min: 3, max: 24, target: {ci_half_width: 3%}, metrics: [read_iops]}\n"
 
 
 def test_a_noisy_point_meets_its_target_with_more_trials_than_a_quiet_one(
@@ -104,7 +105,7 @@ def test_a_noisy_point_meets_its_target_with_more_trials_than_a_quiet_one(
     assert res.returncode == 0, res.stderr[-3000:]
     doc = show(run_id_of(res.stdout + res.stderr))
     counts = _trials(doc)
-    assert counts[0] == 3 and 3 < counts[1] <= 20, counts
+    assert counts[0] == 3 and 3 < counts[1] <= 24, counts
     points = doc["verdict"]["repeat"]["points"]
     assert [points[0]["text"], points[1]["text"]] == ["met after 3", f"met after {counts[1]}"]
     assert "did not meet" not in res.stdout + res.stderr
