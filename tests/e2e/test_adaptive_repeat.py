@@ -95,7 +95,7 @@ def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
 MEETS = "repeat: {min: 3, max: 24, target: {ci_half_width: 3%}, metrics: [read_iops]}\n"
 
 
-def test_a_noisy_point_meets_its_target_with_more_trials_than_a_quiet_one(
+def test_a_noisy_point_meets_a_target_it_can_reach(
     local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
     # Review of issue 25: the case above never shows the noisy point meeting its target
@@ -105,7 +105,10 @@ def test_a_noisy_point_meets_its_target_with_more_trials_than_a_quiet_one(
     assert res.returncode == 0, res.stderr[-3000:]
     doc = show(run_id_of(res.stdout + res.stderr))
     counts = _trials(doc)
-    assert counts[0] == 3 and 3 < counts[1] <= 24, counts
+    # Its count is not asserted above 3: the noisy point meets at 3 in about 1 % of runs
+    # (simulated above), and a test may not fail by chance; that it takes more trials
+    # than the quiet point is what the test above shows.
+    assert counts[0] == 3 and 3 <= counts[1] <= 24, counts
     points = doc["verdict"]["repeat"]["points"]
     assert [points[0]["text"], points[1]["text"]] == ["met after 3", f"met after {counts[1]}"]
     assert "did not meet" not in res.stdout + res.stderr
