@@ -59,5 +59,9 @@ def test_a_steady_fio_settles_inside_its_warm_up_and_the_chart_marks_it(
                 if w.startswith("fio_iops at ")]
     assert len(late) == 1, late
     settled = int(late[0].split("settled ")[1].split(" s")[0])
-    assert 12 <= settled <= 20, late  # the slow start ends at 13 s
+    # The slow start ends at 13 s. MSER-5 cuts at the edges of 5 s blocks counted from
+    # the series' first second, which comes a moment after the warm-up mark (the
+    # controller marks before fio starts; 1 s later on a loaded machine): the block
+    # holding the 13th second is mixed, so the cut lands one or two blocks on.
+    assert 13 - 5 <= settled <= 13 + 2 * 5, late
     assert "into a 5 s warm-up" in late[0]
