@@ -149,6 +149,23 @@ def show(run_id: str, *extra: str) -> dict:
     return json.loads(res.stdout)
 
 
+def interrupt_at_trial(
+    proc: subprocess.Popen, home: Path, nth: int, timeout: float, what: str
+) -> str:
+    """Ctrl-C a ``vbench run`` process once its ``nth`` steady phase has begun (counted
+    over the run's log) or it has ended; it must exit 130. The run's id."""
+
+    def steady_starts() -> int:
+        return sum(1 for r in log_events(home)
+                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
+
+    wait_for(lambda: steady_starts() >= nth or proc.poll() is not None, timeout, what)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    return run_id_of(out + err)
+
+
 def fio_started(lab: Path, tag: str):  # type: ignore[no-untyped-def]
     """A predicate: fio of this test's lab runs in the trial directory named by ``tag``."""
     return lambda: len(remote_processes(f"{guest_workdir(lab)}/.*{tag}")) > 0

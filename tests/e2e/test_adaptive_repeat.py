@@ -13,7 +13,6 @@ a few per cent (noisy) — far from a ±1 % target whatever the machine's speed.
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,11 @@ import pytest
 
 from tests.conftest import LocalGuests
 from tests.e2e.helpers import (
-    log_events,
+    interrupt_at_trial,
     run_id_of,
     show,
     vbench,
     vbench_popen,
-    wait_for,
     write_lab,
     write_scenario,
 )
@@ -131,17 +129,8 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     s = _scenario(tmp_path)
     proc = vbench_popen("run", str(s), "--lab", str(lab))
-
-    def steady_starts() -> int:
-        return sum(1 for r in log_events(vbench_home)
-                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
-
     # Trial 8 of the run is an added trial of the noisy point (6 minimum trials first).
-    wait_for(lambda: steady_starts() >= 8 or proc.poll() is not None, 600, "an added trial")
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out + err
-    run_id = run_id_of(out + err)
+    run_id = interrupt_at_trial(proc, vbench_home, 8, 600, "an added trial")
     before = _trials(show(run_id))
     assert before[0] == 3 and 3 <= before[1] < 6, before
 

@@ -3,19 +3,16 @@ kept as they were, the rest run under the same run id."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import LocalGuests
 from tests.e2e.helpers import (
-    log_events,
-    run_id_of,
+    interrupt_at_trial,
     show,
     vbench,
     vbench_popen,
-    wait_for,
     write_lab,
     write_scenario,
 )
@@ -31,15 +28,7 @@ def test_an_interrupted_matrix_run_resumes_without_repeating_finished_trials(
                        extra="settings: {order: random, seed: 11}\n")
     proc = vbench_popen("run", str(s), "--lab", str(lab))
     # The third trial of the (recorded) random order is measuring: interrupt it there.
-    def steady_starts() -> int:
-        return sum(1 for r in log_events(vbench_home)
-                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
-
-    wait_for(lambda: steady_starts() >= 3 or proc.poll() is not None, 300, "third trial")
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out + err
-    run_id = run_id_of(out + err)
+    run_id = interrupt_at_trial(proc, vbench_home, 3, 300, "third trial")
     first = show(run_id)
     kept = {(t["point"], t["trial"]): t["started"] for t in first["trials"]
             if t["status"] != "interrupted"}

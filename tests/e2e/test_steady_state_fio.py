@@ -6,19 +6,18 @@ steady at the first full window; a rule no device can meet stops at the cap and 
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import LocalGuests
 from tests.e2e.helpers import (
+    interrupt_at_trial,
     log_events,
     run_id_of,
     show,
     vbench,
     vbench_popen,
-    wait_for,
     write_lab,
     write_scenario,
 )
@@ -96,17 +95,8 @@ def test_resume_during_the_rounds_goes_on_from_the_rounds_stored(
     s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 2\n"
                   "  max_excursion: 0.0001\n  max_rounds: 4\n", capped=False)
     proc = vbench_popen("run", str(s), "--lab", str(lab))
-
-    def steady_starts() -> int:
-        return sum(1 for r in log_events(vbench_home)
-                   if r.get("event") == "phase_mark" and r.get("mark") == "steady_start")
-
     # The 4th trial is round 2 of the second point; stop during it or just after.
-    wait_for(lambda: steady_starts() >= 4 or proc.poll() is not None, 300, "round 2")
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out + err
-    run_id = run_id_of(out + err)
+    run_id = interrupt_at_trial(proc, vbench_home, 4, 300, "round 2")
     before = [(t["point"], t["trial"]) for t in show(run_id)["trials"] if t["status"] == "ok"]
     assert 3 <= len(before) < 8, before
 
