@@ -131,7 +131,7 @@ def test_vcbench_open_loop_answers_against_the_offered_rate(tmp_path: Path) -> N
     verdict, _ = vcbench_run(tmp_path, loop="open", rate=40)
     answer = verdict.answer
     assert answer is not None
-    assert answer.text.startswith(f"32.30 ± 6.353 ops/s of 40 ops/s offered "
+    assert answer.text.startswith(f"32.30 ± 6.35 ops/s of 40 ops/s offered "
                                   f"({32.3 / 40 * 100:.3g} %) at vcenter=baseline")
     assert answer.charts[0].ideal is None
 

@@ -206,7 +206,7 @@ def test_answer_figures_show_plain_units_as_the_tables_do() -> None:
     share = Figure(metric="client_cpu", value=0.05289, unit="fraction", n=3,
                    ci_low=0.05, ci_high=0.05578)
     assert cv.value_text() == "0.1221"
-    assert share.value_text() == "5.289 ± 0.2890 %"
+    assert share.value_text() == "5.289 ± 0.289 %"
 
 
 def test_every_json_output_reads_the_qos_as_the_verdict_does(tmp_path: Path) -> None:

@@ -37,17 +37,22 @@ PLAIN_UNITS: dict[str, tuple[float, str]] = {
     "fraction": (100.0, "%"), "count": (1.0, ""), "ratio": (1.0, "")}
 
 
-def _fmt(x: float | None) -> str:
-    """About four significant figures, thousands separated (the reports' rule)."""
-    if x is None or not math.isfinite(x):
-        return "—"
+def decimals_for(x: float) -> int:
+    """Decimals that show about four significant figures, none for large numbers (the
+    reports' rule: a mean and its ± are both printed with the mean's)."""
     a = abs(x)
     if a == 0 or a >= 1000:
-        return f"{x:,.0f}"
-    if a < 1e-6:
+        return 0
+    return min(6, max(0, 3 - math.floor(math.log10(a))))
+
+
+def _fmt(x: float | None, decimals: int | None = None) -> str:
+    """About four significant figures (or ``decimals``), thousands separated."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    if decimals is None and 0 < abs(x) < 1e-6:
         return f"{x:.3g}"
-    decimals = min(6, max(0, 3 - math.floor(math.log10(a))))
-    return f"{x:,.{decimals}f}"
+    return f"{x:,.{decimals_for(x) if decimals is None else decimals}f}"
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,11 @@ class Figure:
             return f"no data: {self.missing or 'no value recorded'}"
         half = self.ci_half
         factor, unit = PLAIN_UNITS.get(self.unit, (1.0, self.unit))
-        value = _fmt(self.value * factor)
-        text = value if half is None else f"{value} ± {_fmt(half * factor)}"
+        mean = self.value * factor
+        # The ± with the mean's decimals, as every table prints it (399.8 ± 0.7 IO/s).
+        places = decimals_for(mean) if abs(mean) >= 1e-6 else None
+        text = (_fmt(mean) if half is None
+                else f"{_fmt(mean, places)} ± {_fmt(half * factor, places)}")
         return f"{text} {unit}".rstrip()
 
     def text(self) -> str:

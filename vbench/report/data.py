@@ -20,7 +20,7 @@ from vbench.analysis.figures import factor_order
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis, analyze
 from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary
-from vbench.analysis.verdict import Verdict
+from vbench.analysis.verdict import Verdict, decimals_for
 from vbench.config.labels import render_label
 from vbench.lazy import lazy_module
 from vbench.report.units import Scale, plain
@@ -108,14 +108,6 @@ def _num(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-def decimals_for(x: float) -> int:
-    """Decimals that show about four significant figures, none for large numbers."""
-    a = abs(x)
-    if a == 0 or a >= 1000:
-        return 0
-    return min(6, max(0, 3 - math.floor(math.log10(a))))
 
 
 def fmt_num(value: Any, decimals: int | None = None) -> str:
