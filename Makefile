@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMPS := .make
 # Debian packages the local lab and the test suite use (real peers, not mocks).
 DEB_PACKAGES := fio openssh-server openssh-client sysstat postgresql procps iproute2 chromium redis-server redis-tools nutcracker haproxy \
-  nginx php8.2-fpm php8.2-mysql mariadb-server iperf3 wrk stress-ng pssh curl python3-venv
+  nginx php8.2-fpm php8.2-mysql mariadb-server iperf3 wrk stress-ng pssh curl python3-venv \
+  prometheus prometheus-pushgateway
 
 LOCAL_LAB := examples/labs/local.yaml
 # The demo's lab: the local lab plus a vCenter simulator the quick start provisions in.

@@ -27,6 +27,9 @@ def _session_seed() -> int:
 
 
 SEED: int = _session_seed()
+# pytest-xdist's workers inherit the environment: each collects the same sample as the
+# controller (they would each draw their own and refuse to run otherwise).
+os.environ[ENV] = str(SEED)
 
 
 def rng(salt: str) -> random.Random:

@@ -58,7 +58,13 @@ def test_fio_findmax_brackets_the_rate_limit(local_guests: LocalGuests, tmp_path
     lefts = [ln.split("run left ≈ ")[1] for ln in res.stderr.splitlines() if "run left" in ln]
     assert len(lefts) == len(run["trials"]), lefts
     most = [int(x.split("at most ")[1].split()[0]) if "at most" in x else 0 for x in lefts]
-    assert most[0] > 0 and most[-1] == 0 and most == sorted(most, reverse=True), lefts
+    assert most[0] > 0 and most[-1] == 0, lefts
+    # The outlook assumes no verdict turns (docs/findmax.md): it may grow only after a
+    # trial at a level run before — a verification or retry whose verdict turned.
+    order = [t["point"] for t in sorted(run["trials"], key=lambda t: t["started"])]
+    for i in range(1, len(most)):
+        if most[i] > most[i - 1]:
+            assert order[i - 1] in order[: i - 1], (i, order, lefts)
     # Off a terminal (a pipe, cron) the summary table is as wide as its content: no cell
     # cut to rich's default 80 columns (`total_…`, `rate_…`).
     table = [ln for ln in out.splitlines() if ln[:1] in "│┃"]
