@@ -73,7 +73,7 @@ def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reach
     local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
 ) -> None:
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
-    # Only the 4k point decides; no real uncapped fio keeps two rounds within ±0.01 %.
+    # Only the 4k point decides; no real uncapped fio keeps two rounds within 0.01 %.
     s = _scenario(tmp_path, "steady_state:\n  metric: total_iops\n  window: 2\n"
                   "  max_excursion: 0.0001\n  max_rounds: 3\n  at: {bs: 4k}\n", capped=False)
     res = vbench("run", str(s), "--lab", str(lab))
@@ -84,7 +84,7 @@ def test_a_rule_no_device_meets_stops_at_the_cap_and_says_steady_state_not_reach
     answer = verdict["answers"][0]
     assert answer["status"] == "not reached"
     assert answer["text"].startswith("not reached in 3 rounds: in the last "
-                                     "window (rounds 2–3) a round lies")
+                                     "window (rounds 2–3) the rounds range over")
     assert answer["text"].endswith("stopped at the cap of 3 rounds")
 
 

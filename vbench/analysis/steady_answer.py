@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from vbench.analysis.verdict_build import AnswerInputs
 
 HOW_TO_READ = (
-    "Rounds of the same measurement ran until the last {w} agreed (SNIA PTS): every round "
-    "within ±{e:.0f} % of the window's mean, and the line fitted through them changing by "
-    "at most {s:.0f} % of it across the window. The figure is the window's mean."
+    "Rounds of the same measurement ran until the last {w} agreed (SNIA PTS): their range "
+    "(highest minus lowest round) at most {e:.0f} % of the window's mean, and the line "
+    "fitted through them changing by at most {s:.0f} % of it across the window. The figure "
+    "is the window's mean."
 )
 
 

@@ -5,9 +5,13 @@ A point's rounds are its trials, in order; each round's value is the trial's fig
 the scenario's ``steady_state.metric``. The window of the last ``window`` rounds is in
 steady state when both hold:
 
-- **excursion**: every round lies within ``± max_excursion`` of the window's mean;
-- **slope**: the least-squares line through the window changes, from its first round
-  to its last, by no more than ``max_slope`` of the mean (``|slope| × (window − 1)``).
+- **data excursion**: the window's range, its highest round minus its lowest, is at
+  most ``max_excursion`` of the window's mean (the PTS: 20 %). This is the PTS's
+  "Max(y) − Min(y) within the measurement window ≤ 20 % of Ave(y)", not "every round
+  within ±20 % of the mean", which would let the range reach 40 %;
+- **slope excursion**: the least-squares line through the window changes, from its
+  first round to its last, by no more than ``max_slope`` of the mean
+  (``|slope| × (window − 1)``; the PTS: 10 %).
 
 The first window that passes ends the rounds ("reached at round 7"); a point that has
 run ``max_rounds`` without one is "steady state not reached". :func:`judge` is the
@@ -114,7 +118,7 @@ class Window:
     first: int
     last: int
     mean: float
-    excursion: float  # the largest |round - mean| / mean in the window
+    excursion: float  # the window's range (highest - lowest round) / |mean|
     slope: float  # of the least-squares line, per round
     intercept: float  # the line's value at round ``first``
     fit_change: float  # |slope| × (window - 1) / mean
@@ -153,7 +157,7 @@ class SteadyState:
             if self.warning is not None:
                 return f"steady state reached at round {w.last} (warning: {self.warning})"
             return (f"steady state reached at round {w.last} (rounds {w.first}–{w.last}: "
-                    f"within ±{w.excursion * 100:.1f} % of their mean, the fit changes "
+                    f"range {w.excursion * 100:.1f} % of their mean, the fit changes "
                     f"{w.fit_change * 100:.1f} %)")
         return self.reason
 
@@ -171,7 +175,7 @@ def window_of(values: Sequence[float], first: int) -> Window:
         off = 0.0 if all(v == 0 for v in values) else float("inf")
         return Window(first, first + n - 1, mean, off, slope, mean - slope * xm, off)
     scale = abs(mean)
-    excursion = max(abs(v - mean) for v in values) / scale
+    excursion = (max(values) - min(values)) / scale
     return Window(first, first + n - 1, mean, excursion, slope, mean - slope * xm,
                   abs(slope) * (n - 1) / scale)
 
@@ -197,8 +201,8 @@ def judge(rounds: Sequence[float | None], rule: SteadyRule) -> SteadyState:
         if last.mean == 0:  # relative limits mean nothing around a zero mean
             broke.append("the rounds differ around a mean of 0")
         elif last.excursion > rule.max_excursion:
-            broke.append(f"a round lies {last.excursion * 100:.1f} % from the mean "
-                         f"(limit ±{rule.max_excursion * 100:.0f} %)")
+            broke.append(f"the rounds range over {last.excursion * 100:.1f} % of their "
+                         f"mean (limit {rule.max_excursion * 100:.0f} %)")
         if last.mean != 0 and last.fit_change > rule.max_slope:
             broke.append(f"the fit changes {last.fit_change * 100:.1f} % "
                          f"(limit {rule.max_slope * 100:.0f} %)")

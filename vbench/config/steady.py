@@ -26,8 +26,9 @@ class SteadyStateSpec(Strict):
     metric: str = Field(description="the figure each round is judged by, e.g. total_iops")
     window: int = Field(PTS_WINDOW, ge=2, le=100, description="rounds in the measurement "
                         "window (SNIA PTS: 5)")
-    max_excursion: Share = Field(PTS_EXCURSION, description="every round of the window within "
-                                 "± this share of the window's mean (SNIA PTS: 20%)")
+    max_excursion: Share = Field(PTS_EXCURSION, description="the window's range (highest "
+                                 "round minus lowest) may be at most this share of the "
+                                 "window's mean (SNIA PTS data excursion: 20%)")
     max_slope: Share = Field(PTS_SLOPE, description="the least-squares line may change by at "
                              "most this share of the mean across the window (SNIA PTS: 10%)")
     max_rounds: int = Field(PTS_MAX_ROUNDS, ge=2, le=1000, description="the cap: a point "

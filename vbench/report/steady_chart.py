@@ -1,6 +1,7 @@
 """The SNIA PTS steady-state chart of a steady-state study: every round's value at a
-deciding point, the measurement window shaded, the window's mean with its ±excursion
-band, and the least-squares line through the window — the report form's picture."""
+deciding point, the measurement window shaded, the window's mean with the PTS report
+form's band (mean ± half the allowed range: 90 % and 110 % of the mean for a 20 % data
+excursion), and the least-squares line through the window — the report form's picture."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def steady_svg(state: SteadyState, title: str, unit: str, chart_id: str) -> str:
     w = state.window
     values = [v for _, v in rounds]
     if w is not None:
-        values += [w.mean * (1 - state.rule.max_excursion),
-                   w.mean * (1 + state.rule.max_excursion)]
+        values += [w.mean * (1 - state.rule.max_excursion / 2),
+                   w.mean * (1 + state.rule.max_excursion / 2)]
     canvas = Canvas(width=0.0, height=280.0, left=60.0, right=16.0, top=24.0, bottom=40.0)
     ys, marks = y_scale(canvas, values, zero=False)
     canvas.left = left_margin(marks)
@@ -57,12 +58,13 @@ def steady_svg(state: SteadyState, title: str, unit: str, chart_id: str) -> str:
 
 
 def _window(canvas: Canvas, xs: Scale, ys: Scale, state: SteadyState) -> None:
-    """The window shaded, its mean, the ±excursion band and the fitted line."""
+    """The window shaded, its mean, the band of half the allowed range either side (a
+    window whose rounds stay inside it meets the range rule) and the fitted line."""
     w = state.window
     assert w is not None
     x0, x1 = xs(w.first - 0.5), xs(w.last + 0.5)
     canvas.rect(x0, canvas.y1, x1 - x0, canvas.y0 - canvas.y1, "#4c72b0", 0.10)
-    e = state.rule.max_excursion
+    e = state.rule.max_excursion / 2
     canvas.line(x0, ys(w.mean), x1, ys(w.mean), INK, 1.0)
     for k in (1 - e, 1 + e):
         canvas.line(x0, ys(w.mean * k), x1, ys(w.mean * k), BAND, 1.0, dash="5 3")
@@ -94,7 +96,8 @@ def steady_charts(data: ReportData, next_id: Callable[[], str]) -> list[dict[str
         title = f"steady-state rounds of {rule.metric} at {f.title(point)}"
         cap = (f"{title}: {state.text()}. Shaded: the measurement window "
                f"({rule.window} rounds); solid: its mean; dashed: ±"
-               f"{rule.max_excursion * 100:.0f} % of it; dotted: the least-squares line "
+               f"{rule.max_excursion * 50:.0f} % of it (the rounds' range may be at most "
+               f"{rule.max_excursion * 100:.0f} % of the mean); dotted: the least-squares line "
                f"(may change ≤ {rule.max_slope * 100:.0f} % of the mean across the window).")
         out.append({"svg": Markup(steady_svg(state, title, unit, next_id())),
                     "caption": cap, "title": title, "kind": "steady_state"})
