@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from vbench.cli.options import json_option, open_store, store_options
+
 DEFAULT_ADDRESSES = ("127.0.0.2", "127.0.0.3")
 DEFAULT_PORT = 2222
 
@@ -183,6 +185,41 @@ def check(ctx: click.Context, lab_file: Path, scenario: Path | None, sets: tuple
     from vbench.cli.vsphere_cmds import run_lab_check
 
     ctx.exit(run_lab_check(lab_file, scenario, sets))
+
+
+@lab.command()
+@LAB_ARG
+@store_options
+@json_option
+def who(lab_file: Path | None, store_url: str | None, results_dir: Path | None,
+        as_json: bool) -> None:
+    """Show which run holds the lease of LAB_FILE's lab (without LAB_FILE: of every lab)
+    in this store: run id, pid, host and since when. Exit 0 whether held or free."""
+    from vbench.results.lease import lease_holders
+
+    fingerprint, name = None, None
+    if lab_file is not None:
+        from vbench.config.load import load_lab
+        from vbench.engine.session import lab_fingerprint_of
+
+        model = load_lab(lab_file).model
+        fingerprint, name = lab_fingerprint_of(model), model.name
+    store, _ = open_store(store_url, results_dir)
+    try:
+        holders = lease_holders(store, fingerprint)
+    finally:
+        store.close()
+    if as_json:
+        import dataclasses
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(h) for h in holders], indent=2))
+        return
+    for h in holders:
+        click.echo(f"lab {h.lab} ({h.fingerprint}): held by {h.text()}"
+                   + (f", scenario {h.scenario}" if h.scenario else ""))
+    if not holders:
+        click.echo(f"lab {name} ({fingerprint}): free" if name else "no lab is leased")
 
 
 COMMANDS = [lab]

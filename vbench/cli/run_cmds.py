@@ -257,6 +257,11 @@ def _plan_text(
 @click.option("--tag", "tags", multiple=True, help="Tag the run (repeatable), e.g. nightly.")
 @store_options
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed trial.")
+@click.option(
+    "--wait", is_flag=True,
+    help="When another run holds the lab's lease, queue behind it (saying who holds it "
+    "every 10 s) instead of exiting 3.",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option(
     "--fail-on-qos", is_flag=True, help="Exit 1 when a QoS criterion of the scenario fails."
@@ -285,6 +290,7 @@ def run(
     store_url: str | None,
     results_dir: Path | None,
     fail_fast: bool,
+    wait: bool,
     no_report: bool,
     fail_on_qos: bool,
     regression_spec: str | None,
@@ -303,7 +309,7 @@ def run(
         scenario, rdir, resume = _resumed(store, scenario, rdir, resume)
         request = RunRequest(
             scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast,
-            tuple(sys.argv), resume=resume,
+            tuple(sys.argv), resume=resume, wait=wait,
         )
         session = RunSession.load(request, store)
         # The driver's warnings (allow_exec on, a run configuration missing …), as

@@ -33,6 +33,7 @@ from vbench.guest.ledger import GuestLedger
 from vbench.guest.spec import GuestSpec
 from vbench.guest.ssh import GuestPool
 from vbench.results.identity import lab_fingerprint, scenario_hash
+from vbench.results.lease import Holder, Lease, take_lease
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
@@ -52,6 +53,7 @@ class RunRequest:
     fail_fast: bool = False
     argv: tuple[str, ...] = ()
     resume: str | None = None  # a stored run to continue (its finished trials are kept)
+    wait: bool = False  # the lab leased by another run: queue behind it (else LabBusy)
 
 
 @dataclass
@@ -119,6 +121,7 @@ class _Live:
     signals: RunSignals | None = None
     status: str = "failed"  # what the store keeps unless the run gets further
     outcome: RunOutcome | None = None
+    run_id: str = ""  # chosen when the lab's lease is taken
 
     @classmethod
     def open(cls, session: RunSession, store: Store, cancel: threading.Event,
@@ -150,6 +153,7 @@ def execute(
     reads the run back and writes its figures and report; when it raises, the figures
     are written here."""
     live = _Live.open(session, store, cancel or threading.Event(), progress)
+    lease = _take_lease(live)  # before anything touches the lab; given back after clean-up
     try:
         _run(live, results_dir)
     except BaseException as exc:
@@ -157,7 +161,10 @@ def execute(
         live.status = "interrupted" if interrupted else "failed"
         raise
     finally:
-        _close(live)
+        try:
+            _close(live)
+        finally:
+            lease.release()
     outcome, rundir = live.outcome, live.rundir
     assert outcome is not None and rundir is not None
     if live.status == "interrupted" and outcome.status != "interrupted":
@@ -179,7 +186,7 @@ def _run(live: _Live, results_dir: Path) -> None:
     preflight(plan, live.pool, live.static)
     check_nodes(plan.scenario, live.session.lab.model)  # a lab hook's node, first too
     live.vsphere.preflight()
-    run_id = req.resume or new_run_id()
+    run_id = live.run_id
     live.rundir = rundir = RunDir(results_dir, run_id)
     live.signals = RunSignals(live.cancel, live.notice,
                               f"vbench cleanup {run_id} --lab {req.lab}")
@@ -200,6 +207,32 @@ def _run(live: _Live, results_dir: Path) -> None:
         store.set_testbed(run_id, testbed)
     store.add_points(run_id, [(p.index, p.labels) for p in plan.points])
     _run_trials(live, rundir, schedule)
+
+
+def lab_fingerprint_of(lab: Lab) -> str:
+    """The fingerprint a run of ``lab`` stores (and leases the lab by)."""
+    return lab_fingerprint(redact(lab.redacted()))
+
+
+def _take_lease(live: _Live) -> Lease:
+    """The lab's lease (vbench/results/lease.py): one run at a time on a lab. Held by
+    another run: refused, or with --wait queued behind it, saying so every 10 s."""
+    req, lab = live.session.request, live.session.lab.model
+    fingerprint = lab_fingerprint_of(lab)
+
+    def describe() -> Holder:
+        return Holder.me(lab.name, fingerprint, req.resume or new_run_id(),
+                         live.session.plan.scenario.name)
+
+    def waiting(holder: Holder | None, waited: float) -> None:
+        who = holder.text() if holder else "another run"
+        if live.notice is not None:
+            live.notice(f"waiting for lab {lab.name}: in use by {who} (waited {waited:.0f} s)")
+
+    lease = take_lease(live.store, describe, wait=req.wait, on_wait=waiting,
+                       cancel=live.cancel)
+    live.run_id = lease.holder.run_id
+    return lease
 
 
 def _write_inputs(live: _Live, rundir: RunDir, scenario_doc: dict[str, Any]) -> None:

@@ -196,6 +196,11 @@ class Store:
         return store
 
     @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (a lab's lease sits beside it: vbench/results/lease.py)."""
+        return self._engine
+
+    @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return self._engine.dialect.name

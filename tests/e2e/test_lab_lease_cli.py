@@ -1,0 +1,94 @@
+"""A shared lab's queue with real `vbench run` processes: while one run holds its lab,
+a second is refused with one line naming the holder, `vbench lab who` shows it, a run
+with --wait queues behind it, and kill -9 of the holder lets the queued run through —
+on an SQLite store (a file lock beside it) and on PostgreSQL (an advisory lock)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LocalGuests
+from tests.e2e.helpers import (
+    vbench,
+    vbench_popen,
+    wait_for,
+    wait_for_log,
+    write_lab,
+    write_scenario,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, vbench_home: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{vbench_home / 'results' / 'vbench.db'}"
+    return str(request.getfixturevalue("fresh_postgresql_url"))
+
+
+def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path, store: str
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    # The holder measures for a minute: it is killed long before that.
+    s = write_scenario(tmp_path / "s.yaml", groups=1, warmup="0s", steady="60s", repeat=1,
+                       factors="  bs: [4k]\n")
+    store_args = ("--store", store)
+    holder = vbench_popen("run", str(s), "--lab", str(lab), *store_args)
+    queued: subprocess.Popen[str] | None = None
+    try:
+        wait_for_log(vbench_home, "phase_mark", 120, holder, mark="steady_start")
+        run_id = _run_id_of_log(vbench_home)
+
+        refused = vbench("run", str(s), "--lab", str(lab), *store_args, timeout=120)
+        assert refused.returncode == 3, refused.stdout + refused.stderr
+        line = refused.stderr.strip()
+        assert "\n" not in line, line
+        assert line.startswith(f"error: lab e2e: in use by run {run_id} (pid {holder.pid} "
+                               f"on host {socket.gethostname()}, since "), line
+
+        who = vbench("lab", "who", str(lab), *store_args)
+        assert who.returncode == 0, who.stderr
+        assert f"held by run {run_id} (pid {holder.pid} " in who.stdout
+        assert "scenario e2e-fio" in who.stdout
+
+        err_file = tmp_path / "queued.err"
+        with err_file.open("w") as err:
+            queued = subprocess.Popen(
+                [sys.executable, "-m", "vbench", "run", str(s), "--lab", str(lab), *store_args,
+                 "--wait", "--set", "phases.steady=1s"],
+                stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ})
+        waiting = f"waiting for lab e2e: in use by run {run_id} (pid {holder.pid} "
+        wait_for(lambda: waiting in err_file.read_text() or queued.poll() is not None, 120,
+                 "the queued run to say whom it waits for")
+        assert queued.poll() is None, err_file.read_text()
+
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(60)
+        out, _ = queued.communicate(timeout=180)
+        assert queued.returncode == 0, err_file.read_text()[-3000:]
+        assert ": ok (" in out.strip().splitlines()[-1]
+        who = vbench("lab", "who", str(lab), *store_args)
+        assert "lab e2e (" in who.stdout and "): free" in who.stdout
+    finally:
+        for proc in (holder, queued):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(60)
+        # What the killed holder left in the guest (its fio) is cleaned up as a user would.
+        if holder.returncode is not None:
+            vbench("cleanup", _run_id_of_log(vbench_home), "--lab", str(lab), *store_args,
+                   timeout=120)
+
+
+def _run_id_of_log(home: Path) -> str:
+    """The first run's id (its results folder is named by it; ids sort by start time)."""
+    return sorted(p.parent.name for p in (home / "results").glob("*/log.jsonl"))[0]

@@ -1,0 +1,116 @@
+"""A lab's lease on both stores: one holder at a time, the holder named to whoever is
+refused, a queued taker served when it is freed, and a lease that dies with its process
+(kill -9) — against a real SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vbench.results.lease import Holder, LabBusy, lease_holders, take_lease
+from vbench.results.store import Store
+from vbench.testing import wait_for
+
+pytestmark = pytest.mark.integration
+
+FP = "0123456789abcdef"
+
+# A process that takes the lease and holds it until it is killed; it prints "held" once
+# it holds it (the test waits for that line, not for a guessed time).
+HOLDER = """
+import sys, time
+from pathlib import Path
+from vbench.results.lease import Holder, take_lease
+from vbench.results.store import Store
+store = Store.open(sys.argv[1], Path(sys.argv[2]))
+lease = take_lease(store, lambda: Holder.me("lab-a", sys.argv[3], "run-of-child", "s"))
+print("held", flush=True)
+while True:
+    time.sleep(3600)
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'vbench.db'}"
+    return str(request.getfixturevalue("fresh_postgresql_url"))
+
+
+@pytest.fixture
+def store(store_url: str, tmp_path: Path) -> Iterator[Store]:
+    with Store.open(store_url, tmp_path) as s:
+        yield s
+
+
+def me(run_id: str, fingerprint: str = FP) -> Holder:
+    return Holder.me("lab-a", fingerprint, run_id, "nightly")
+
+
+def test_a_held_lab_is_refused_naming_its_holder(store: Store, store_url: str,
+                                                 tmp_path: Path) -> None:
+    first = take_lease(store, lambda: me("run-1"))
+    with Store.open(store_url, tmp_path) as other:
+        with pytest.raises(LabBusy) as refused:
+            take_lease(other, lambda: me("run-2"))
+        text = str(refused.value)
+        assert "\n" not in text
+        assert text.startswith("lab lab-a: in use by run run-1 (pid ")
+        assert f"pid {os.getpid()} on host {socket.gethostname()}, since " in text
+        assert "`vbench run --wait` queues behind it" in text
+        # Another lab of the same store is free.
+        take_lease(other, lambda: me("run-3", "fedcba9876543210")).release()
+        held = lease_holders(other)
+        assert [(h.run_id, h.pid, h.lab) for h in held] == [("run-1", os.getpid(), "lab-a")]
+        first.release()
+        assert lease_holders(other) == []
+        take_lease(other, lambda: me("run-2")).release()
+
+
+def test_a_queued_taker_gets_the_lab_when_it_is_given_back(store: Store, store_url: str,
+                                                          tmp_path: Path) -> None:
+    first = take_lease(store, lambda: me("run-1"))
+    told: list[str] = []
+    got: list[str] = []
+
+    def queue() -> None:
+        with Store.open(store_url, tmp_path) as other:
+            lease = take_lease(other, lambda: me("run-2"), wait=True,
+                               on_wait=lambda h, _s: told.append(h.run_id if h else "?"))
+            got.append(lease.holder.run_id)
+            lease.release()
+
+    t = threading.Thread(target=queue)
+    t.start()
+    wait_for(lambda: told, 30, "the queued taker to say whom it waits for")
+    assert told[0] == "run-1" and not got  # still queued while run-1 holds it
+    first.release()
+    t.join(30)
+    assert got == ["run-2"]
+
+
+def test_a_killed_holder_frees_the_lab(store: Store, store_url: str, tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, store_url, str(tmp_path), FP],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        held = lease_holders(store, FP)
+        assert [(h.run_id, h.pid) for h in held] == [("run-of-child", child.pid)]
+        with pytest.raises(LabBusy, match=f"run run-of-child \\(pid {child.pid} "):
+            take_lease(store, lambda: me("run-2"))
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        # PostgreSQL ends the dead client's session as soon as it sees the socket close.
+        wait_for(lambda: not lease_holders(store, FP), 30, "the killed holder's lease to go")
+        take_lease(store, lambda: me("run-2")).release()
+    finally:
+        child.kill()
+        child.wait(30)

@@ -1,0 +1,305 @@
+"""A lab's lease: one run at a time on a lab, across processes and machines.
+
+A run takes the lease of its lab (keyed by the lab fingerprint) before it touches the lab
+and gives it back after its final clean-up. The lease lives where the store lives, so
+every run that shares a store shares the queue:
+
+- beside an SQLite store, an exclusive ``flock`` on ``<store>.leases/<fingerprint>.lock``;
+  the holder's description (pid, host, run id, since) is written into that file;
+- on a PostgreSQL store, a session-level advisory lock ``(LEASE_SPACE, key)`` held by a
+  connection of its own; the holder's description rides in a comment of the statement
+  that took it, which PostgreSQL shows as that session's last query.
+
+Both die with their process: the kernel drops a dead process's ``flock``, and PostgreSQL
+ends a session whose client is gone (its locks with it), so ``kill -9`` frees the lab.
+No table is involved: nothing to clean up after a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from vbench.errors import Interrupted, LabError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from vbench.results.store import Store
+
+# The first key of every vbench advisory lock ("vbnc"): `lab who` lists vbench's leases
+# without mistaking another application's advisory locks for them.
+LEASE_SPACE = 0x76626E63
+_MARK = "vbench-lease"
+WAIT_POLL_S = 0.25  # how often a queued run tries again (a lock has no wake-up call)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lab: the process and the run it is for."""
+
+    lab: str  # the lab's name
+    fingerprint: str
+    run_id: str
+    pid: int
+    host: str
+    since: float  # when it took the lease (epoch seconds)
+    scenario: str = ""
+
+    @classmethod
+    def me(cls, lab: str, fingerprint: str, run_id: str, scenario: str = "") -> Holder:
+        return cls(lab, fingerprint, run_id, os.getpid(), socket.gethostname(), time.time(),
+                   scenario)
+
+    def text(self, now: float | None = None) -> str:
+        """``run R (pid 1234 on host h, since 2026-11-27 05:41:02 UTC, 3 min ago)``."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.since))
+        ago = _ago((time.time() if now is None else now) - self.since)
+        return f"run {self.run_id} (pid {self.pid} on host {self.host}, since {stamp}, {ago})"
+
+    @classmethod
+    def from_json(cls, text: str) -> Holder | None:
+        try:
+            doc = json.loads(text)
+            return cls(str(doc["lab"]), str(doc["fingerprint"]), str(doc["run_id"]),
+                       int(doc["pid"]), str(doc["host"]), float(doc["since"]),
+                       str(doc.get("scenario", "")))
+        except (ValueError, KeyError, TypeError):
+            return None  # being written, or not ours
+
+
+def _ago(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s ago"
+    if s < 7200:
+        return f"{s // 60} min ago"
+    return f"{s // 3600} h {s % 3600 // 60} min ago"
+
+
+class LabBusy(LabError):
+    """The lab is leased by another run (and the run was not asked to wait)."""
+
+    def __init__(self, lab: str, holder: Holder | None) -> None:
+        self.holder = holder
+        who = holder.text() if holder else "another run (its holder is being recorded)"
+        super().__init__(f"lab {lab}", f"in use by {who}; `vbench run --wait` queues "
+                                       f"behind it, `vbench lab who` shows the holder")
+
+
+class Lease:
+    """A held lease; :meth:`release` (or leaving the ``with`` block) gives it back."""
+
+    def __init__(self, holder: Holder, release: Callable[[], None]) -> None:
+        self.holder = holder
+        self._release: Callable[[], None] | None = release
+
+    def release(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+
+def take_lease(
+    store: Store,
+    describe: Callable[[], Holder],
+    wait: bool = False,
+    on_wait: Callable[[Holder | None, float], None] | None = None,
+    cancel: threading.Event | None = None,
+    report_every: float = 10.0,
+) -> Lease:
+    """Take the lease of the lab ``describe()`` names (called at each attempt: the holder
+    is described as of the moment it wins). Held by another: :class:`LabBusy`, or with
+    ``wait`` try again until free, calling ``on_wait(holder, waited_s)`` at once and every
+    ``report_every`` seconds; ``cancel`` set (Ctrl-C) ends the wait with Interrupted."""
+    backend = _backend(store)
+    start, told = time.monotonic(), None
+    while True:
+        me = describe()
+        lease = backend.try_take(me)
+        if lease is not None:
+            return lease
+        if not wait:
+            raise LabBusy(me.lab, _first(backend.holders(me.fingerprint)))
+        waited = time.monotonic() - start
+        if on_wait is not None and (told is None or waited - told >= report_every):
+            told = waited
+            on_wait(_first(backend.holders(me.fingerprint)), waited)
+        if cancel is not None and cancel.wait(WAIT_POLL_S):
+            raise Interrupted(f"interrupted while waiting for lab {me.lab}")
+        if cancel is None:
+            time.sleep(WAIT_POLL_S)
+
+
+def lease_holders(store: Store, fingerprint: str | None = None) -> list[Holder]:
+    """Who holds the lease of the lab with ``fingerprint`` (or of every lab) right now."""
+    return _backend(store).holders(fingerprint)
+
+
+def _first(holders: list[Holder]) -> Holder | None:
+    return holders[0] if holders else None
+
+
+def _backend(store: Store) -> _FileLeases | _PgLeases | _NoLeases:
+    engine = store.engine
+    if engine.dialect.name == "postgresql":
+        return _PgLeases(engine)
+    database = engine.url.database or ""
+    if database in ("", ":memory:"):
+        return _NoLeases()  # a store in memory is one process's: nobody to queue behind
+    return _FileLeases(Path(database).with_name(Path(database).name + ".leases"))
+
+
+class _NoLeases:
+    def try_take(self, me: Holder) -> Lease:
+        return Lease(me, lambda: None)
+
+    def holders(self, fingerprint: str | None) -> list[Holder]:
+        return []
+
+
+class _FileLeases:
+    """``flock`` on a file per lab beside the SQLite store."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, fingerprint: str) -> Path:
+        return self.folder / f"{fingerprint}.lock"
+
+    def try_take(self, me: Holder) -> Lease | None:
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        f = open(self._path(me.fingerprint), "a+", encoding="utf-8")  # noqa: SIM115 - held
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            return None
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps(asdict(me)))
+        f.flush()
+
+        def release() -> None:
+            with contextlib.suppress(OSError):
+                f.seek(0)
+                f.truncate()  # a free lab's file names nobody
+            f.close()  # closing the file drops the flock
+
+        return Lease(me, release)
+
+    def holders(self, fingerprint: str | None) -> list[Holder]:
+        paths = ([self._path(fingerprint)] if fingerprint
+                 else sorted(self.folder.glob("*.lock")) if self.folder.is_dir() else [])
+        out = []
+        for path in paths:
+            with _probe(path) as held:
+                if held is not None:
+                    out.append(held)
+        return out
+
+
+@contextlib.contextmanager
+def _probe(path: Path) -> Iterator[Holder | None]:
+    """The holder recorded in ``path`` when someone holds its lock, else None."""
+    import fcntl
+
+    try:
+        f: IO[str] = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        yield None
+        return
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield Holder.from_json(f.read()) or _unrecorded(path.stem)
+            return
+        fcntl.flock(f, fcntl.LOCK_UN)
+        yield None
+
+
+def _unrecorded(fingerprint: str) -> Holder:
+    return Holder("?", fingerprint, "(being recorded)", 0, "?", time.time())
+
+
+class _PgLeases:
+    """Session-level advisory locks on connections of their own."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def try_take(self, me: Holder) -> Lease | None:
+        conn: Connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        # The description rides in the statement's comment: pg_stat_activity shows it as
+        # this session's last query for as long as the lock is held. psycopg turns '%%'
+        # back into '%'; '*/' cannot end the comment early.
+        note = json.dumps(asdict(me)).replace("*/", "*\\/").replace("%", "%%")
+        try:
+            got = conn.exec_driver_sql(
+                f"SELECT pg_try_advisory_lock(%(space)s, %(key)s) /* {_MARK} {note} */",
+                {"space": LEASE_SPACE, "key": pg_key(me.fingerprint)}).scalar()
+        except BaseException:
+            conn.invalidate()
+            conn.close()
+            raise
+        if not got:
+            conn.close()
+            return None
+
+        def release() -> None:
+            conn.invalidate()  # the session ends, and its advisory locks with it
+            conn.close()
+
+        return Lease(me, release)
+
+    def holders(self, fingerprint: str | None) -> list[Holder]:
+        sql = ("SELECT a.pid, a.query, a.client_addr::text, "
+               "extract(epoch from a.backend_start) FROM pg_locks l "
+               "JOIN pg_stat_activity a ON a.pid = l.pid "
+               "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+               # advisory locks are per database: this store's only
+               "AND l.database = (SELECT oid FROM pg_database "
+               "WHERE datname = current_database()) "
+               "AND l.classid::text::bigint = %(space)s")
+        params: dict[str, Any] = {"space": LEASE_SPACE}
+        if fingerprint:
+            sql += " AND l.objid::text::bigint = %(key)s"
+            params["key"] = pg_key(fingerprint)
+        with self.engine.connect() as conn:
+            rows = conn.exec_driver_sql(sql + " ORDER BY a.backend_start", params).all()
+        return [_pg_holder(row, fingerprint) for row in rows]
+
+
+def _pg_holder(row: Any, fingerprint: str | None) -> Holder:
+    pid, query, addr, started = row
+    text = str(query or "")
+    if _MARK in text:
+        found = Holder.from_json(text.split(_MARK, 1)[1].rsplit("*/", 1)[0].strip()
+                                 .replace("*\\/", "*/"))
+        if found is not None:
+            return found
+    # Not readable by this role (another user's session): what the server knows.
+    return Holder("?", fingerprint or "?", "(unknown: another database user's session)",
+                  int(pid), f"{addr or 'local'} (server pid)", float(started or 0))
+
+
+def pg_key(fingerprint: str) -> int:
+    """The second advisory-lock key of a lab: 31 bits of its fingerprint."""
+    return int(fingerprint[:8], 16) & 0x7FFFFFFF
