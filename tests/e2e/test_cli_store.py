@@ -20,9 +20,12 @@ CORPUS = SHARED / "fio"
 def test_two_runs_at_once_both_land_in_one_store(
     local_guests: LocalGuests, tmp_path: Path
 ) -> None:
-    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    # Two labs (each its own guest folder): one lab's lease would queue the second run.
+    for i in (1, 2):
+        (tmp_path / f"lab{i}").mkdir()
+    labs = [write_lab(tmp_path / f"lab{i}" / "lab.yaml", local_guests) for i in (1, 2)]
     s = write_scenario(tmp_path / "s.yaml", groups=1, repeat=2, factors="  bs: [4k, 8k]\n")
-    procs = [vbench_popen("run", str(s), "--lab", str(lab)) for _ in range(2)]
+    procs = [vbench_popen("run", str(s), "--lab", str(lab)) for lab in labs]
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
     ids = {run_id_of(out) for out, _ in outs}
