@@ -146,6 +146,61 @@ def _v5_metrics(conn: Connection) -> None:
     conn.execute(sa.text("ALTER TABLE runs ADD COLUMN metrics TEXT"))
 
 
+def _v6_triage(conn: Connection) -> None:
+    """Schema version 6, frozen: nightly triage and lab noise.
+
+    - ``change_acks``: a change point acknowledged (who, when, why), keyed by scenario,
+      lab fingerprint, metric, point (its labels as sorted JSON text) and the first run
+      after the change;
+    - ``change_alerts``: the night (run) whose check first alerted on a change, so that an
+      unacknowledged regression fails one night only;
+    - ``lab_noise``: night-to-night noise (relative standard deviation of run means) per
+      lab fingerprint, scenario, metric and point, measured by ``vbench run --aa``.
+    """
+    md = sa.MetaData()
+    sa.Table("runs", md, sa.Column("run_id", sa.Text, primary_key=True))
+    fk_run = lambda: sa.ForeignKey("runs.run_id", ondelete="CASCADE")  # noqa: E731
+
+    def key_columns() -> list[sa.Column[object]]:
+        return [sa.Column("scenario_name", sa.Text, nullable=False),
+                sa.Column("lab_fingerprint", sa.Text, nullable=False),
+                sa.Column("metric", sa.Text, nullable=False),
+                sa.Column("point", sa.Text, nullable=False)]
+
+    sa.Table(
+        "change_acks", md,
+        sa.Column("id", id_type(), primary_key=True, autoincrement=True),
+        *key_columns(),
+        sa.Column("run_id", sa.Text, fk_run(), nullable=False),
+        sa.Column("who", sa.Text, nullable=False),
+        sa.Column("at", sa.Double, nullable=False),
+        sa.Column("why", sa.Text, nullable=False),
+        sa.Index("ix_change_acks_series", "scenario_name", "lab_fingerprint"),
+    )
+    sa.Table(
+        "change_alerts", md,
+        sa.Column("id", id_type(), primary_key=True, autoincrement=True),
+        *key_columns(),
+        sa.Column("run_id", sa.Text, fk_run(), nullable=False),
+        sa.Column("alerted_run", sa.Text, fk_run(), nullable=False),
+        sa.Column("at", sa.Double, nullable=False),
+        sa.Index("ix_change_alerts_series", "scenario_name", "lab_fingerprint"),
+    )
+    sa.Table(
+        "lab_noise", md,
+        sa.Column("lab_fingerprint", sa.Text, primary_key=True),
+        sa.Column("scenario_name", sa.Text, primary_key=True),
+        sa.Column("metric", sa.Text, primary_key=True),
+        sa.Column("point", sa.Text, primary_key=True),
+        sa.Column("cv", sa.Double, nullable=False),
+        sa.Column("runs", sa.Integer, nullable=False),
+        sa.Column("run_ids", sa.Text, nullable=False),
+        sa.Column("measured_at", sa.Double, nullable=False),
+    )
+    for name in ("change_acks", "change_alerts", "lab_noise"):
+        md.tables[name].create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: runs, run_tags, points, trials, samples", _v1_initial),
     Migration(2, "baselines: the reference run of a scenario per lab", _v2_baselines),
@@ -154,6 +209,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "comparable", _v4_comparable),
     Migration(5, "runs.metrics: the run's metric catalogues with their directions",
               _v5_metrics),
+    Migration(6, "change_acks, change_alerts, lab_noise: nightly triage and measured lab "
+              "noise", _v6_triage),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -136,3 +136,55 @@ baselines = sa.Table(
     sa.Column("set_at", sa.Double, nullable=False),
     sa.Column("note", sa.Text, nullable=True),
 )
+
+
+# Added by migration 6: nightly triage (vbench/results/triage.py). A change point is keyed
+# by scenario, lab fingerprint ("" without one), metric, point (its labels as sorted JSON
+# text) and the first run after it.
+
+
+def _change_key() -> list[sa.Column[object]]:
+    return [sa.Column("scenario_name", sa.Text, nullable=False),
+            sa.Column("lab_fingerprint", sa.Text, nullable=False),
+            sa.Column("metric", sa.Text, nullable=False),
+            sa.Column("point", sa.Text, nullable=False)]
+
+
+change_acks = sa.Table(
+    "change_acks",
+    METADATA,
+    sa.Column("id", id_type(), primary_key=True, autoincrement=True),
+    *_change_key(),
+    sa.Column("run_id", sa.Text, _fk_run(), nullable=False),
+    sa.Column("who", sa.Text, nullable=False),
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Column("why", sa.Text, nullable=False),
+    sa.Index("ix_change_acks_series", "scenario_name", "lab_fingerprint"),
+)
+
+# The run whose nightly check first alerted on a change (an alert fails one night only).
+change_alerts = sa.Table(
+    "change_alerts",
+    METADATA,
+    sa.Column("id", id_type(), primary_key=True, autoincrement=True),
+    *_change_key(),
+    sa.Column("run_id", sa.Text, _fk_run(), nullable=False),
+    sa.Column("alerted_run", sa.Text, _fk_run(), nullable=False),
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Index("ix_change_alerts_series", "scenario_name", "lab_fingerprint"),
+)
+
+# Night-to-night noise measured by `vbench run --aa`: the relative standard deviation of
+# the run means of back-to-back runs of one point; the newest measurement replaces.
+lab_noise = sa.Table(
+    "lab_noise",
+    METADATA,
+    sa.Column("lab_fingerprint", sa.Text, primary_key=True),
+    sa.Column("scenario_name", sa.Text, primary_key=True),
+    sa.Column("metric", sa.Text, primary_key=True),
+    sa.Column("point", sa.Text, primary_key=True),
+    sa.Column("cv", sa.Double, nullable=False),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("run_ids", sa.Text, nullable=False),  # JSON list as text
+    sa.Column("measured_at", sa.Double, nullable=False),
+)

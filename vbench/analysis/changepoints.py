@@ -1,0 +1,138 @@
+"""Change points of a nightly series: when did a figure move, by how much, how surely.
+
+Pure: a sequence of nightly figures in (oldest first, None for a night without one), a
+tuple of :class:`Change` out. Chosen by bench/changepoints.py (figures in
+docs/performance.md): ruptures' binary segmentation (least-squares cost, a BIC-like
+penalty scaled by the series' own robust noise) proposes candidates, then vbench keeps
+those that hold:
+
+1. one-night outliers do not move a series: a value further than 4 robust σ from the
+   median of the five nights around it is replaced by that median before detection
+   (the last night is judged against the nights before it, so a step on the very last
+   night is confirmed by the next one — the pairwise check sees it the first night);
+2. merge step: while some change is not significant (Welch's t-test between the
+   segments on either side, at ``alpha``) or smaller than ``min_effect`` (relative to
+   the mean before it), the weakest is dropped and its neighbours re-judged.
+
+``min_effect`` is where lab noise comes in: a change smaller than the lab's measured
+night-to-night noise is not reported (callers pass max(configured effect, noise)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
+
+MIN_NIGHTS = 6  # fewer values than this: no change can be told from noise
+MIN_SEGMENT = 3  # nights on each side of a change (two odd nights are no new level)
+PENALTY = 3.0  # × log(n) × σ²: the cost of one more change
+ALPHA = 0.0001  # significance of a change (bench/changepoints.py: 0.001 let 7.5 % false in)
+OUTLIER_SIGMAS = 4.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change in the level of a series between ``index - 1`` and ``index``."""
+
+    index: int  # position (in the series given, gaps counted) of the first value after it
+    before: float  # mean of the segment before (since the previous change)
+    after: float  # mean of the segment after (up to the next change)
+    relative: float  # (after - before) / |before|
+    p_value: float  # Welch's t-test between the two segments
+    n_before: int
+    n_after: int
+
+    def worse(self, better: str) -> bool | None:
+        """Is it a regression for a metric whose ``better`` is higher/lower (None: none)?"""
+        if better == "higher":
+            return self.after < self.before
+        if better == "lower":
+            return self.after > self.before
+        return None
+
+
+def _robust_sigma(x: np.ndarray) -> float:
+    """Noise of a series with steps: the median absolute difference of neighbours
+    (a step moves one difference only), scaled to σ for normal noise."""
+    d = np.abs(np.diff(x))
+    return float(np.median(d)) / 0.9539 if len(d) else 0.0
+
+
+def _without_outliers(x: np.ndarray, sigma: float) -> np.ndarray:
+    """A Hampel filter: one-night outliers replaced by the median of their neighbourhood."""
+    out = x.copy()
+    for i in range(len(x)):
+        around = x[max(0, i - 2):i + 3] if i < len(x) - 1 else x[max(0, i - 4):i]
+        med = float(np.median(around))
+        if sigma > 0 and abs(x[i] - med) > OUTLIER_SIGMAS * sigma:
+            out[i] = med
+    return out
+
+
+def _candidates(x: np.ndarray, sigma: float) -> list[int]:
+    import ruptures as rpt
+
+    if sigma <= 0:
+        sigma = float(np.std(x)) or 1.0
+    algo = rpt.Binseg(model="l2", min_size=MIN_SEGMENT, jump=1).fit(x)
+    return [i for i in algo.predict(pen=PENALTY * math.log(len(x)) * sigma**2) if i < len(x)]
+
+
+def _judge(x: np.ndarray, cuts: Sequence[int], k: int) -> tuple[float, float, float, int, int]:
+    """Change ``k`` between its neighbouring cuts: (p, relative, before, n_before, n_after)."""
+    from scipy.stats import ttest_ind
+
+    lo = cuts[k - 1] if k > 0 else 0
+    hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
+    a, b = x[lo:cuts[k]], x[cuts[k]:hi]
+    before = float(a.mean())
+    rel = (float(b.mean()) - before) / abs(before) if before else math.inf
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        p = 0.0 if a[0] != b[0] else 1.0
+    else:
+        p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    return (p if math.isfinite(p) else 1.0), rel, before, len(a), len(b)
+
+
+def _merge(x: np.ndarray, cuts: list[int], alpha: float, min_effect: float) -> list[int]:
+    while cuts:
+        judged = [_judge(x, cuts, k) for k in range(len(cuts))]
+        failing = [k for k, (p, rel, *_) in enumerate(judged)
+                   if p >= alpha or abs(rel) < min_effect]
+        if not failing:
+            return cuts
+        weakest = max(failing, key=lambda k: (judged[k][0], -abs(judged[k][1])))
+        del cuts[weakest]
+    return cuts
+
+
+def changes_of(
+    values: Sequence[float | None], min_effect: float = 0.0, alpha: float = ALPHA
+) -> tuple[Change, ...]:
+    """The change points of ``values`` (oldest first; None or NaN: no figure that night)."""
+    where = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if len(where) < MIN_NIGHTS:
+        return ()
+    raw = np.asarray([values[i] for i in where], dtype=float)
+    x = _without_outliers(raw, _robust_sigma(raw))
+    cuts = _merge(x, _candidates(x, _robust_sigma(x)), alpha, min_effect)
+    out = []
+    for k, cut in enumerate(cuts):
+        p, rel, before, n_a, n_b = _judge(x, cuts, k)
+        out.append(Change(where[cut], before, before * (1 + rel) if before else math.nan,
+                          rel, p, n_a, n_b))
+    return tuple(out)
+
+
+def change_indexes(values: Sequence[float | None], min_effect: float = 0.0) -> list[int]:
+    """Only where the changes are (the benchmark's view)."""
+    return [c.index for c in changes_of(values, min_effect)]
