@@ -28,7 +28,11 @@ demo: venv system tools
 # The suite's tiers are its folders, fastest first; each runs alone too (test-unit needs no
 # peer). `make test` also prints the 25 slowest tests, so growth is seen before it hurts.
 TIERS := tests/unit tests/integration tests/e2e
-PYTEST := VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q
+# Tests run on pytest-xdist workers, a test file per worker at a time (its module fixtures
+# stay shared). Most of a peer test's time is waiting — trial phases, vcsim's task delays —
+# not CPU, so more workers than cores pay: 4 on CI's 2 cores. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 4
+PYTEST := VBENCH_REQUIRE_PEERS=1 $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test: venv system tools wheelhouse
 	$(BIN)/ruff check .
