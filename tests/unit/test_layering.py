@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2] / "vbench"
 LAYERS = (
     "cli",
     "engine",
+    "publish",
     "workloads",
     "collectors",
     "vsphere",

@@ -44,6 +44,10 @@ def _register() -> None:
 
     for command in plugins_cmds.COMMANDS:
         cli.add_command(command)
+    from vbench.cli import publish_cmds
+
+    for command in publish_cmds.COMMANDS:
+        cli.add_command(command)
 
 
 _register()

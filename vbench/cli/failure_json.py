@@ -63,7 +63,7 @@ def failure_doc(exc: BaseException, tags: Iterable[str]) -> dict[str, Any]:
         "run_id": None, "scenario_name": None, "scenario": None,
         "status": "interrupted" if code == EXIT_INTERRUPTED else "error",
         "tags": list(tags), "exit_code": code, "report": None, "run_dir": None,
-        "points": [], "qos": None, "regression": None, "warnings": [],
+        "points": [], "qos": None, "regression": None, "warnings": [], "publish": [],
         "error": _error_text(exc),
     }
 

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from vbench.config import netaddr
+from vbench.config.publish import Publish
 from vbench.config.secrets import SecretError, resolve_secret
 from vbench.config.types import Duration, OneLine, SecretRef, Strict, Text, located
 from vbench.errors import ConfigValidationError
@@ -250,6 +251,9 @@ class Lab(LabModel):
         description="address or VM name -> host[:port] SSH really connects to (NAT, "
         "simulated labs)",
     )
+    publish: Publish | None = Field(
+        None, description="where each run's figures, verdict and alerts are sent when it "
+        "ends (docs/publishing.md); not part of the lab fingerprint")
 
     @model_validator(mode="after")
     def _references(self) -> Lab:

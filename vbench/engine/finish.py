@@ -26,6 +26,7 @@ from vbench.results.stored import StoredRun
 if TYPE_CHECKING:
     from vbench.analysis.regression import RegressionResult
     from vbench.engine.runner import RunOutcome
+    from vbench.publish import Outcome
     from vbench.report.data import ReportData
     from vbench.results.store import Store
 
@@ -67,6 +68,7 @@ class RunResult:
     verdicts: Verdicts | None = None
     report: Path | None = None  # report.html, when written
     doc: dict[str, Any] = field(default_factory=dict)  # --json: the document
+    published: tuple[Outcome, ...] = ()  # each publishing target's delivery (lab publish:)
 
     @property
     def run_id(self) -> str:
@@ -208,6 +210,37 @@ def write_report(store: Store, result: RunResult) -> RunResult:
     return dataclasses.replace(result, report=path)
 
 
+def publish(store: Store, result: RunResult) -> RunResult:
+    """Send the run to its lab's publishing targets (the stored lab's ``publish:``). A
+    target that fails, or anything else going wrong here, never fails the run: it is
+    kept in publish.json for `vbench publish RUN`, and said."""
+    from vbench.publish import Outcome
+
+    lab = result.run.record.get("lab") or {}
+    if not lab.get("publish"):
+        return result
+    try:
+        outcomes = tuple(publish_stored(result.run, result.data, result.exit_code,
+                                        str(result.report) if result.report else None))
+    except Exception as exc:  # publishing must not cost the run its end
+        result.rundir.log("publish_failed", level="warning", error=str(exc))
+        outcomes = (Outcome("publish", False, f"{type(exc).__name__}: {exc}"),)
+    return dataclasses.replace(result, published=outcomes)
+
+
+def publish_stored(run: StoredRun, data: ReportData, exit_code: int,
+                   report: str | None) -> list[Outcome]:
+    """Publish a stored run as its run directory and summary have it (`run`'s end, and
+    `vbench publish RUN --again` of a run that never published)."""
+    from vbench.config.publish import Publish
+    from vbench.publish import facts_of, publish_run
+    from vbench.report.build import summary_json_of
+
+    spec = Publish.model_validate((run.record.get("lab") or {}).get("publish"))
+    facts = facts_of(summary_json_of(data), run.record, exit_code, report)
+    return publish_run(Path(run.run_dir), spec, facts)
+
+
 def json_document(store: Store, result: RunResult) -> RunResult:
     """What `vbench run --json` prints (only built when asked)."""
     if not result.options.as_json:
@@ -217,7 +250,8 @@ def json_document(store: Store, result: RunResult) -> RunResult:
 
     doc = dict(summary_json_of(result.data))  # with the verdict
     doc.update(exit_code=result.exit_code, report=str(result.report) if result.report else None,
-               run_dir=str(result.run_dir))
+               run_dir=str(result.run_dir),
+               publish=[dataclasses.asdict(o) for o in result.published])
     return dataclasses.replace(result, doc=finite(doc))
 
 
@@ -233,5 +267,6 @@ FINISH_STEPS: tuple[Step, ...] = (
     keep_verdict,
     write_summary,
     write_report,
+    publish,  # after the report (its path is sent); never fails the run
     json_document,
 )

@@ -72,9 +72,11 @@ def lab_kind(lab: Mapping[str, Any] | None) -> LabKind:
 
 def lab_fingerprint(lab: Mapping[str, Any] | None) -> str:
     """16 hex digits over the lab's description and kind: two runs with the same
-    fingerprint ran in the same lab, described the same way."""
+    fingerprint ran in the same lab, described the same way. Where its runs are
+    published (``publish:``) is not the lab: left out."""
     kind = lab_kind(lab)
-    return _digest({"kind": kind.kind, "throttled": kind.throttled, "lab": dict(_map(lab))}, 16)
+    described = {k: v for k, v in _map(lab).items() if k != "publish"}
+    return _digest({"kind": kind.kind, "throttled": kind.throttled, "lab": described}, 16)
 
 
 def scenario_hash(scenario: Mapping[str, Any] | None) -> str:

@@ -1,0 +1,110 @@
+"""What a run publishes, as pure functions (Prometheus text, the Pushgateway group's path,
+the facts read from a summary document) and the lab's `publish:` model."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from vbench.config.publish import Publish
+from vbench.errors import ConfigValidationError
+from vbench.publish.payload import (
+    PointFigure,
+    RunFacts,
+    facts_of,
+    grouping_path,
+    prometheus_text,
+    webhook_body,
+)
+from vbench.results.identity import lab_fingerprint
+
+
+def _facts(**kw: object) -> RunFacts:
+    base: dict[str, object] = dict(
+        run_id="r1", scenario="s", lab="l", lab_fingerprint="f", status="ok", exit_code=0,
+        verdict_status="answered", verdict_text="t", tags=(), started=None, ended=None,
+        report=None, figures=(), alerts=())
+    base.update(kw)
+    return RunFacts(**base)  # type: ignore[arg-type]
+
+
+def test_label_values_are_escaped_and_missing_figures_are_absent() -> None:
+    fig = PointFigure('a"b\\c\nd', {}, "lat", "ms", None, None, None, 0)
+    ok = PointFigure("p", {}, "iops", "IO/s", 1.5, 1.0, 2.0, 3)
+    text = prometheus_text(_facts(figures=(fig, ok), verdict_text='say "hi"'))
+    assert 'vbench_figure{point="p",metric="iops",unit="IO/s"} 1.5' in text
+    assert 'point="a\\"b\\\\c\\nd"' in text  # the trials count of the empty figure
+    assert "vbench_figure{point=\"a" not in text  # no mean: no series, never 0
+    assert 'verdict_text="say \\"hi\\""' in text
+    assert text.count("# TYPE vbench_figure gauge") == 1
+    assert "vbench_run_ok 1.0" in text
+    assert "vbench_run_end_timestamp_seconds" not in text  # not ended: absent
+
+
+def test_the_group_path_survives_slashes_and_empty_values() -> None:
+    path = grouping_path("vbench", _facts(scenario="a/b", lab=""))
+    parts = path.split("/")
+    assert parts[:3] == ["", "metrics", "job@base64"]
+    assert base64.urlsafe_b64decode(parts[5]) == b"a/b"
+    assert parts[6:] == ["lab@base64", "="]
+
+
+def test_facts_read_figures_and_regressions_from_the_summary() -> None:
+    doc = {"run_id": "r1", "scenario_name": "s", "status": "ok", "tags": ["nightly"],
+           "points": [{"title": "bs=4k", "labels": {"bs": "4k"}, "figures": {
+               "iops": {"unit": "IO/s", "n": 3, "mean": 10.0, "ci_low": float("nan"),
+                        "ci_high": 12.0}}}],
+           "regression": {"checks": [
+               {"point": "bs=4k", "metric": "iops", "status": "regression",
+                "message": "-9 %", "change": -0.09},
+               {"point": "bs=4k", "metric": "lat", "status": "ok", "message": ""}]},
+           "verdict": {"status": "answered", "answers": [{"text": "iops 10 at bs=4k"}]}}
+    facts = facts_of(doc, {"lab": {"name": "lab1"}, "lab_fingerprint": "ff",
+                           "ended": 5.0}, 1, None)
+    assert (facts.lab, facts.exit_code, facts.verdict_text) == ("lab1", 1, "iops 10 at bs=4k")
+    [fig] = facts.figures
+    assert (fig.mean, fig.ci_low, fig.ci_high, fig.n) == (10.0, None, 12.0, 3)
+    assert [(a.kind, a.metric, a.change) for a in facts.alerts] == [
+        ("regression", "iops", -0.09)]
+    body = webhook_body(facts)
+    assert body["verdict"] == {"status": "answered", "text": "iops 10 at bs=4k"}
+    assert body["tags"] == ["nightly"] and body["figures"][0]["labels"] == {"bs": "4k"}
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ({"pushgateway": {"url": "http://g:9091", "port": 1}}, "unknown key"),
+    ({"pushgateway": {"url": "g:9091"}}, "expected an http:// or https:// URL"),
+    ({"pushgateway": {"url": "http://g", "username": "u"}}, "username and password together"),
+    ({"pushgateway": {"url": "http://g", "username": "u", "password": "pw"}},
+     "reference"),
+    ({"webhooks": [{"url": "http://h", "headers": {"Authorization": "Bearer x"}}]},
+     "holds a credential"),
+    ({"webhooks": [{"url": "http://h", "headers": {"X-Api-Key": "k"}}]}, "holds a credential"),
+    ({"webhooks": [{"url": "http://h", "timeout": 0}]}, "greater than 0"),
+])
+def test_the_publish_section_refuses_mistakes(section: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Publish.model_validate(section)
+
+
+def test_where_a_lab_publishes_is_not_part_of_its_fingerprint() -> None:
+    lab = {"version": 1, "name": "l", "nodes": {"g": {"address": "127.0.0.2"}}}
+    with_hook = {**lab, "publish": {"webhooks": [{"url": "http://h"}]}}
+    assert lab_fingerprint(with_hook) == lab_fingerprint(lab)
+    assert lab_fingerprint({**lab, "name": "other"}) != lab_fingerprint(lab)
+
+
+def test_a_mistake_in_the_labs_publish_section_is_located(tmp_path: Path) -> None:
+    from vbench.config.load import load_lab
+
+    lab = tmp_path / "lab.yaml"
+    lab.write_text("version: 1\nname: l\npublish:\n  webhooks:\n"
+                   "    - url: http://h\n      headers: {Authorization: Bearer x}\n")
+    with pytest.raises(ConfigValidationError) as err:
+        load_lab(lab)
+    [issue] = err.value.issues
+    assert str(issue).startswith(f"{lab}:5:")
+    assert "header 'Authorization' holds a credential" in str(issue)

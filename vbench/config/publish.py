@@ -1,0 +1,94 @@
+"""The lab's `publish:` section: where every run of the lab sends its figures, verdict and
+alerts when it ends (a Prometheus Pushgateway, JSON webhooks). See docs/publishing.md.
+
+The section lives in the lab (where the results of a lab go is the lab's business, and
+the lab already holds its secrets as references); it is left out of the lab fingerprint
+(vbench/results/identity.py), so adding a webhook does not start a new history.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+
+from vbench.config.types import Duration, OneLine, SecretRef, Strict
+
+_REF = re.compile(r"^\$\{(env|file):")
+# Header names whose values are credentials: a literal value would put a secret in the
+# lab file (and in every run directory's copy of it).
+_SECRET_HEADERS = re.compile(r"authorization|token|secret|key|password|cookie", re.I)
+
+
+def _http_url(value: str) -> str:
+    if _REF.match(value):
+        return value  # a reference (a webhook URL that embeds its token): read when sent
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("expected an http:// or https:// URL, or a secret reference "
+                         "(${env:NAME}, ${file:PATH})")
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+
+
+class LabModel(Strict):
+    # As config.lab.LabModel (which imports this module for Lab.publish): built when a
+    # lab is first loaded, not at import.
+    model_config = ConfigDict(defer_build=True)
+
+
+class Pushgateway(LabModel):
+    """A Prometheus Pushgateway: each run replaces its scenario's group there."""
+
+    url: HttpUrl = Field(description="the Pushgateway, e.g. http://pushgateway:9091 "
+                         "(or a secret reference)")
+    job: OneLine = Field("vbench", min_length=1,
+                         description="the `job` label of every pushed series")
+    username: str | None = Field(None, description="HTTP basic auth user")
+    password: SecretRef | None = Field(
+        None, description="HTTP basic auth password (a reference, never literal)")
+    timeout: Duration = Field(10.0, gt=0, description="connect and response timeout")
+
+    @model_validator(mode="after")
+    def _auth_pair(self) -> Pushgateway:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("give username and password together (basic auth)")
+        return self
+
+
+class Webhook(LabModel):
+    """A URL that receives each run's summary as one JSON POST."""
+
+    url: HttpUrl = Field(description="where to POST, e.g. https://ci.example/hooks/vbench "
+                         "(a secret reference when the URL embeds a token)")
+    name: OneLine | None = Field(None, description="shown in messages (default: the URL's "
+                                 "host, or webhook N)")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra request headers; a credential header (Authorization, or a name "
+        "with token, key, secret, password, cookie) must be a secret reference")
+    timeout: Duration = Field(10.0, gt=0, description="connect and response timeout")
+
+    @model_validator(mode="after")
+    def _secret_headers(self) -> Webhook:
+        for name, value in self.headers.items():
+            if _SECRET_HEADERS.search(name) and not _REF.match(value):
+                raise ValueError(f"header {name!r} holds a credential: give a secret "
+                                 "reference (${env:NAME} or ${file:PATH}), not its value")
+            if any(c in name + value for c in "\r\n"):
+                raise ValueError(f"header {name!r}: a newline cannot be sent in a header")
+        return self
+
+
+class Publish(LabModel):
+    """Where each run of this lab is sent when it ends (docs/publishing.md).
+
+    A target that fails does not fail the run: the run keeps what it could not send and
+    `vbench publish RUN` retries."""
+
+    pushgateway: Pushgateway | None = Field(
+        None, description="push headline figures, verdict and alerts as Prometheus series")
+    webhooks: list[Webhook] = Field(default_factory=list,
+                                    description="POST the run's summary as JSON to each")
