@@ -81,6 +81,9 @@ class RegressionCheck:
     worse_by: float | None  # relative, > 0 when worse than the baseline
     status: str  # regression | improved | ok | missing
     note: str = ""  # why the check was not judged (no direction, a QoS cap)
+    # A regression a change point explains that was acknowledged or alerted on an earlier
+    # night (vbench/analysis/nightly_check.py): listed, no longer failing.
+    triage: str = ""
 
     @property
     def change(self) -> float | None:
@@ -97,7 +100,8 @@ class RegressionCheck:
         pct = f"{change * 100:+.1f} %" if change is not None else "n/a"
         if self.note:
             return f"{pct}; not judged: {self.note}"
-        return f"{pct} ({self.better} is better); {self.sig.reason}"
+        known = f"; known: {self.triage}" if self.triage else ""
+        return f"{pct} ({self.better} is better); {self.sig.reason}{known}"
 
 
 @dataclass(frozen=True)
@@ -109,27 +113,44 @@ class RegressionResult:
     note: str = ""  # why the check was skipped, when it was
     # The (first) baseline run against the run checked: scenario, --set, lab.
     comparability: Comparability | None = None
+    # Change points (vbench/analysis/nightly.py SeriesChange): the regressions tonight
+    # sits after, per series of this lab, and which of them fail tonight (new ones).
+    changes: tuple[Any, ...] = ()
+    failing_changes: tuple[Any, ...] = ()
 
     @property
     def skipped(self) -> bool:
-        return self.baseline is None
+        return self.baseline is None and not self.changes
 
     @property
     def regressions(self) -> list[RegressionCheck]:
-        return [c for c in self.checks if c.status == REGRESSION]
+        """The failing ones: a known change's (triage) are listed, not failing."""
+        return [c for c in self.checks if c.status == REGRESSION and not c.triage]
 
     @property
     def regressed(self) -> bool:
-        return bool(self.regressions)
+        return bool(self.regressions) or bool(self.failing_changes)
 
     def verdict(self) -> str:
+        known = [c for c in self.checks if c.status == REGRESSION and c.triage]
+        tail = (f"; {len(known)} known regression{'s' if len(known) != 1 else ''} not "
+                "failing" if known else "") + _changes_text(self)
         if self.baseline is None:
-            return f"regression check skipped: {self.note}"
+            return f"regression check skipped: {self.note}{tail}"
         bad = self.regressions
         head = f"against {self.baseline.description}"
         if bad:
-            return f"REGRESSION in {len(bad)} of {len(self.checks)} checks {head}"
-        return f"no regression in {len(self.checks)} checks {head}"
+            return f"REGRESSION in {len(bad)} of {len(self.checks)} checks {head}{tail}"
+        return f"no regression in {len(self.checks)} checks {head}{tail}"
+
+
+def _changes_text(result: RegressionResult) -> str:
+    if not result.changes:
+        return ""
+    new = len(result.failing_changes)
+    known = len(result.changes) - new
+    return (f"; unacknowledged regression change points: {new} new tonight, {known} "
+            "alerted on an earlier night")
 
 
 # ------------------------------------------------------------- baseline choice
@@ -251,8 +272,10 @@ def check_regression(
     min_effect: float = 0.05,
     alpha: float = 0.05,
     better_overrides: Mapping[str, str] | None = None,
+    floor: Callable[[str, Mapping[str, str]], float | None] | None = None,
 ) -> list[RegressionCheck]:
-    """One check per metric and point the current run shares with the baseline(s)."""
+    """One check per metric and point the current run shares with the baseline(s);
+    ``floor(metric, labels)``: the lab's measured noise, the least minimum effect."""
     checks: list[RegressionCheck] = []
     directions = directions_with(current.run, better_overrides)
     effects = min_effects(current.scenario)
@@ -272,8 +295,10 @@ def check_regression(
                 (b.units[m] for b in baselines if m in b.units), ""
             )
             direction = better(m, unit, directions)
-            check = _judge(current.title(p), labels, m, unit, direction, base, cur,
-                           effects.get(m, min_effect), alpha)
+            noise = floor(m, labels) if floor is not None else None
+            effect = max(effects.get(m, min_effect), noise or 0.0)
+            check = _judge(current.title(p), labels, m, unit, direction, base, cur, effect,
+                           alpha)
             note = (f"capped by {caps[m]}" if m in caps else
                     "no direction of improvement" if direction not in ("higher", "lower")
                     else "")  # fmt: skip
@@ -313,6 +338,7 @@ def run_regression(
     min_effect: float = 0.05,
     alpha: float = 0.05,
     better_overrides: Mapping[str, str] | None = None,
+    floor: Callable[[str, Mapping[str, str]], float | None] | None = None,
 ) -> RegressionResult:
     """Resolve the baseline of the stored ``run`` and check it; ``load`` gives a run's
     figures (derived figures included, so that they can be checked too)."""
@@ -325,6 +351,6 @@ def run_regression(
     current = load(run.run_id)
     bases = [load(r) for r in choice.run_ids]
     checks = check_regression(current, bases, metrics, min_effect=min_effect, alpha=alpha,
-                              better_overrides=better_overrides)
+                              better_overrides=better_overrides, floor=floor)
     comp = compare_runs(bases[0].run, current.run) if bases else None
     return RegressionResult(choice, tuple(checks), min_effect, alpha, comparability=comp)

@@ -172,6 +172,10 @@ def trend_report(
 @click.command()
 @click.argument("scenario")
 @history_filters
+@click.option("--changes", is_flag=True,
+              help="Only the change points of every series (per lab fingerprint): when a "
+              "figure moved, by how much, how surely, the testbed differences between the "
+              "runs either side, and their acknowledgements (`vbench ack`).")
 @store_options
 @json_option
 def history(
@@ -179,6 +183,7 @@ def history(
     store_url: str | None,
     results_dir: Path | None,
     as_json: bool,
+    changes: bool,
     **filters: Any,
 ) -> None:
     """Show the trend of a scenario's figures, per point, over its stored runs: which lab
@@ -188,6 +193,9 @@ def history(
     from vbench.report.historyfmt import format_history
     from vbench.report.verdict_view import answer_json
 
+    if changes:
+        _history_changes(scenario, store_url, results_dir, as_json, filters)
+        return
     store, _ = open_store(store_url, results_dir)
     try:
         hist = load_filtered_history(store, scenario, filters)
@@ -286,4 +294,49 @@ def baseline_clear(scenario: str, scope: str | None, store_url: str | None,
     click.echo(f"{n} baseline{'s' if n != 1 else ''} cleared")
 
 
-COMMANDS = [compare, history, baseline]
+def _history_changes(scenario: str, store_url: str | None, results_dir: Path | None,
+                     as_json: bool, filters: dict[str, Any]) -> None:
+    """`vbench history SCENARIO --changes`."""
+    from vbench.analysis.nightly import find_changes
+    from vbench.report.changesfmt import changes_json, format_changes
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        hist = load_filtered_history(store, scenario, filters)
+        found = find_changes(store, hist)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(changes_json(hist, found), indent=2, default=str))
+        return
+    if not hist.runs:
+        click.echo(f"no stored run of scenario {scenario} matches "
+                   f"({'; '.join(selection_text(filters))})")
+        return
+    click.echo(format_changes(hist, found), nl=False)
+
+
+@click.command()
+@click.argument("change")
+@click.option("--why", required=True, help="Why the change is expected (kept with it).")
+@click.option("--who", help="Who acknowledges it (default: your login name).")
+@store_options
+def ack(change: str, why: str, who: str | None, store_url: str | None,
+        results_dir: Path | None) -> None:
+    """Acknowledge a change point (RUN:METRIC[@POINT], as `vbench history SCENARIO
+    --changes` names it): it becomes the new normal and never alerts again."""
+    import getpass
+
+    from vbench.analysis.nightly import acknowledge
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        done = acknowledge(store, change, who or getpass.getuser(), why)
+    finally:
+        store.close()
+    click.echo(f"acknowledged {done.run_id}:{done.series.metric} ({done.series.scenario}, "
+               f"lab {done.series.lab_fingerprint or '-'}, point {done.series.point}) "
+               f"by {done.who}: {done.why}")
+
+
+COMMANDS = [compare, history, baseline, ack]

@@ -186,6 +186,7 @@ def verdicts(
     regression = None
     if spec is not None:
         regression = check_regression_of(store, data.stored, data.analyzed().figures, spec)
+        remember_alerts(store, data, regression)
         text += format_regression(regression, width)
     regressed = regression is not None and regression.regressed
     rep = data.verdicted().repeat  # repeat: {…, require: true}: a missed target fails
@@ -198,6 +199,17 @@ def verdicts(
                *(["confidence target not met"] if missed else [])]
         reason = f"{' and '.join(why)} (exit {exit_code})"
     return Verdicts(text, exit_code, regression, reason)
+
+
+def remember_alerts(store: Store, data: ReportData, regression: RegressionResult) -> None:
+    """What tonight's check alerted on, kept in the store: later nights list it without
+    failing (an alert fires once; vbench/analysis/nightly_check.py)."""
+    from vbench.analysis.nightly_check import alerts_raised
+    from vbench.results.triage import record_alerts
+
+    row = data.stored.row
+    if row is not None and regression.regressed:
+        record_alerts(store, alerts_raised(regression, row), row.run_id)
 
 
 def write_report(store: Store, result: RunResult) -> RunResult:

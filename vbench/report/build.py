@@ -142,13 +142,18 @@ def check_regression_of(
         return cache[rid]
 
     chosen = list(metrics) or conf.metrics or list(run.headline)
-    return run_regression(
+    from vbench.analysis.nightly_check import nightly_check, noise_floor
+
+    result = run_regression(
         store, run.row, load, chosen,
         spec=spec or conf.baseline,
         min_effect=conf.min_effect if min_effect is None else min_effect,
         alpha=conf.alpha,
         better_overrides=run.scenario.better,
+        floor=noise_floor(store, run.row),  # the lab's measured noise (vbench run --aa)
     )
+    # Tonight against the change points of this lab's history, and their triage.
+    return nightly_check(store, run.row, result, chosen)
 
 
 def render_run_report(

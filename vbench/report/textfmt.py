@@ -130,11 +130,31 @@ def format_regression(reg: RegressionResult, width: int | None = None) -> str:
         rows = [[c.title, c.metric, _with_n(fmt_mean_ci(c.baseline, c.unit), c.baseline.n),
                  _with_n(fmt_mean_ci(c.current, c.unit), c.current.n),
                  f"{c.change * 100:+.1f} %" if c.change is not None else MISSING,
-                 c.status.upper() if c.status == "regression" else c.status, c.sig.reason]
+                 _status_text(c), c.sig.reason]
                 for c in reg.checks]
         # Narrow: the test, then the two figures, go under their row; the status stays.
         lines += table(["point", "metric", "baseline", "this run", "change", "status", "test"],
                        rows, right=(2, 3, 4), width=width, fold=(6, (2, 3)), names={6: ""})
         lines += wrap(f"regression = worse by more than {reg.min_effect * 100:g} % and "
                       f"significant at α = {reg.alpha:g}", width)
+        lines += [f"  known: {c.title} {c.metric}: {c.triage}" for c in reg.checks if c.triage]
+    lines += _change_alerts(reg)
     return "\n".join(lines) + "\n"
+
+
+def _status_text(c: Any) -> str:
+    if c.status != "regression":
+        return str(c.status)
+    return "known" if c.triage else "REGRESSION"
+
+
+def _change_alerts(reg: RegressionResult) -> list[str]:
+    """Each regression change point tonight sits after: new (failing) or known."""
+    from vbench.report.changesfmt import change_lines
+
+    out = []
+    for c in reg.changes:
+        new = c in reg.failing_changes
+        out.append(f"{'CHANGE POINT (new, fails tonight)' if new else 'change point (known)'}:")
+        out += change_lines(c)
+    return out

@@ -1,0 +1,122 @@
+"""The nightly check over a month of nights (bench/nightly_store.py: one injected
+ESXi-like change at night 15, figures −30 %): change points per lab, an alert that fails
+one night only, an acknowledgement that silences it, lab noise as the floor — on a real
+SQLite store, and the triage tables on PostgreSQL too."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+
+from bench.nightly_store import Nights, add_night
+from vbench.analysis.history import load_history
+from vbench.analysis.nightly import acknowledge, find_changes
+from vbench.analysis.regression import RegressionResult
+from vbench.engine.finish import remember_alerts
+from vbench.report.build import check_regression_of, report_data_of
+from vbench.report.exports import to_junit
+from vbench.results import triage
+from vbench.results.store import Store
+from vbench.results.stored import StoredRun
+
+pytestmark = pytest.mark.integration
+
+
+def _night(store: Store, n: Nights, night: int, rng: random.Random) -> RegressionResult:
+    """Store a night and run its check as `vbench run --check-regression last:3` does."""
+    rid = add_night(store, n, night, rng)
+    data = report_data_of(StoredRun.load(store, rid))
+    reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
+    remember_alerts(store, data, reg)
+    return reg
+
+
+def _junit_failures(store: Store, run_id: str) -> int:
+    data = report_data_of(StoredRun.load(store, run_id))
+    reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
+    xml = to_junit([dataclasses.replace(data, regression=reg)])
+    return int(xml.split('failures="', 1)[1].split('"', 1)[0])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/vbench.db"
+    return str(request.getfixturevalue("fresh_postgresql_url"))
+
+
+def test_a_regression_alerts_once_is_listed_after_and_never_again_once_acknowledged(
+    url: str, tmp_path: Path
+) -> None:
+    n = Nights(nights=26, change_at=15)
+    rng = random.Random(n.seed)
+    with Store.open(url, tmp_path) as store:
+        results = [_night(store, n, night, rng) for night in range(22)]
+        assert [r.regressed for r in results].count(True) == 1
+        assert results[15].regressed and "REGRESSION in 1 of 1" in results[15].verdict()
+        # The change point shows once three nights after it confirm it; it was the
+        # alert of night 15, so it is listed without failing.
+        listed = [i for i, r in enumerate(results) if r.changes]
+        assert listed and listed[0] <= 19 and listed[-1] == 21
+        change = results[21].changes[0]
+        assert change.run_id == n.run_id(15) and change.alerted_run == n.run_id(15)
+        assert change.testbed[0].key == "testbed.hosts[esx01].esxi_build"
+        # JUnit: the first night fails (also when re-rendered later), later nights do not.
+        assert _junit_failures(store, n.run_id(15)) == 1
+        assert _junit_failures(store, n.run_id(21)) == 0
+        acknowledge(store, change.change_id, "ana", "ESXi 8.0U3 patch, expected")
+        after = [_night(store, n, night, rng) for night in range(22, 26)]
+        assert not any(r.regressed or r.changes for r in after)
+        (found,) = find_changes(store, load_history(store, "nightly", [], limit=60))
+        assert found.state == "acknowledged" and found.ack is not None
+        assert (found.ack.who, found.ack.why) == ("ana", "ESXi 8.0U3 patch, expected")
+
+
+def test_without_the_alert_store_every_night_would_fail(tmp_path: Path) -> None:
+    """What the alert table changes: the same nights with alerts forgotten each night
+    fail on every night the change is visible (the check that cannot fail otherwise)."""
+    n = Nights(nights=20, change_at=12)
+    rng = random.Random(n.seed)
+    with Store.open(f"sqlite:///{tmp_path}/vbench.db", tmp_path) as store:
+        failed = []
+        for night in range(n.nights):
+            rid = add_night(store, n, night, rng)
+            data = report_data_of(StoredRun.load(store, rid))
+            failed.append(check_regression_of(store, data.stored, data.analyzed().figures,
+                                              "last:3").regressed)
+        assert failed.count(True) >= 2
+
+
+def test_series_never_span_two_labs(tmp_path: Path) -> None:
+    fast = Nights(nights=16, change_at=None, seed=1)
+    slow = Nights(nights=16, change_at=0, factor=0.7, seed=2,
+                  lab={"name": "other", "local": {"addresses": ["127.0.0.3"]}})
+    rng = random.Random(0)
+    with Store.open(f"sqlite:///{tmp_path}/vbench.db", tmp_path) as store:
+        for night in range(16):  # alternate labs: one series each, 30 % apart
+            add_night(store, fast if night % 2 else slow, night, rng)
+        hist = load_history(store, "nightly", [], limit=60)
+        assert len({r.lab_fingerprint for r in hist.runs}) == 2
+        assert find_changes(store, hist) == ()
+
+
+def test_measured_lab_noise_is_the_floor_of_the_minimum_effect(tmp_path: Path) -> None:
+    n = Nights(nights=24, change_at=12, factor=0.9)  # a 10 % step
+    rng = random.Random(n.seed)
+    with Store.open(f"sqlite:///{tmp_path}/vbench.db", tmp_path) as store:
+        for night in range(n.nights):
+            add_night(store, n, night, rng)
+        hist = load_history(store, "nightly", [], limit=60)
+        (found,) = find_changes(store, hist)
+        assert found.noise is None and found.min_effect == 0.05
+        fp = hist.runs[0].lab_fingerprint
+        point = triage.point_key({"bs": "4k"})
+        triage.set_noise(store, [triage.Noise(fp, "nightly", "total_iops", point, 0.12, 5,
+                                              ("a",), 1.0)])
+        assert find_changes(store, hist) == ()  # 10 % on a lab whose noise is 12 %
+        data = report_data_of(StoredRun.load(store, n.run_id(12)))
+        reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
+        assert not reg.regressed and reg.checks[0].status == "ok"

@@ -1,0 +1,85 @@
+"""`vbench history SCENARIO --changes`: the change points of a scenario's series, lab by
+lab, as plain text and as JSON. Times in UTC (as textfmt)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vbench.analysis.changepoints import ALPHA
+from vbench.analysis.history import History
+from vbench.analysis.nightly import ACKNOWLEDGED, ALERTED, SeriesChange, lab_series
+from vbench.report.textfmt import utc
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f} %"
+
+
+def state_text(c: SeriesChange) -> str:
+    if c.state == ACKNOWLEDGED and c.ack is not None:
+        return f"acknowledged by {c.ack.who} on {utc(c.ack.at)}: {c.ack.why}"
+    if c.state == ALERTED:
+        return f"not acknowledged; alerted by the check of run {c.alerted_run}"
+    return "not acknowledged" + ("" if c.regression else " (not a regression: never alerts)")
+
+
+def change_lines(c: SeriesChange, indent: str = "  ") -> list[str]:
+    """A change as the terminal shows it (also used by the regression check's text)."""
+    out = [f"{indent}{c.change_id}  {utc(c.started)}",
+           f"{indent}  {c.text()}",
+           f"{indent}  minimum effect {_pct(c.min_effect)}"
+           + (f" (lab noise {_pct(c.noise)}, measured by vbench run --aa)"
+              if c.noise is not None else " (lab noise not measured)"),
+           f"{indent}  {state_text(c)}"]
+    if c.testbed:
+        out.append(f"{indent}  testbed between {c.run_before} and {c.run_id}:")
+        out += [f"{indent}    {d.key}: {d.a if d.a is not None else '—'} → "
+                f"{d.b if d.b is not None else '—'}" for d in c.testbed]
+    else:
+        out.append(f"{indent}  testbed: no recorded difference between {c.run_before} "
+                   f"and {c.run_id}")
+    return out
+
+
+def format_changes(hist: History, found: Sequence[SeriesChange]) -> str:
+    labs = lab_series(hist)
+    out = [f"change points of {hist.scenario}: {len(hist.runs)} runs in {len(labs)} "
+           f"lab{'s' if len(labs) != 1 else ''} (a change: p < {ALPHA:g} and at least "
+           "its minimum effect; series never span two labs)"]
+    for fingerprint, where in labs.items():
+        runs = [hist.runs[i] for i in where]
+        mine = [c for c in found if c.lab_fingerprint == fingerprint]
+        out += ["", f"lab {runs[-1].lab or '-'} (fingerprint {fingerprint or '-'}): "
+                f"{len(runs)} runs, {utc(runs[0].started)} … {utc(runs[-1].started)}: "
+                f"{len(mine) or 'no'} change point{'s' if len(mine) != 1 else ''}"]
+        for c in mine:
+            out += change_lines(c)
+    return "\n".join(out) + "\n"
+
+
+def change_json(c: SeriesChange) -> dict[str, Any]:
+    ch = c.change
+    return {
+        "id": c.change_id, "scenario": c.scenario, "lab": c.lab,
+        "lab_fingerprint": c.lab_fingerprint, "metric": c.metric, "unit": c.unit,
+        "better": c.better, "point": c.title, "labels": dict(c.labels),
+        "run_id": c.run_id, "run_before": c.run_before, "started": c.started,
+        "before": ch.before, "after": ch.after, "relative": ch.relative,
+        "p_value": ch.p_value, "runs_before": ch.n_before, "runs_after": ch.n_after,
+        "regression": c.regression, "min_effect": c.min_effect, "noise": c.noise,
+        "state": c.state, "alerted_run": c.alerted_run,
+        "ack": None if c.ack is None else {"who": c.ack.who, "at": c.ack.at,
+                                           "why": c.ack.why, "run_id": c.ack.run_id},
+        "testbed": [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed],
+    }
+
+
+def changes_json(hist: History, found: Sequence[SeriesChange]) -> dict[str, Any]:
+    return {
+        "scenario": hist.scenario,
+        "runs": len(hist.runs),
+        "labs": [{"lab": hist.runs[w[-1]].lab, "lab_fingerprint": fp, "runs": len(w)}
+                 for fp, w in lab_series(hist).items()],
+        "changes": [change_json(c) for c in found],
+    }
