@@ -181,7 +181,8 @@ def _say_local(st: Any) -> None:
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Scenario override.")
 @click.pass_context
 def check(ctx: click.Context, lab_file: Path, scenario: Path | None, sets: tuple[str, ...]) -> None:
-    """Preflight: vCenters, ESXi and guest SSH, and what a scenario names. Exit 3 on a failure."""
+    """Preflight: vCenters, ESXi and guest SSH, and what a scenario names (with its lab
+    hygiene: docs/lab-hygiene.md). Exit 3 on a failure."""
     from vbench.cli.vsphere_cmds import run_lab_check
 
     ctx.exit(run_lab_check(lab_file, scenario, sets))
@@ -220,6 +221,25 @@ def who(lab_file: Path | None, store_url: str | None, results_dir: Path | None,
                    + (f", scenario {h.scenario}" if h.scenario else ""))
     if not holders:
         click.echo(f"lab {name} ({fingerprint}): free" if name else "no lab is leased")
+
+
+@lab.command()
+@click.argument("lab_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The scenario whose hosts and VMs to make still (required but with --undo).")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="Scenario override.")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Make the proposed changes (journaled; --undo restores them).")
+@click.option("--undo", is_flag=True, help="Restore what an earlier --apply changed.")
+@click.pass_context
+def tune(ctx: click.Context, lab_file: Path, scenario: Path | None, sets: tuple[str, ...],
+         apply_: bool, undo: bool) -> None:
+    """Propose (and with --apply make) the changes that keep the lab still for a scenario:
+    DRS override to manual for its VMs, the wanted host power policy. Exit 3 when a change
+    or its undo failed. See docs/lab-hygiene.md."""
+    from vbench.cli.hygiene_cmds import run_tune
+
+    ctx.exit(run_tune(lab_file, scenario, sets, apply_, undo))
 
 
 COMMANDS = [lab]

@@ -76,12 +76,29 @@ def collect_checks(lab_file: Path, scenario_file: Path | None, sets: tuple[str, 
                 [(p.profiles, p.workload.lab_objects(p.workload.params)) for p in plan.points],
                 default_vcenter(lab, vm_groups(plan.scenario, lab)), inventories,
             )
+            vs += _hygiene_checks(lab, sessions, plan, inventories)
         else:
             vs, _ = vsphere_checks(lab, sessions)
         checks.extend(vs)
         checks.extend(check_profiles(lab, sessions))
     checks.extend(_ssh_checks(lab, plan, lab_loaded.source))
     return checks + _warning_checks(warnings)
+
+
+def _hygiene_checks(lab: Any, sessions: Any, plan: Any, inventories: dict[str, Any]
+                    ) -> list[Any]:
+    """The lab hygiene findings of what the scenario uses (docs/lab-hygiene.md): a
+    ``fail`` fails the check, a ``warn`` is a warning."""
+    from vbench.engine.lab_tune import check_findings, scope_of
+    from vbench.errors import LabError
+    from vbench.vsphere.checks import Check
+
+    try:
+        found = check_findings(lab, sessions, scope_of(plan, lab), inventories)
+    except LabError as exc:  # the vCenter's own check already says it does not answer
+        return [Check("lab hygiene", "read", False, str(exc))]
+    return [Check(f.target, f"hygiene {f.check}", f.level != "fail", f.detail,
+                  level="warning" if f.level == "warn" else "info") for f in found]
 
 
 def _warning_checks(warnings: list[str]) -> list[Any]:

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from vbench.config.hookspec import HookSpec, value_text
+from vbench.config.hygiene import DisturbanceSpec, LabHygiene
 from vbench.config.levels import is_size, search_level, size_text
 from vbench.config.repeat import Budget, Repeat
 from vbench.config.steady import SteadyStateSpec
@@ -514,6 +515,14 @@ class Scenario(Strict):
     steady_state: SteadyStateSpec | None = Field(
         None, description="SNIA PTS steady state: rounds (trials) of every point until its "
         "last `window` rounds are steady, or `max_rounds` (docs/storage.md)",
+    )
+    lab_hygiene: LabHygiene | None = Field(
+        None, description="how still the vSphere lab must be before the run: each check's "
+        "severity or wanted state (default: the rules of docs/lab-hygiene.md)",
+    )
+    disturbance: DisturbanceSpec | None = Field(
+        None, description="what vCenter events in a trial's steady window do: flag | fail | "
+        "retry, or {action, retries, watch} (default: flag; docs/lab-hygiene.md)",
     )
 
     @field_validator("budget")

@@ -78,6 +78,7 @@ class Engine:
         schedule: Schedule | None = None,
         point_hooks: Sequence[PointHook] = (),
         resources: Callable[[PlannedPoint], VSphereResources | None] | None = None,
+        trial_check: Callable[[PlannedPoint, TrialResult], TrialResult | None] | None = None,
     ) -> None:
         self.plan, self.pool, self.store, self.rundir = plan, pool, store, rundir
         self.collectors = collectors
@@ -86,6 +87,8 @@ class Engine:
         # Which point and trial run next (vbench/engine/schedule.py); default: the matrix.
         self.schedule = schedule or make_schedule(plan)
         self.point_hooks = tuple(point_hooks)
+        # After each trial: the trial as kept, or None to run it again (engine/hygiene.py).
+        self.trial_check = trial_check
         self.run_id = run_id
         self.fail_fast = fail_fast
         self.progress = progress or ProgressSink()
@@ -116,7 +119,7 @@ class Engine:
                     if not self.cancel.is_set():
                         raise
                     break  # Ctrl-C while a point's VMs were made: an interrupted run
-                result = self._trial(point, trial)
+                result = self._checked(point, trial, self._trial(point, trial))
                 outcome.results.append(result)
                 self.store.record_trial(self.run_id, result)
                 self.progress.end_trial(result)
@@ -142,6 +145,17 @@ class Engine:
         elif outcome.failed:
             outcome.status, outcome.exit_code = "failed", EXIT_LAB
         return outcome
+
+    def _checked(self, point: PlannedPoint, trial: int, result: TrialResult) -> TrialResult:
+        """The trial as the trial check keeps it, run again while it asks (a disturbed
+        trial under `disturbance: retry`); only the kept attempt is stored."""
+        while self.trial_check is not None and not self.cancel.is_set():
+            kept = self.trial_check(point, result)
+            if kept is not None:
+                return kept
+            self.rundir.log("trial_retry", point=point.index, trial=trial)
+            result = self._trial(point, trial)
+        return result
 
     # -- one trial -------------------------------------------------------------------------
     def _trial(self, point: PlannedPoint, trial: int) -> TrialResult:

@@ -20,6 +20,7 @@ from vbench.config.scenario import Scenario
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.estimate import learn, with_estimate
 from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
+from vbench.engine.hygiene import RunHygiene, undo_tune
 from vbench.engine.lifecycle import RunSignals
 from vbench.engine.metric_check import stored_catalogue
 from vbench.engine.plan import Plan, build_plan
@@ -121,6 +122,7 @@ class _Live:
     signals: RunSignals | None = None
     status: str = "failed"  # what the store keeps unless the run gets further
     outcome: RunOutcome | None = None
+    hygiene: RunHygiene | None = None  # lab hygiene of an active vSphere run
     run_id: str = ""  # chosen when the lab's lease is taken
 
     @classmethod
@@ -132,7 +134,10 @@ class _Live:
         static = [n for n in plan.node_names() if n not in vm_guests]
         specs = [guest_spec(lab, n) for n in static]
         pool = GuestPool(specs, max_parallel=plan.scenario.settings.max_parallel)
-        return cls(session, store, cancel, progress, vsphere, static, specs, pool)
+        live = cls(session, store, cancel, progress, vsphere, static, specs, pool)
+        if vsphere.active:
+            live.hygiene = RunHygiene(vsphere, live.notice)
+        return live
 
     @property
     def notice(self) -> Callable[[str], None] | None:
@@ -186,6 +191,8 @@ def _run(live: _Live, results_dir: Path) -> None:
     preflight(plan, live.pool, live.static)
     check_nodes(plan.scenario, live.session.lab.model)  # a lab hook's node, first too
     live.vsphere.preflight()
+    if live.hygiene is not None:
+        live.hygiene.preflight()
     run_id = live.run_id
     live.rundir = rundir = RunDir(results_dir, run_id)
     live.signals = RunSignals(live.cancel, live.notice,
@@ -196,6 +203,8 @@ def _run(live: _Live, results_dir: Path) -> None:
     # directory: `vbench cleanup` finds them after a kill -9.
     ledger = GuestLedger.in_run_dir(rundir.path)
     live.pool.set_recorder(ledger)
+    if req.resume:  # what an earlier session tuned, restored before this one tunes
+        _undo_earlier_tune(live.session.lab.model, rundir)
     testbed = _provision(live, rundir, ledger)
     schedule = _schedule(live, rundir, done)
     env = _environment(live, rundir)
@@ -253,6 +262,10 @@ def _provision(live: _Live, rundir: RunDir, ledger: GuestLedger) -> dict[str, An
     live.pool = GuestPool([*live.specs, *vm_specs.values()],
                           max_parallel=live.pool.max_parallel, recorder=ledger)
     preflight(live.session.plan, live.pool, list(vm_specs))
+    if live.hygiene is not None:
+        live.hygiene.after_provision(rundir.path, rundir.log)
+        live.hygiene.on_change = lambda: _write_testbed(
+            live.store, rundir.run_id, rundir, live.vsphere.testbed(refresh=False) or {})
     testbed = live.vsphere.testbed()
     rundir.write_json("testbed.json", testbed)
     if live.cancel.is_set():
@@ -299,6 +312,7 @@ def _run_trials(live: _Live, rundir: RunDir, schedule: Schedule) -> None:
         collectors=collectors,
         schedule=schedule,
         resources=lambda point: live.vsphere.resources(point.profiles),
+        trial_check=live.hygiene.check_trial if live.hygiene is not None else None,
         # The point's VMs first (clones it adds, VMs it drops), then its lab hooks.
         point_hooks=[*vm_hooks(
             live.vsphere, pool, check_guests=lambda names: preflight(plan, pool, names),
@@ -323,7 +337,12 @@ def _close(live: _Live) -> None:
         if live.signals is not None:
             live.signals.cleaning(lambda: _left_in_vsphere(live.vsphere))
         _release(live.pool)
+        # The tuning first: DRS overrides are undone while the run's VMs still exist.
+        untuned = live.hygiene.undo(_log_of(live)) if live.hygiene is not None else []
         _vsphere_cleanup(live.vsphere, live.rundir, live.progress, raise_errors=not failing)
+        if untuned and not failing:
+            raise LabError("lab tune", "; ".join(untuned) + " (finish with `vbench cleanup "
+                           f"{live.vsphere.run_id}`)")
     except BaseException:
         live.status = "interrupted" if live.status == "interrupted" else "failed"
         raise
@@ -521,6 +540,21 @@ def _undo_earlier_hooks(lab: Lab, rundir: RunDir) -> None:
         rundir.log("hook_undone_on_resume", what=what)
     if errors:
         raise LabError("hooks", "an earlier session left a lab hook applied and its undo "
+                       "failed: " + "; ".join(errors))
+
+
+def _log_of(live: _Live) -> Callable[..., None]:
+    return live.rundir.log if live.rundir is not None else (lambda *_a, **_k: None)
+
+
+def _undo_earlier_tune(lab: Lab, rundir: RunDir) -> None:
+    """A resumed run starts from the lab as it was: what an earlier, killed session of
+    it tuned (lab_hygiene.tune) is restored first, as `vbench cleanup` would."""
+    done, errors = undo_tune(lab, rundir.path)
+    for line in done:
+        rundir.log("tune_undone_on_resume", change=line)
+    if errors:
+        raise LabError("lab tune", "an earlier session left the lab tuned and restoring it "
                        "failed: " + "; ".join(errors))
 
 

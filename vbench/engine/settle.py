@@ -45,6 +45,7 @@ def settle_run(
     """Finish what the run ``run_id`` (or a unique prefix) left; idempotent."""
     full_id, run_dir = run_dir_of(store, results_dir, run_id)
     hooks_failed, undone = _undo_hooks(lab, run_dir, say)
+    tune_failed, untuned = _undo_tune(lab, run_dir, say)
     guests_failed, killed = _clean_guests(lab, full_id, run_dir, say)
     report = cleanup_run(lab, full_id, run_dir, include_kept)
     _say_report(report, say)
@@ -52,8 +53,9 @@ def settle_run(
     say(f"run {full_id}: {report.summary()}", False)
     status_line, marked = settle_status(store, full_id, run_dir)
     say(status_line, False)
-    failed = bool(report.errors or hooks_failed or guests_failed or sessions_failed)
-    changed = bool(undone or killed or report.destroyed or marked or ended)
+    failed = bool(report.errors or hooks_failed or tune_failed or guests_failed
+                  or sessions_failed)
+    changed = bool(undone or untuned or killed or report.destroyed or marked or ended)
     if not (failed or changed):
         say(f"run {full_id}: nothing left to clean up", False)
     return Settled(full_id, failed, changed)
@@ -111,6 +113,19 @@ def _undo_hooks(lab: Lab, run_dir: Path, say: Say) -> tuple[bool, bool]:
     done, errors = undo_pending(lab, run_dir)
     for line in done:
         say(f"undone {line}", False)
+    for line in errors:
+        say(f"error: {line}", True)
+    return bool(errors), bool(done)
+
+
+def _undo_tune(lab: Lab, run_dir: Path, say: Say) -> tuple[bool, bool]:
+    """Restore what a killed run tuned (lab_hygiene.tune): (one failed, one was
+    restored). Before its VMs are removed: their DRS overrides are undone on them."""
+    from vbench.engine.hygiene import undo_tune
+
+    done, errors = undo_tune(lab, run_dir)
+    for line in done:
+        say(f"lab tune: {line}", False)
     for line in errors:
         say(f"error: {line}", True)
     return bool(errors), bool(done)

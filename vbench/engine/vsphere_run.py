@@ -153,6 +153,8 @@ class VSphereRun:
         self._requests: dict[str, VmRequest] = {}
         self._vm_rows: dict[str, dict[str, Any]] = {}  # testbed rows of every VM, by name
         self._testbed: dict[str, Any] | None = None
+        # What the run adds to its testbed (engine/hygiene.py: findings, disturbances).
+        self.extra_testbed: dict[str, Any] = {}
         self.point_vms: dict[str, list[dict[str, str]]] = {}
         self.cancel = cancel or threading.Event()
         self.notice = notice or (lambda _m: None)
@@ -331,6 +333,7 @@ class VSphereRun:
         out = dict(self._testbed)
         if self.point_vms:
             out["point_vms"] = {k: list(v) for k, v in self.point_vms.items()}
+        out.update(self.extra_testbed)
         return out
 
     def _capture(self) -> dict[str, Any] | None:

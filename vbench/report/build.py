@@ -68,6 +68,10 @@ def report_data_of(
     analysis = analyze(run_d, points, trials, samples)
     # Where the workload's per-second series settled, against the configured warm-up.
     warnings.extend(warmup_warnings(run, trials, analysis))
+    # Lab hygiene not ok before the run, trials disturbed during it (engine/hygiene.py).
+    from vbench.report.hygiene_text import hygiene_warnings
+
+    warnings.extend(hygiene_warnings(run_d))
     return ReportData(
         run=run_d,
         points=points,

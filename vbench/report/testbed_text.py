@@ -68,4 +68,6 @@ def testbed_lines(tb: Mapping[str, Any] | None) -> list[str]:
             f"({_v(c.get('drs_behavior'))}), HA {_v(c.get('ha'))}, EVC {_v(c.get('evc_mode'))}"
         )
     lines += [f"  {_vm(v)}" for v in tb.get("vms") or ()]
-    return lines
+    from vbench.report.hygiene_text import hygiene_lines
+
+    return lines + hygiene_lines(tb)

@@ -1,0 +1,204 @@
+"""Lab hygiene: each rule of vbench/vsphere/hygiene_rules.py, the scenario's severities,
+the tune proposal, event and task classification, and the texts the verdict shows."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pydantic import ValidationError
+
+from vbench.config.hygiene import DisturbanceSpec, LabHygiene
+from vbench.report.hygiene_text import hygiene_lines, hygiene_warnings
+from vbench.vsphere import hygiene_rules as r
+from vbench.vsphere.hygiene_events import (
+    Disturbance,
+    classify_event,
+    classify_task,
+    disturbance_text,
+)
+from vbench.vsphere.hygiene_tune import propose
+
+SPEC = LabHygiene()
+AUTO = r.ClusterFacts("C1", drs_enabled=True, drs_behavior=None)
+
+
+def test_host_state_fails_a_host_in_maintenance_or_disconnected() -> None:
+    ok = r.host_state(SPEC, r.HostFacts("h1", connection="connected", maintenance=False))
+    assert (ok.level, ok.state) == ("ok", "connected")
+    bad = r.host_state(SPEC, r.HostFacts("h2", connection="notResponding", maintenance=True))
+    assert bad.level == "fail"
+    assert bad.detail == "host h2 in maintenance mode and notResponding"
+    warned = r.host_state(LabHygiene(host_state="warn"), r.HostFacts("h2", maintenance=True))
+    assert warned.level == "warn"
+
+
+def test_drs_rule_holds_when_drs_cannot_move_the_vms() -> None:
+    assert r.drs(SPEC, r.ClusterFacts("C1", drs_enabled=False), ["vm1"]).level == "ok"
+    manual = r.ClusterFacts("C1", drs_enabled=True, drs_behavior="partiallyAutomated")
+    assert r.drs(SPEC, manual, ["vm1"]).state == "partiallyAutomated"
+    assert r.drs(SPEC, manual, ["vm1"]).level == "ok"
+    # Unset default behaviour means fully automated.
+    moved = r.drs(SPEC, AUTO, ["vm1", "vm2"])
+    assert (moved.level, moved.state) == ("warn", "fullyAutomated")
+    assert "it may migrate vm1, vm2 during a trial" in moved.detail
+    over = r.ClusterFacts("C1", drs_enabled=True, vm_overrides={"vm1": "manual",
+                                                                 "vm2": "disabled"})
+    held = r.drs(SPEC, over, ["vm1", "vm2"])
+    assert (held.level, held.state) == ("ok", "fullyAutomated, overridden")
+    half = r.ClusterFacts("C1", drs_enabled=True, vm_overrides={"vm1": "manual"})
+    assert "may migrate vm2 " in r.drs(SPEC, half, ["vm1", "vm2"]).detail
+
+
+def test_drs_manual_is_required_and_rules_are_listed() -> None:
+    spec = LabHygiene(drs="manual")
+    c = r.ClusterFacts("C1", drs_enabled=True, rules=("ClusterAffinityRuleSpec keep",))
+    f = r.drs(spec, c, [])
+    assert f.level == "fail" and "the run's VMs" in f.detail
+    assert f.detail.endswith("DRS rules naming the run's VMs: ClusterAffinityRuleSpec keep")
+    waived = r.drs(LabHygiene(drs="ignore"), c, [])
+    assert waived.level == "ok" and "(waived: lab_hygiene.drs: ignore)" in waived.detail
+
+
+def test_power_policy_wanted_and_severity() -> None:
+    host = r.HostFacts("h1", power_policy="dynamic")
+    f = r.power_policy(SPEC, host)
+    assert (f.level, f.state) == ("warn", "balanced")
+    assert f.detail == "host h1: power policy balanced (wanted high-performance)"
+    assert r.power_policy(LabHygiene(power_policy="balanced"), host).level == "ok"
+    assert r.power_policy(LabHygiene(power_policy="high-performance"), host).level == "fail"
+    assert r.power_policy(SPEC, r.HostFacts("h1", power_policy="static")).level == "ok"
+    unknown = r.power_policy(SPEC, r.HostFacts("h1"))
+    assert unknown.level == "warn" and "not reported" in unknown.detail
+
+
+def test_ha_and_alarms() -> None:
+    on = r.ha(SPEC, r.ClusterFacts("C1", ha_enabled=True, admission_control=True))
+    assert (on.level, on.state) == ("warn", "on, admission control")
+    assert r.ha(SPEC, r.ClusterFacts("C1", ha_enabled=False)).level == "ok"
+    assert r.alarms(SPEC, "host h1", ()).level == "ok"
+    raised = r.alarms(LabHygiene(alarms="fail"), "host h1", ("red: Host CPU usage",))
+    assert raised.level == "fail" and raised.detail == "host h1: alarms red: Host CPU usage"
+
+
+def test_other_vms_are_listed_with_their_use() -> None:
+    none = r.other_vms(SPEC, ["h1"], [])
+    assert none.level == "ok"
+    vms = [r.OtherVm("db1", "h1", 2400, 4096), r.OtherVm("idle", "h1")]
+    f = r.other_vms(SPEC, ["h1"], vms)
+    assert (f.level, f.state) == ("warn", "2 powered on")
+    assert "db1 on h1 (2400 MHz, 4096 MiB active)" in f.detail
+    assert "idle on h1 (CPU not reported, memory not reported)" in f.detail
+
+
+def test_storage_tasks_only_storage_tasks_in_progress() -> None:
+    tasks = [r.LabTask("VirtualMachine.removeAllSnapshots", "vm9", "running", "bob"),
+             r.LabTask("VirtualMachine.powerOn", "vm8", "running"),
+             r.LabTask("VirtualMachine.relocate", "vm7", "success")]
+    f = r.storage_tasks(SPEC, "vc1", tasks)
+    assert f.level == "warn" and f.state == "1 in progress"
+    assert "VirtualMachine.removeAllSnapshots on vm9 (running, by bob)" in f.detail
+    assert r.storage_tasks(SPEC, "vc1", tasks[1:]).level == "ok"
+
+
+def test_clock_agreement() -> None:
+    good = r.LabFacts("vc1", hosts=(r.HostFacts("h1", clock_offset=0.2),), vcenter_offset=0.1)
+    assert r.clock(SPEC, good).level == "ok"
+    skewed = r.LabFacts("vc1", hosts=(r.HostFacts("h1", clock_offset=3.0),),
+                        vcenter_offset=0.1)
+    f = r.clock(SPEC, skewed)
+    assert f.level == "warn" and f.state == "over 1 s" and "h1" in f.detail.split("(")[-1]
+    assert r.clock(LabHygiene(clock_skew="5s"), skewed).level == "ok"
+    unknown = r.clock(SPEC, r.LabFacts("vc1", hosts=(r.HostFacts("h1"),)))
+    assert unknown.level == "warn" and "not reported: vCenter, h1" in unknown.detail
+
+
+def test_judge_orders_checks_and_findings_serialise() -> None:
+    facts = r.LabFacts("vc1", hosts=(r.HostFacts("h1", "C1", "connected", False, "static",
+                                                  0.0),),
+                       clusters=(AUTO,), run_vms=("vm1",), vcenter_offset=0.0)
+    found = r.judge(facts, SPEC)
+    assert [f.check for f in found] == ["host_state", "drs", "power_policy", "ha", "alarms",
+                                        "alarms", "other_vms", "storage_tasks", "clock"]
+    doc = found[1].to_json()
+    assert doc["id"] == "drs cluster C1" and r.finding_from_json(doc) == found[1]
+    assert r.failures(r.judge(facts, LabHygiene(drs="manual")))[0].check == "drs"
+
+
+def test_scenario_model_forms() -> None:
+    assert DisturbanceSpec.model_validate("retry").action == "retry"
+    assert DisturbanceSpec.model_validate({"action": "fail"}).retries == 2
+    with pytest.raises(ValidationError):
+        DisturbanceSpec.model_validate("ignore")
+    with pytest.raises(ValidationError):
+        LabHygiene.model_validate({"drs": "automatic"})
+    assert LabHygiene(power_policy="low-power").wanted_policy == "low-power"
+    assert LabHygiene(power_policy="fail").wanted_policy == "high-performance"
+    assert LabHygiene(drs="manual").severity("drs") == "fail"
+
+
+def test_tune_proposes_only_what_breaks_the_rules() -> None:
+    facts = r.LabFacts("vc1", hosts=(r.HostFacts("h1", power_policy="dynamic"),
+                                     r.HostFacts("h2", power_policy="static")),
+                       clusters=(r.ClusterFacts("C1", drs_enabled=True,
+                                                vm_overrides={"vm2": "manual",
+                                                              "vm3": "fullyAutomated"}),),
+                       run_vms=("vm1", "vm2", "vm3"))
+    changes = propose(facts, SPEC)
+    assert [c.text for c in changes] == [
+        "cluster C1: DRS override manual for VM vm1 (now no override)",
+        "cluster C1: DRS override manual for VM vm3 (now override fullyAutomated)",
+        "host h1: power policy high-performance (now balanced)",
+    ]
+    assert propose(facts, LabHygiene(drs="ignore", power_policy="ignore")) == []
+    off = r.LabFacts("vc1", clusters=(r.ClusterFacts("C1", drs_enabled=False),),
+                     run_vms=("vm1",))
+    assert propose(off, SPEC) == []
+
+
+def test_events_and_tasks_are_classified() -> None:
+    assert classify_event("VmMigratedEvent", {"vm": "guest1", "host": "esx2",
+                                              "source_host": "esx1"}) == (
+        "migration", "vMotion of guest1 from esx1 to esx2")
+    assert classify_event("DrsVmMigratedEvent", {"vm": "g"})[0] == "migration"
+    assert classify_event("EnteredMaintenanceModeEvent", {"host": "esx3"}) == (
+        "host", "host esx3 entered maintenance mode")
+    assert classify_event("DasHostFailedEvent", {"host": "esx3"})[0] == "ha"
+    assert classify_event("AlarmStatusChangedEvent", {"alarm": "CPU", "host": "esx1"},
+                          "red") == ("alarm", "alarm CPU turned red on esx1")
+    assert classify_event("AlarmStatusChangedEvent", {"alarm": "CPU"}, "green") is None
+    assert classify_event("VmResettingEvent", {"vm": "g1"}) == ("vm", "g1 reset")
+    assert classify_event("UserLoginSessionEvent", {}) is None
+    assert classify_task("VirtualMachine.relocate", "g1")[0] == "migration"
+    assert classify_task("VirtualMachine.createSnapshot", "g1")[0] == "snapshot"
+    assert classify_task("HostSystem.enterMaintenanceMode", "esx1")[0] == "host"
+    assert classify_task("VirtualMachine.reconfigure", "g1") == (
+        "task", "task VirtualMachine.reconfigure on g1")
+
+
+def test_disturbance_text_says_what_and_when_in_the_window() -> None:
+    start = dt.datetime(2026, 1, 1, 12, 2, 43).timestamp()
+    d = Disturbance(start + 21.4, "migration", "vMotion of guest1 to esx2", "VmMigratedEvent")
+    assert disturbance_text(d, start) == ("vMotion of guest1 to esx2 at 12:03:04, 21 s into "
+                                          "the steady window")
+    by = Disturbance(start, "task", "task X on g", "X", user="alice")
+    assert disturbance_text(by, None) == "task X on g at 12:02:43 (by alice)"
+
+
+def test_verdict_warnings_and_testbed_lines() -> None:
+    testbed = {
+        "hygiene": [r.Finding("drs", "cluster C1", "warn", "fullyAutomated", "DRS …").to_json(),
+                    r.Finding("clock", "vcenter vc1", "ok", "agree", "fine").to_json()],
+        "disturbances": [{"point": 0, "trial": 2, "action": "retried", "text": "vMotion of g"},
+                         {"point": 1, "trial": 1, "action": "fail", "text": "g1 reset"}],
+    }
+    warnings = hygiene_warnings({"testbed": testbed})
+    assert warnings == [
+        "lab hygiene: 1 findings not ok before the run: drs cluster C1: DRS …",
+        "point 1 trial 2 run again, disturbed: vMotion of g",
+        "point 2 trial 1 failed, disturbed: g1 reset",
+    ]
+    lines = hygiene_lines(testbed)
+    assert lines[0] == "  lab hygiene: 1 ok, 1 warn, 0 fail"
+    assert lines[1] == "    warn: drs cluster C1: DRS …"
+    assert hygiene_warnings({"testbed": None}) == [] and hygiene_lines(None) == []

@@ -1,0 +1,100 @@
+"""``lab_hygiene:`` and ``disturbance:`` — how still the lab must be while it is measured.
+
+The rules themselves are vbench/vsphere/hygiene_rules.py (pure); this is the scenario's
+model. Every check has a *severity*: what its finding is when the lab breaks its rule
+(``fail`` stops the run in preflight, ``warn`` is said and recorded, ``ignore`` waives
+the check). ``drs`` and ``power_policy`` may name the state the run needs instead
+(``drs: manual``, ``power_policy: high-performance``): then a lab in another state fails.
+See docs/lab-hygiene.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from vbench.config.types import Duration, Strict
+
+Severity = Literal["fail", "warn", "ignore"]
+POWER_POLICIES = ("high-performance", "balanced", "low-power", "custom")
+PowerPolicy = Literal["high-performance", "balanced", "low-power", "custom"]
+
+
+class LabHygiene(Strict):
+    """The checks made before the run on the hosts, clusters and VMs it uses."""
+
+    drs: Literal["manual", "fail", "warn", "ignore"] = Field(
+        "warn", description="DRS may not move the run's VMs (DRS off, manual or partially "
+        "automated for them by the cluster's default or a VM override); `manual` = this is "
+        "required (fail otherwise), or a severity",
+    )
+    power_policy: PowerPolicy | Severity = Field(
+        "warn", description="host power policy of the run's hosts: a policy name "
+        "(high-performance, balanced, low-power, custom) required of every host (fail "
+        "otherwise), or the severity of a host not in high-performance",
+    )
+    ha: Severity = Field(
+        "warn", description="severity of HA or its admission control enabled on a cluster "
+        "of the run (HA may restart or fence VMs during a trial)",
+    )
+    host_state: Severity = Field(
+        "fail", description="severity of a run's host in maintenance mode, disconnected or "
+        "not responding",
+    )
+    alarms: Severity = Field(
+        "warn", description="severity of a red or yellow alarm raised on a run's host, "
+        "cluster or VM",
+    )
+    other_vms: Severity = Field(
+        "warn", description="severity of powered-on VMs that are not the run's on the run's "
+        "hosts (listed with their recent CPU and memory use)",
+    )
+    storage_tasks: Severity = Field(
+        "warn", description="severity of storage tasks in progress on the run's hosts, "
+        "datastores or VMs (vSAN resync, snapshot removal or consolidation, Storage vMotion)",
+    )
+    clock: Severity = Field(
+        "warn", description="severity of clocks that disagree (host vs vCenter, vCenter vs "
+        "the controller) by more than clock_skew, or a host clock vCenter does not report",
+    )
+    clock_skew: Duration = Field(
+        1.0, gt=0, description="the most two clocks may disagree (default 1 s: event "
+        "times are placed in the steady window by them)",
+    )
+    tune: bool = Field(
+        False, description="the run makes the changes `vbench lab tune` proposes (DRS "
+        "override to manual for its VMs, host power policy) and undoes them at its end",
+    )
+
+    def severity(self, check: str) -> Severity:
+        """The severity of ``check`` (a wanted state counts as ``fail``)."""
+        value = getattr(self, check)
+        return value if value in ("fail", "warn", "ignore") else "fail"
+
+    @property
+    def wanted_policy(self) -> str:
+        """The host power policy the run wants (high-performance unless named)."""
+        return self.power_policy if self.power_policy in POWER_POLICIES else "high-performance"
+
+
+Action = Literal["flag", "fail", "retry"]
+
+
+class DisturbanceSpec(Strict):
+    """What vCenter events and tasks in a trial's steady window do to the trial."""
+
+    action: Action = Field(
+        "flag", description="flag: the trial is kept and the verdict says what disturbed "
+        "it; fail: the trial fails; retry: the trial runs again, up to `retries` times",
+    )
+    retries: int = Field(2, ge=1, le=20, description="with action: retry, the most times one "
+                         "trial runs again (then it is kept, flagged)")
+    watch: bool = Field(True, description="read vCenter's events and tasks after every "
+                        "trial (false: no disturbance is looked for)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        # `disturbance: retry` is the short form of `disturbance: {action: retry}`.
+        return {"action": value} if isinstance(value, str) else value

@@ -1,0 +1,269 @@
+"""Lab hygiene in a run: checked before it, tuned for it, watched during every trial.
+
+:class:`RunHygiene` holds the steps `vbench run` takes on an active vSphere run:
+
+- :meth:`preflight` (before anything is created): the findings of
+  vbench/vsphere/hygiene_rules.py on the run's hosts and clusters; a ``fail`` stops the
+  run (LabError naming every failed check), a ``warn`` is said. With
+  ``lab_hygiene.tune`` the DRS and power-policy checks wait for the tuning.
+- :meth:`after_provision`: with ``lab_hygiene.tune``, the changes `vbench lab tune`
+  proposes, journaled in the run directory (``tune.jsonl``); then the findings again,
+  now with the run's VMs, kept in the testbed (``testbed["hygiene"]``).
+- :meth:`check_trial` (the engine's trial check): vCenter's events and tasks in the
+  trial's steady window (vbench/vsphere/hygiene_events.py); a disturbed trial is
+  flagged, failed, or run again (``disturbance:``), and kept in
+  ``testbed["disturbances"]`` and ``disturbances.jsonl``.
+- :meth:`undo`: the tuning restored, at the run's end whatever ends it (before its VMs
+  are removed); `vbench cleanup RUN` does it for a killed run (:func:`undo_tune`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vbench.config.hygiene import DisturbanceSpec, LabHygiene
+from vbench.errors import LabError
+from vbench.results.records import TrialResult
+from vbench.vsphere.hygiene import read_facts, run_hosts
+from vbench.vsphere.hygiene_events import Disturbance, disturbance_text, read_disturbances
+from vbench.vsphere.hygiene_rules import Finding, LabFacts, failures, judge
+from vbench.vsphere.hygiene_tune import TuneJournal, apply_changes, propose, undo_pending
+from vbench.vsphere.journal import items
+
+if TYPE_CHECKING:
+    from vbench.config.lab import Lab
+    from vbench.engine.plan import PlannedPoint
+    from vbench.engine.vsphere_run import VSphereRun
+
+DISTURBANCES_FILE = "disturbances.jsonl"
+Notice = Callable[[str], None]
+
+
+def finding_line(f: Finding) -> str:
+    return f"lab hygiene {f.level}: {f.check} {f.target}: {f.detail}"
+
+
+def refuse(found: list[Finding]) -> None:
+    """LabError naming every failed check (the run's preflight, `lab check`)."""
+    bad = failures(found)
+    if bad:
+        raise LabError("lab hygiene", "; ".join(f"{f.check} {f.target}: {f.detail}"
+                                                for f in bad)
+                       + " (lab_hygiene: in the scenario sets each check; "
+                       "docs/lab-hygiene.md)")
+
+
+class RunHygiene:
+    def __init__(self, vsphere: VSphereRun, notice: Notice | None = None) -> None:
+        self.vsphere = vsphere
+        scenario = vsphere.scenario
+        self.spec = scenario.lab_hygiene or LabHygiene()
+        self.watch = scenario.disturbance or DisturbanceSpec()
+        self.notice = notice or (lambda _m: None)
+        self.findings: list[Finding] = []
+        self.disturbed: list[dict[str, Any]] = []
+        self.offsets: dict[str, float] = {}
+        self.run_dir: Path | None = None
+        self._attempts: dict[tuple[int, int], int] = {}
+        self.on_change: Callable[[], None] = lambda: None  # the testbed is stored again
+
+    # --- before the run ----------------------------------------------------------------
+    def facts(self, with_vms: bool) -> list[LabFacts]:
+        """The facts of every vCenter the run works in (with its VMs once they exist)."""
+        vs = self.vsphere
+        facts = read_all(vs.lab, vs.sessions, vs.vcenters, vs.placements, vs.point_objects,
+                         vs.inventories, vs.vms if with_vms else ())
+        self.offsets.update({f.vcenter: f.vcenter_offset for f in facts
+                             if f.vcenter_offset is not None})
+        return facts
+
+    def preflight(self) -> list[Finding]:
+        """Judge the lab before anything is created; raise on a failed check."""
+        spec = self.spec
+        if spec.tune:  # the tuning after provisioning settles these two
+            spec = spec.model_copy(update={"drs": "ignore", "power_policy": "ignore"})
+        found = [f for facts in self.facts(with_vms=False) for f in judge(facts, spec)]
+        for f in found:
+            if f.level == "warn":
+                self.notice(finding_line(f))
+        refuse(found)
+        return found
+
+    def after_provision(self, run_dir: Path, log: Callable[..., None]) -> None:
+        """Tune (when asked), then judge again with the run's VMs; kept in the testbed."""
+        self.run_dir = run_dir
+        if self.spec.tune:
+            journal = TuneJournal.in_dir(run_dir)
+            for facts in self.facts(with_vms=True):
+                vc = facts.vcenter
+                watcher = self.vsphere.watcher(vc)
+                for line in apply_changes(self.vsphere.sessions.get(vc), propose(facts, self.spec),
+                                          journal, waiter(watcher), log):
+                    self.notice(f"lab tune: {line}")
+        self.findings = [f for facts in self.facts(with_vms=True)
+                         for f in judge(facts, self.spec)]
+        self._publish()
+        refuse(self.findings)
+
+    def _publish(self) -> None:
+        self.vsphere.extra_testbed["hygiene"] = [f.to_json() for f in self.findings]
+        if self.disturbed:
+            self.vsphere.extra_testbed["disturbances"] = list(self.disturbed)
+
+    def undo(self, log: Callable[..., None]) -> list[str]:
+        """Restore what the run tuned; the error lines (also logged)."""
+        if self.run_dir is None or not self.spec.tune:
+            return []
+        done, errors = undo_pending(self.vsphere.sessions.get, TuneJournal.in_dir(self.run_dir),
+                                    lambda vc: waiter(self.vsphere.watcher(vc)))
+        for line in done:
+            log("tune_undone", change=line)
+        for line in errors:
+            log("tune_undo_failed", level="error", error=line)
+        return errors
+
+    # --- during the run ----------------------------------------------------------------
+    def check_trial(self, point: PlannedPoint, result: TrialResult) -> TrialResult | None:
+        """The trial as kept (flagged or failed), or None to run it again."""
+        steady = (result.phases.steady_start, result.phases.steady_end)
+        if not self.watch.watch or result.status != "ok" or None in steady:
+            return result
+        found = self._disturbances((float(steady[0] or 0), float(steady[1] or 0)))
+        if not found:
+            return result
+        key = (result.point, result.trial)
+        tries = self._attempts.get(key, 0)
+        again = self.watch.action == "retry" and tries < self.watch.retries
+        self._record(result, found, steady[0], "retried" if again else self.watch.action)
+        if again:
+            self._attempts[key] = tries + 1
+            self.notice(f"point {point.index + 1} trial {result.trial} disturbed: "
+                        f"{self.disturbed[-1]['text']}; running it again "
+                        f"({tries + 1} of {self.watch.retries})")
+            return None
+        if self.watch.action == "fail":
+            return replace(result, status="failed",
+                           error=f"disturbed: {self.disturbed[-1]['text']}")
+        return result
+
+    def _disturbances(self, window: tuple[float, float]) -> list[Disturbance]:
+        vs = self.vsphere
+        out: list[Disturbance] = []
+        user_of = {vc: vs.lab.vcenters[vc].user for vc in vs.vcenters}
+        ignore = bool(vs.workload_vcenters)  # the workload's own vCenter work is no noise
+        own = _own_tasks(vs)
+        for vc in vs.vcenters:
+            objects, shown = self._objects(vc)
+            out += read_disturbances(vs.sessions.get(vc), window, objects,
+                                     offset=self.offsets.get(vc, 0.0), own_tasks=own,
+                                     ignore_user=user_of[vc] if ignore else None, shown=shown)
+        return sorted(out, key=lambda d: d.at)
+
+    def _objects(self, vc: str) -> tuple[set[str], dict[str, str]]:
+        """The names (and moids) of the run's VMs, hosts and clusters in ``vc``."""
+        shown: dict[str, str] = {}
+        for v in self.vsphere.vms:
+            if v.vcenter == vc:
+                shown[v.vm_name] = shown[v.moid] = v.guest
+        names: set[str] = set(shown)
+        for f in self.findings:
+            kind, _, name = f.target.partition(" ")
+            if kind in ("host", "cluster"):
+                names.add(name)
+        hosts = [h for h in (self.vsphere.inventories.get(vc).candidates("host")
+                             if self.vsphere.inventories.get(vc) else ()) if h.name in names]
+        for h in hosts:
+            shown[h.moid] = h.name
+            names.add(h.moid)
+        return names, shown
+
+    def _record(self, result: TrialResult, found: list[Disturbance], start: float | None,
+                action: str) -> None:
+        texts = [disturbance_text(d, start) for d in found]
+        entry = {"id": f"point {result.point + 1} trial {result.trial} "
+                       f"#{len(self.disturbed) + 1}",
+                 "point": result.point, "trial": result.trial, "action": action,
+                 "text": "; ".join(texts), "events": [d.to_json() for d in found]}
+        self.disturbed.append(entry)
+        if self.run_dir is not None:
+            with (self.run_dir / DISTURBANCES_FILE).open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry) + "\n")
+        self._publish()
+        self.on_change()
+
+
+def read_all(lab: Lab, sessions: Any, vcenters: Sequence[str], placements: Sequence[Any],
+             point_objects: Sequence[Any], inventories: dict[str, Any],
+             vms: Sequence[Any] = ()) -> list[LabFacts]:
+    """The hygiene facts of each vCenter: its hosts and clusters the run names (every
+    host when it names none), and the run's VMs (``vms``: ProvisionedVm)."""
+    from vbench.vsphere.inventory import Inventory
+
+    out = []
+    for vc in vcenters:
+        session = sessions.get(vc)
+        inv = inventories.get(vc)
+        if inv is None:
+            inv = inventories[vc] = Inventory.load(session)
+        hosts, clusters = named_places(lab, placements, point_objects, vc)
+        refs = [v.ref for v in vms if v.vcenter == vc and v.ref is not None]
+        out.append(read_facts(session, vc, run_hosts(inv, hosts, clusters), refs))
+    return out
+
+
+def named_places(lab: Lab, placements: Sequence[Any], point_objects: Sequence[Any],
+                 vc: str) -> tuple[list[str], list[str]]:
+    """The hosts and clusters the run names in ``vc``: the lab's hosts there, the
+    `vm:` groups' placements and the objects the workload's parameters name."""
+    hosts = [n for n, h in lab.hosts.items() if (h.vcenter or vc) == vc]
+    clusters: list[str] = []
+    for p in placements:
+        if p.vcenter == vc:
+            hosts += [p.spec.host] if p.spec.host else []
+            clusters += [p.spec.cluster] if p.spec.cluster else []
+    for _profiles, objects in point_objects:
+        for o in objects:
+            if o.vcenter in (None, vc):
+                hosts += [o.name] if o.kind == "host" else []
+                clusters += [o.name] if o.kind == "cluster" else []
+    return hosts, clusters
+
+
+def _own_tasks(vs: VSphereRun) -> set[str]:
+    if vs.journal is None:
+        return set()
+    return {t for i in items(vs.journal.read()) for t in (i.task, *i.step_tasks) if t}
+
+
+def waiter(watcher: Any) -> Callable[[Any, str, str], Any]:
+    return lambda task, target, op: watcher.wait_task(task, target, op)
+
+
+def undo_tune(lab: Lab, run_dir: Path) -> tuple[list[str], list[str]]:
+    """`vbench cleanup RUN`: restore what a killed run tuned (done, errors)."""
+    return undo_journal(lab, TuneJournal.in_dir(run_dir))
+
+
+def undo_journal(lab: Lab, journal: TuneJournal) -> tuple[list[str], list[str]]:
+    """Restore every change ``journal`` holds that is not undone yet (done, errors)."""
+    if not journal.pending():
+        return [], []
+    from vbench.vsphere.connection import SessionPool
+    from vbench.vsphere.tasks import Watcher
+
+    watchers: dict[str, Any] = {}
+    with SessionPool.for_lab(lab) as sessions:
+        def wait_of(vc: str) -> Callable[[Any, str, str], Any]:
+            if vc not in watchers:
+                watchers[vc] = Watcher(sessions.get(vc))
+            return waiter(watchers[vc])
+
+        try:
+            return undo_pending(sessions.get, journal, wait_of)
+        finally:
+            for w in watchers.values():
+                w.close()

@@ -1,0 +1,55 @@
+"""Lab hygiene and disturbances, as a run's testbed recorded them (engine/hygiene.py):
+the verdict's warnings and the testbed section's lines. Reads plain JSON only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+ACTIONS = {"flag": "disturbed", "fail": "failed, disturbed", "retried": "run again, disturbed"}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _findings(testbed: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [f for f in testbed.get("hygiene") or () if isinstance(f, Mapping)]
+
+
+def disturbance_line(d: Mapping[str, Any]) -> str:
+    """"point 1 trial 2 disturbed: vMotion of guest1 to esx2 at 12:03:04, 21 s into …"."""
+    what = ACTIONS.get(str(d.get("action")), "disturbed")
+    return f"point {int(d.get('point') or 0) + 1} trial {d.get('trial')} {what}: {d.get('text')}"
+
+
+def hygiene_warnings(run: Mapping[str, Any]) -> list[str]:
+    """One warning for the lab's hygiene findings that were not ok, and one per disturbed
+    trial (the verdict's warnings carry them)."""
+    testbed = _map(run.get("testbed"))
+    bad = [f for f in _findings(testbed) if f.get("level") in ("warn", "fail")]
+    out = []
+    if bad:
+        out.append(f"lab hygiene: {len(bad)} findings not ok before the run: "
+                   + "; ".join(f"{f.get('check')} {f.get('target')}: {f.get('detail')}"
+                               for f in bad))
+    out += [disturbance_line(d) for d in testbed.get("disturbances") or ()
+            if isinstance(d, Mapping)]
+    return out
+
+
+def hygiene_lines(testbed: Mapping[str, Any] | None) -> list[str]:
+    """The testbed section's lines: a count per level, each finding not ok, each
+    disturbance."""
+    testbed = _map(testbed)
+    found = _findings(testbed)
+    lines = []
+    if found:
+        n = {lv: sum(f.get("level") == lv for f in found) for lv in ("ok", "warn", "fail")}
+        lines.append(f"  lab hygiene: {n['ok']} ok, {n['warn']} warn, {n['fail']} fail")
+        lines += [f"    {f.get('level')}: {f.get('check')} {f.get('target')}: {f.get('detail')}"
+                  for f in found if f.get("level") != "ok"]
+    for d in testbed.get("disturbances") or ():
+        if isinstance(d, Mapping):
+            lines.append(f"  {disturbance_line(d)}")
+    return lines

@@ -1,0 +1,192 @@
+"""Disturbances: vCenter events and tasks on the run's objects inside a steady window.
+
+After a trial, :func:`read_disturbances` asks vCenter once for the window's events
+(an EventHistoryCollector with a time filter) and tasks (a TaskHistoryCollector), not
+each object in turn, and keeps those about the run's VMs, hosts and clusters: migrations
+(vMotion, Storage vMotion, DRS), HA actions, host state changes (maintenance mode,
+disconnection), alarms turning red or yellow, power and reconfiguration of the run's
+VMs, snapshot operations, and any other task on the run's objects. The run's own tasks
+(its journal's) are not disturbances; neither are tasks of the run's own user when the
+workload itself works in vCenter. Times are vCenter's, put back on the controller's
+clock by the offset measured before the run (the ``clock`` hygiene check).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyVmomi import vim
+
+from vbench.vsphere.connection import VSphereSession
+
+PAGE = 200
+MIGRATIONS = {"VmMigratedEvent": "vMotion", "DrsVmMigratedEvent": "DRS vMotion",
+              "VmRelocatedEvent": "relocation"}
+HOST_EVENTS = {
+    "EnteringMaintenanceModeEvent": "entering maintenance mode",
+    "EnteredMaintenanceModeEvent": "entered maintenance mode",
+    "ExitMaintenanceModeEvent": "left maintenance mode",
+    "HostConnectionLostEvent": "connection lost", "HostDisconnectedEvent": "disconnected",
+    "HostReconnectionFailedEvent": "reconnection failed", "HostShutdownEvent": "shut down",
+    "HostConnectedEvent": "reconnected",
+}
+VM_EVENTS = {"VmPoweredOffEvent": "powered off", "VmResettingEvent": "reset",
+             "VmSuspendedEvent": "suspended", "VmReconfiguredEvent": "reconfigured",
+             "VmGuestRebootEvent": "guest rebooted"}
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    at: float  # on the controller's clock (epoch seconds)
+    kind: str  # migration | ha | host | alarm | vm | snapshot | task
+    what: str  # "vMotion of guest1 to esx2"
+    source: str  # the event type or the task's description id
+    user: str | None = None
+    about: str = ""  # the object it concerns, as shown
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _name(ref_arg: Any) -> str | None:
+    """The name an event argument carries (VmEventArgument, HostEventArgument...)."""
+    return str(ref_arg.name) if ref_arg is not None and getattr(ref_arg, "name", None) else None
+
+
+def classify_event(kind: str, args: Mapping[str, str | None], alarm_to: str | None = None
+                   ) -> tuple[str, str] | None:
+    """(kind, what) of an event by its type name and named arguments (``vm``, ``host``,
+    ``source_host``, ``alarm``), or None when it disturbs nothing. Pure."""
+    vm, host = args.get("vm"), args.get("host")
+    if kind in MIGRATIONS:
+        to = f" to {host}" if host else ""
+        frm = f" from {args['source_host']}" if args.get("source_host") else ""
+        return "migration", f"{MIGRATIONS[kind]} of {vm}{frm}{to}"
+    if kind.startswith("Das") or "Failover" in kind or kind in (
+            "VmRestartedOnAlternateHostEvent", "VmDasBeingResetEvent"):
+        return "ha", f"HA {kind.removesuffix('Event')} on {vm or host}"
+    if kind in HOST_EVENTS:
+        return "host", f"host {host} {HOST_EVENTS[kind]}"
+    if kind == "AlarmStatusChangedEvent" and alarm_to in ("red", "yellow"):
+        return "alarm", f"alarm {args.get('alarm')} turned {alarm_to} on {vm or host}"
+    if kind in VM_EVENTS and vm:
+        return "vm", f"{vm} {VM_EVENTS[kind]}"
+    return None
+
+
+def classify_task(description: str, entity: str) -> tuple[str, str]:
+    """(kind, what) of a task on one of the run's objects. Pure."""
+    low = description.lower()
+    if "relocate" in low or "migrate" in low:
+        return "migration", f"migration of {entity} ({description})"
+    if "snapshot" in low or "consolidat" in low:
+        return "snapshot", f"snapshot operation on {entity} ({description})"
+    if "maintenance" in low or "reconnect" in low or "disconnect" in low:
+        return "host", f"{description} on {entity}"
+    return "task", f"task {description} on {entity}"
+
+
+def _read_pages(collector: Any, read: Callable[[Any], Any]) -> list[Any]:
+    out: list[Any] = []
+    try:
+        while True:
+            page = read(collector)
+            if not page:
+                return out
+            out.extend(page)
+    finally:
+        collector.DestroyCollector()
+
+
+def _events(session: VSphereSession, begin: dt.datetime, end: dt.datetime) -> list[Any]:
+    spec = vim.event.EventFilterSpec(time=vim.event.EventFilterSpec.ByTime(
+        beginTime=begin, endTime=end))
+    manager = session.content.eventManager
+    return session.call(lambda: _read_pages(manager.CreateCollectorForEvents(spec),
+                                            lambda c: c.ReadNextEvents(PAGE)))
+
+
+def _tasks(session: VSphereSession, begin: dt.datetime, end: dt.datetime) -> list[Any]:
+    spec = vim.TaskFilterSpec(time=vim.TaskFilterSpec.ByTime(
+        timeType="startedTime", beginTime=begin, endTime=end))
+    manager = session.content.taskManager
+    return session.call(lambda: _read_pages(manager.CreateCollectorForTasks(spec),
+                                            lambda c: c.ReadNextTasks(PAGE)))
+
+
+def _stamp(when: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(when, tz=dt.UTC)
+
+
+def read_disturbances(
+    session: VSphereSession, window: tuple[float, float], objects: Collection[str],
+    *, offset: float = 0.0, own_tasks: Collection[str] = (), ignore_user: str | None = None,
+    shown: Mapping[str, str] | None = None,
+) -> list[Disturbance]:
+    """What happened to ``objects`` (VM, host and cluster names) between ``window``'s
+    start and end (controller clock; ``offset``: vCenter's clock minus it). ``shown``:
+    the names to print for some objects (a run's VM by its guest's name)."""
+    begin, end = _stamp(window[0] + offset), _stamp(window[1] + offset)
+    shown = shown or {}
+    found: list[Disturbance] = []
+    for e in _events(session, begin, end):
+        d = _from_event(e, objects, shown, offset, ignore_user)
+        if d is not None:
+            found.append(d)
+    # A relocation is an event and a task: said once, by its event.
+    seen = {(d.kind, d.about) for d in found}
+    for t in _tasks(session, begin, end):
+        d = _from_task(t, objects, shown, offset, own_tasks, ignore_user)
+        if d is not None and (d.kind, d.about) not in seen:
+            found.append(d)
+    return sorted(found, key=lambda d: d.at)
+
+
+def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offset: float,
+                ignore_user: str | None) -> Disturbance | None:
+    user = str(e.userName) if getattr(e, "userName", None) else None
+    if ignore_user is not None and user == ignore_user:
+        return None
+    args = {"vm": _name(getattr(e, "vm", None)), "host": _name(getattr(e, "host", None)),
+            "source_host": _name(getattr(e, "sourceHost", None)),
+            "cluster": _name(getattr(e, "computeResource", None)),
+            "alarm": _name(getattr(e, "alarm", None))}
+    if not any(v in objects for v in (args["vm"], args["host"], args["cluster"]) if v):
+        return None
+    kind = type(e).__name__.rsplit(".", 1)[-1]
+    named = {k: shown.get(v, v) if v else v for k, v in args.items()}
+    got = classify_event(kind, named, str(getattr(e, "to", "") or "") or None)
+    if got is None:
+        return None
+    about = named["vm"] or named["host"] or named["cluster"] or ""
+    return Disturbance(e.createdTime.timestamp() - offset, got[0], got[1], kind, user, about)
+
+
+def _from_task(t: Any, objects: Collection[str], shown: Mapping[str, str], offset: float,
+               own: Collection[str], ignore_user: str | None) -> Disturbance | None:
+    entity = getattr(t, "entity", None)
+    name = str(t.entityName) if getattr(t, "entityName", None) else None
+    if entity is not None and name not in objects:
+        name = str(entity._moId)  # vcsim names a task's entity by its moid
+    if name not in objects or str(t.key) in own:
+        return None
+    user = getattr(getattr(t, "reason", None), "userName", None)
+    user = str(user) if user else None
+    if ignore_user is not None and user == ignore_user:
+        return None
+    about = shown.get(name, name)
+    kind, what = classify_task(str(t.descriptionId), about)
+    return Disturbance(t.startTime.timestamp() - offset, kind, what, str(t.descriptionId), user,
+                       about)
+
+
+def disturbance_text(d: Disturbance, steady_start: float | None) -> str:
+    """"vMotion of guest1 to esx2 at 12:03:04, 21 s into the steady window"."""
+    clock = dt.datetime.fromtimestamp(d.at).strftime("%H:%M:%S")
+    into = "" if steady_start is None else f", {max(0.0, d.at - steady_start):.0f} s into the " \
+        "steady window"
+    by = f" (by {d.user})" if d.user else ""
+    return f"{d.what} at {clock}{into}{by}"

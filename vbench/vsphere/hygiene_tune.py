@@ -1,0 +1,215 @@
+"""`vbench lab tune`: the changes that make the lab still for a run, made and undone.
+
+:func:`propose` (pure) reads the hygiene facts and the scenario's ``lab_hygiene:`` and
+proposes: a DRS override to ``manual`` for each of the run's VMs a fully automated DRS
+could move, and the wanted power policy on each run's host that has another one. Nothing
+else is ever changed.
+
+Every change is journaled in a ``tune.jsonl`` (the run directory's, or the lab's for a
+`lab tune --apply` outside a run) *before* vCenter is asked, with the state it replaces
+(``applying``, then ``applied``/``apply_failed``, ``undone`` once restored). The undo
+(:func:`undo_pending`) restores exactly what was recorded: an override the VM did not
+have is removed, one it had is set back; a power policy is set back to the recorded one.
+A VM already gone took its override with it. Records are appended and fsynced, so a run
+killed with kill -9 leaves what `vbench cleanup RUN` needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pyVmomi import vim, vmodl
+
+from vbench.config.hygiene import LabHygiene
+from vbench.errors import LabError, VbenchError
+from vbench.vsphere.connection import VSphereSession
+from vbench.vsphere.hygiene_rules import STILL_DRS, LabFacts, policy_name
+from vbench.vsphere.inventory import Inventory, NotInInventory
+
+TUNE_FILE = "tune.jsonl"
+SIMULATOR = "govmomi simulator"  # vcsim's about.fullName
+# A failed vCenter call changed nothing (one call, or one task, per change): not pending.
+PENDING = ("applying", "applied", "undo_failed")
+SHORT_NAMES = {v: k for k, v in {"static": "high-performance", "dynamic": "balanced",
+                                 "low": "low-power", "custom": "custom"}.items()}
+Wait = Callable[[Any, str, str], Any]  # task, target, operation -> result (raises on error)
+
+
+@dataclass(frozen=True)
+class TuneChange:
+    kind: str  # drs_override | power_policy
+    vcenter: str
+    target: str  # cluster or host name
+    vm: str | None  # the VM of a DRS override
+    current: str | None  # what it is now (None: no override)
+    wanted: str
+
+    @property
+    def text(self) -> str:
+        if self.kind == "drs_override":
+            was = f"override {self.current}" if self.current else "no override"
+            return (f"cluster {self.target}: DRS override {self.wanted} for VM {self.vm} "
+                    f"(now {was})")
+        return f"host {self.target}: power policy {self.wanted} (now {self.current or '?'})"
+
+
+def propose(facts: LabFacts, spec: LabHygiene, vms: Sequence[str] | None = None
+            ) -> list[TuneChange]:
+    """The changes that make the lab still: DRS override for ``vms`` (default: the
+    run's VMs in the facts) where DRS could move them, and the wanted power policy."""
+    out = []
+    vms = facts.run_vms if vms is None else vms
+    for c in facts.clusters:
+        if spec.drs == "ignore" or c.drs_enabled is False or (
+                c.drs_behavior or "fullyAutomated") in STILL_DRS:
+            continue
+        out += [TuneChange("drs_override", facts.vcenter, c.name, vm, c.vm_overrides.get(vm),
+                           "manual") for vm in vms if c.vm_overrides.get(vm) not in STILL_DRS]
+    if spec.power_policy != "ignore":
+        for h in facts.hosts:
+            now = policy_name(h.power_policy)
+            if now != spec.wanted_policy:
+                out.append(TuneChange("power_policy", facts.vcenter, h.name, None, now,
+                                      spec.wanted_policy))
+    return out
+
+
+class TuneJournal:
+    """Append-only record of the changes made, fsynced line by line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def in_dir(cls, folder: Path) -> TuneJournal:
+        return cls(folder / TUNE_FILE)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({**record, "time": time.time()}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill: its change was journaled before
+        return out
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The last record of every change not undone, oldest first."""
+        last: dict[str, dict[str, Any]] = {}
+        for rec in self.read():
+            last[rec["id"]] = rec
+        return [r for r in last.values() if r["state"] in PENDING]
+
+
+def _drs_spec(vm: Any, behavior: str | None, add: bool, simulator: bool = False) -> Any:
+    if behavior is None and simulator:
+        # vcsim (govmomi 0.46) cannot read the removeKey pyVmomi sends (its xsi:type
+        # "ManagedObject"): it panics and dies. There the override is set back to the
+        # cluster's default behaviour instead, which DRS treats as no override.
+        info = vim.cluster.DrsVmConfigInfo(key=vm, enabled=True, behavior="fullyAutomated")
+        op = vim.cluster.DrsVmConfigSpec(operation="edit", info=info)
+    elif behavior is None:
+        op = vim.cluster.DrsVmConfigSpec(operation="remove", removeKey=vm)
+    else:
+        info = vim.cluster.DrsVmConfigInfo(key=vm, enabled=behavior != "disabled",
+                                           behavior=None if behavior == "disabled"
+                                           else behavior)
+        op = vim.cluster.DrsVmConfigSpec(operation="add" if add else "edit", info=info)
+    return vim.cluster.ConfigSpecEx(drsVmConfigSpec=[op])
+
+
+def _set(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any], value: str | None,
+         wait: Wait, applying: bool) -> None:
+    """Set the recorded object to ``value`` (the wanted state, or the recorded one)."""
+    if rec["kind"] == "drs_override":
+        cluster = inv.find("cluster", rec["target"]).ref
+        vm = inv.find("vm", rec["vm"]).ref
+        spec = _drs_spec(vm, value, add=applying and rec.get("current") is None,
+                         simulator=SIMULATOR in str(session.content.about.fullName))
+        task = session.call(lambda: cluster.ReconfigureComputeResource_Task(spec, True))
+        wait(task, f"cluster {rec['target']}", f"DRS override for {rec['vm']}")
+        return
+    host = inv.find("host", rec["target"]).ref
+    power = host.configManager.powerSystem
+    short = SHORT_NAMES.get(value or "", value)
+    keys = [p.key for p in session.call(lambda: power.capability.availablePolicy)
+            if p.shortName == short]
+    if not keys:
+        raise LabError(f"host {rec['target']}", f"power policy {value} is not available")
+    session.call(lambda: power.ConfigurePowerPolicy(key=keys[0]))
+
+
+def apply_changes(session: VSphereSession, changes: Sequence[TuneChange],
+                  journal: TuneJournal, wait: Wait, log: Callable[..., None]) -> list[str]:
+    """Make ``changes`` (journaled first); the lines saying what was done. The first
+    failure raises LabError after it is journaled (the undo restores what was made)."""
+    if not changes:
+        return []
+    inv = Inventory.load(session)
+    done = []
+    count = len(journal.read())
+    for ch in changes:
+        count += 1
+        rec = {"id": f"t{count}", **asdict(ch)}
+        journal.append({**rec, "state": "applying"})
+        try:
+            _set(session, inv, rec, ch.wanted, wait, applying=True)
+        except (VbenchError, vmodl.MethodFault) as exc:
+            journal.append({**rec, "state": "apply_failed", "error": _why(exc)})
+            raise LabError(f"vcenter {ch.vcenter}", f"lab tune: {ch.text}: {_why(exc)}"
+                           ) from None
+        journal.append({**rec, "state": "applied"})
+        log("tune_applied", change=ch.text)
+        done.append(ch.text)
+    return done
+
+
+def _why(exc: BaseException) -> str:
+    return str(getattr(exc, "msg", "") or getattr(exc, "cause", "") or exc).strip() or \
+        type(exc).__name__
+
+
+def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJournal,
+                 wait_of: Callable[[str], Wait]) -> tuple[list[str], list[str]]:
+    """Restore every change not yet undone, newest first: (done lines, error lines)."""
+    done, errors = [], []
+    inventories: dict[str, Inventory] = {}
+    for rec in reversed(journal.pending()):
+        what = TuneChange(**{k: rec.get(k) for k in ("kind", "vcenter", "target", "vm",
+                                                     "current", "wanted")}).text
+        try:
+            session = session_of(rec["vcenter"])
+            inv = inventories.get(rec["vcenter"]) or Inventory.load(session)
+            inventories[rec["vcenter"]] = inv
+            _set(session, inv, rec, rec.get("current"), wait_of(rec["vcenter"]),
+                 applying=False)
+        except NotInInventory:
+            # The run's VM is gone, and its override went with it.
+            journal.append({**rec, "state": "undone", "note": "object gone"})
+            done.append(f"restored {what} (object gone)")
+            continue
+        except (VbenchError, vmodl.MethodFault) as exc:
+            journal.append({**rec, "state": "undo_failed", "error": _why(exc)})
+            errors.append(f"lab tune undo: {what}: {_why(exc)}")
+            continue
+        journal.append({**rec, "state": "undone"})
+        done.append(f"restored {what}")
+    return done, errors
