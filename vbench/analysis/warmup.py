@@ -240,3 +240,90 @@ def settled_marks(found: Sequence[TraceSettling]) -> dict[str, float]:
         if s.at is not None:
             times.setdefault(s.metric, []).append(s.at)
     return {m: float(np.median(v)) for m, v in times.items()}
+
+
+# -- phases.warmup: auto -------------------------------------------------------------------
+# The detector ends the warm-up while the workload runs: after each new observation the
+# warm-up so far is cut by MSER-5, and it ends once the part after the cut is long
+# enough to be believed (SETTLED_BATCHES batch means, with no trend: mser's own check),
+# or at the cap (the documented fallback: the whole cap was the warm-up, "not settled").
+SETTLED_BATCHES = 4
+# Observations per second: one a second (the per-second series) when the cap leaves room
+# for 60 of them, finer for a short cap, so MSER-5 has enough batches before the cap.
+OBSERVATIONS_BY_CAP = 60
+FINEST_INTERVAL = 0.25
+DEFAULT_CAP = 300.0  # phases.warmup_cap when none is given (docs/scenarios.md)
+
+
+@dataclass(frozen=True)
+class WarmupEnd:
+    """The detector's answer after an observation of an automatic warm-up."""
+
+    end: bool  # end the warm-up now
+    settled_at: int | None  # the observation MSER-5 found the series settled from
+    reason: str  # why not yet, or why it ended without settling
+
+
+def observation_interval(cap: float) -> float:
+    """Seconds between observations of an automatic warm-up of at most ``cap`` seconds."""
+    return min(1.0, max(FINEST_INTERVAL, cap / OBSERVATIONS_BY_CAP))
+
+
+def warmup_end(values: Sequence[float], cap_reached: bool) -> WarmupEnd:
+    """End an automatic warm-up after these observations (``values``, one per interval
+    since the workload started)? When MSER-5 finds where the series settled and at least
+    ``SETTLED_BATCHES`` batches follow it without a trend; else at the cap (fallback)."""
+    found = mser(values)
+    whole = len(values) // BATCH * BATCH  # mser judges whole batches only
+    if found.index is not None and whole - found.index >= SETTLED_BATCHES * BATCH:
+        return WarmupEnd(True, found.index, "settled")
+    why = found.reason or (f"settled at observation {found.index}, too few observations "
+                           "after it yet")
+    if cap_reached:
+        return WarmupEnd(True, None, f"the cap: not settled ({why})")
+    return WarmupEnd(False, None, why)
+
+
+@dataclass(frozen=True)
+class AutoWarmup:
+    """One trial's automatic warm-up as stored: its phase marks."""
+
+    point: int
+    trial: int
+    seconds: float  # warm-up start to steady start
+    capped: bool  # reached the cap (the fallback), not the detector
+
+
+def auto_warmups(trials: Iterable[Mapping[str, Any]], cap: float,
+                 interval: float | None = None) -> list[AutoWarmup]:
+    """Every trial's automatic warm-up from its stored phase marks (so a resumed run and
+    every report read the same): a warm-up within one observation of the cap hit it."""
+    step = interval if interval is not None else observation_interval(cap)
+    out = []
+    for t in trials:
+        ph = t.get("phases") or {}
+        start, steady = ph.get("warmup_start"), ph.get("steady_start")
+        if start is None or steady is None:
+            continue
+        seconds = float(steady) - float(start)
+        out.append(AutoWarmup(int(t["point"]), int(t["trial"]), seconds,
+                              seconds >= cap - step))
+    return sorted(out, key=lambda a: (a.point, a.trial))
+
+
+def auto_warmup_lines(found: Sequence[AutoWarmup], cap: float, titles: Mapping[int, str]
+                      ) -> list[str]:
+    """Per point, the warm-up each trial took under ``phases.warmup: auto``:
+    "warm-up (auto, cap 60 s) at bs=4k: trial 1 24 s, trial 2 22 s, trial 3 60 s (the cap:
+    not settled)"."""
+    by_point: dict[int, list[AutoWarmup]] = {}
+    for a in found:
+        by_point.setdefault(a.point, []).append(a)
+    out = []
+    for point, items in sorted(by_point.items()):
+        parts = [f"trial {a.trial} {a.seconds:.1f} s" + (" (the cap: not settled)"
+                                                         if a.capped else "")
+                 for a in items]
+        out.append(f"warm-up (auto, cap {_secs(cap)}) at {titles.get(point, f'point {point}')}"
+                   f": {', '.join(parts)}")
+    return out

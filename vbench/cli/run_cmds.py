@@ -179,6 +179,15 @@ def _planned_vms(p: Plan, lab: Path | None) -> PlannedVms | None:
     return planned_vms(p, plan_units(p, load_lab(lab).model))
 
 
+def _warmup_text(pt: Any) -> str:
+    """A point's warm-up: its duration, or ``auto (≤ 5m)`` for ``phases.warmup: auto``."""
+    from vbench.config.types import format_duration
+
+    if getattr(pt, "auto_warmup", False):
+        return f"auto (≤ {format_duration(pt.warmup)}, ended by the detector)"
+    return format_duration(pt.warmup)
+
+
 def _plan_text(
     p: Plan, vms: PlannedVms | None = None, vm_sources: dict[str, str] | None = None
 ) -> str:
@@ -219,7 +228,7 @@ def _plan_text(
         lines.append("")
         lines.append(f"point {pt.index + 1}: {label}")
         lines.append(
-            f"  phases: warm-up {format_duration(pt.warmup)}, steady {format_duration(pt.steady)}"
+            f"  phases: warm-up {_warmup_text(pt)}, steady {format_duration(pt.steady)}"
             f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
             f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
             + (f", then up to {p.repeat_max} until the confidence target is met"

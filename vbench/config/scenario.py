@@ -27,6 +27,7 @@ from vbench.config.vmspec import (  # noqa: F401 (the VM models, re-exported fro
     Reservations,
     VmSpec,
 )
+from vbench.config.warmup import AUTO, DEFAULT_CAP, Warmup
 from vbench.templates import has_control
 
 Scalar = str | int | float | bool
@@ -161,9 +162,32 @@ def _label(value: Scalar) -> str:
 class Phases(Strict):
     """Durations of the phases of every trial."""
 
-    warmup: Duration = Field(0.0, description="warm-up before the measured window")
+    warmup: Warmup = Field(0.0, description="warm-up before the measured window; `auto`: "
+                           "ended by the warm-up detector (MSER-5 on the workload's own "
+                           "throughput, read while it runs; fio) at the latest after "
+                           "`warmup_cap` (docs/scenarios.md)")
+    warmup_cap: Duration | None = Field(None, gt=0, description="the longest `warmup: auto` "
+                                        "may last (default 5m); only with `warmup: auto`")
     steady: Duration = Field(gt=0, description="the measured steady-state window")
     cooldown: Duration = Field(0.0, description="idle time after the window (collectors run on)")
+
+    @model_validator(mode="after")
+    def _cap_needs_auto(self) -> Phases:
+        if self.warmup_cap is not None and self.warmup != AUTO:
+            raise located([(("warmup_cap",), "is read only with warmup: auto (the warm-up "
+                            f"is a fixed {self.warmup:g} s)")])
+        return self
+
+    @property
+    def auto_warmup(self) -> bool:
+        return self.warmup == AUTO
+
+    @property
+    def planned_warmup(self) -> float:
+        """The warm-up to plan for: the fixed one, or the cap of an automatic one."""
+        if isinstance(self.warmup, float | int):
+            return float(self.warmup)
+        return self.warmup_cap if self.warmup_cap is not None else DEFAULT_CAP
 
 
 class CollectorSpec(Strict):

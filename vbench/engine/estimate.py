@@ -102,8 +102,11 @@ def learned_from(runs: Sequence[tuple[RunRow, Sequence[TrialRow]]]) -> Learned |
 
 
 def _planned_phases(scenario: Mapping[str, Any]) -> float:
+    from vbench.config.warmup import planned_seconds
+
     ph = scenario.get("phases") or {}
-    return sum(float(ph.get(k) or 0.0) for k in ("warmup", "steady", "cooldown"))
+    # An automatic warm-up is planned at its cap ("auto" is no number).
+    return planned_seconds(ph) + sum(float(ph.get(k) or 0.0) for k in ("steady", "cooldown"))
 
 
 def _driver_extra(plan: Plan) -> float:

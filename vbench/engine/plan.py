@@ -42,6 +42,8 @@ class PlannedPoint:
     # Every topology group's guests at this point (a group no role uses included): the
     # `vm:` guests it needs, so a run creates and destroys only what changes between points.
     nodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # phases.warmup: auto — ``warmup`` is then its cap, and the driver's detector ends it.
+    auto_warmup: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -394,6 +396,7 @@ def _plan_point(
 ) -> PlannedPoint:
     sc = spec.scenario
     assert sc is not None and spec.source is not None
+    _check_auto_warmup(spec, None if sc.workload is None else driver_cls)
     params = validate_model(
         driver_cls.Params, spec.source, ("workload", "params"), sc.workload.params
     )
@@ -411,23 +414,40 @@ def _plan_point(
             for r in unbound
         ])
     ph = sc.phases
-    commands = tuple(workload.planned_commands(ph.warmup, ph.steady))
+    warmup = ph.planned_warmup  # an automatic warm-up is planned at its cap
+    commands = tuple(workload.planned_commands(warmup, ph.steady))
     return PlannedPoint(
         index=spec.index,
         labels=dict(spec.labels),
         profiles=spec.profiles,
         params=params.model_dump(mode="json", exclude_none=True),
-        warmup=ph.warmup,
+        warmup=warmup,
         steady=ph.steady,
         cooldown=ph.cooldown,
         roles=roles,
         guests={role: groups[group] for role, group in roles.items() if role in active},
         commands=commands,
-        trial_seconds=workload.estimated_seconds(ph.warmup, ph.steady, ph.cooldown),
+        trial_seconds=workload.estimated_seconds(warmup, ph.steady, ph.cooldown),
         workload=workload,
         title=spec.name(),
         nodes=dict(groups),
+        auto_warmup=ph.auto_warmup,
     )
+
+
+def _check_auto_warmup(spec: PointSpec, driver_cls: type[Workload] | None) -> None:
+    """``phases.warmup: auto`` needs a driver that reads its own throughput while it
+    runs (``Workload.auto_warmup``); ``None``: several workloads in one trial."""
+    sc = spec.scenario
+    assert sc is not None and spec.source is not None
+    if not sc.phases.auto_warmup or (driver_cls is not None and driver_cls.auto_warmup):
+        return
+    who = ("several workloads in one trial" if driver_cls is None
+           else f"the {sc.workload.driver if sc.workload else '?'} driver")
+    raise ConfigValidationError([spec.source.issue(
+        ("phases", "warmup"),
+        f"auto needs a driver that reads its own throughput while it runs (fio); "
+        f"{who} cannot end its warm-up early: give a duration")])
 
 
 def _check_profiles(scenario: Scenario, lab: Lab, src: Any, lab_file: str) -> None:

@@ -316,6 +316,7 @@ class Engine:
             groups=groups,
             vsphere=self.resources(point) if self.resources is not None else None,
             workload_window=workload_window,
+            auto_warmup=point.auto_warmup,
         )
 
     def _watchdog(

@@ -88,16 +88,23 @@ def report_data_of(
 def warmup_warnings(run: StoredRun, trials: list[dict[str, Any]], analysis: RunAnalysis
                     ) -> list[str]:
     """"total_iops at bs=4k: settled 42 s into a 30 s warm-up …" for every metric and
-    point of the workload's own series that settled late or not at all (MSER-5)."""
-    from vbench.analysis.warmup import settling_warnings
+    point of the workload's own series that settled late or not at all (MSER-5); under
+    ``phases.warmup: auto``, first the warm-up every trial took (from its phase marks)."""
+    from vbench.analysis.warmup import auto_warmup_lines, auto_warmups, settling_warnings
     from vbench.report.series import workload_settlings
 
+    out = []
+    cap = run.scenario.auto_warmup_cap
+    if cap is not None:
+        auto = auto_warmups((t for t in trials if t.get("status") == "ok"), cap)
+        out += auto_warmup_lines(auto, cap, {a.point: analysis.figures.title(a.point)
+                                             for a in auto})
     driver = _map_of(run.scenario.doc.get("workload")).get("driver")
     found = workload_settlings(run.run_dir, driver, trials)
     if not found:
-        return []
+        return out
     titles = {p: analysis.figures.title(p) for p in {s.point for s in found}}
-    return settling_warnings(found, titles)
+    return out + settling_warnings(found, titles)
 
 
 def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:

@@ -458,6 +458,10 @@ class ReportView:
         return StoredScenario(self.scenario).phases
 
     @property
+    def auto_warmup_cap(self) -> float | None:
+        return StoredScenario(self.scenario).auto_warmup_cap
+
+    @property
     def repeat(self) -> int | None:
         r = StoredScenario(self.scenario).repeat
         if r is not None:

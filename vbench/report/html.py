@@ -117,7 +117,8 @@ def _header(view: ReportView) -> list[tuple[str, str]]:
 def _method(view: ReportView) -> dict[str, str]:
     ph = view.phases
     return {
-        "warmup": fmt_duration(ph["warmup"]),
+        "warmup": (fmt_duration(ph["warmup"]) if view.auto_warmup_cap is None
+                   else f"auto (cap {fmt_duration(view.auto_warmup_cap)}; per trial below)"),
         "steady": fmt_duration(ph["steady"]),
         "cooldown": fmt_duration(ph["cooldown"]),
         "measured_window": fmt_duration(view.measured_window),

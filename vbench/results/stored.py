@@ -109,6 +109,13 @@ class StoredScenario:
         return {k: _num(ph.get(k)) for k in ("warmup", "steady", "cooldown")}
 
     @property
+    def auto_warmup_cap(self) -> float | None:
+        """``phases.warmup: auto``: its cap (``phases`` then holds no warm-up); else None."""
+        from vbench.config.warmup import auto_cap
+
+        return auto_cap(self._section("phases"))
+
+    @property
     def repeat(self) -> int | None:
         value = _num(self.doc.get("repeat"))
         return None if value is None else int(value)

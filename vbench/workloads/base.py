@@ -137,6 +137,9 @@ class TrialContext:
     groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
     vsphere: VSphereResources | None = None
     workload_window: Callable[[float, float], None] = _no_window
+    # phases.warmup: auto: ``warmup`` is its cap; a driver with ``auto_warmup`` ends it
+    # as soon as vbench.analysis.warmup.warmup_end says so (fio).
+    auto_warmup: bool = False
 
     def all_guests(self) -> list[Guest]:
         seen: dict[str, Guest] = {}
@@ -180,6 +183,9 @@ class Workload(ABC):
     # The driver acts on vCenter itself (ctx.vsphere): the run opens the vCenter of each
     # point's lab profile even when no `vm:` group is provisioned.
     needs_vcenter: ClassVar[bool] = False
+    # Takes phases.warmup: auto (TrialContext.auto_warmup): reads its own throughput
+    # while it runs and ends the warm-up when vbench.analysis.warmup.warmup_end says so.
+    auto_warmup: ClassVar[bool] = False
     # The metrics the driver makes (vbench/analysis/catalogue.py): a QoS criterion or a
     # derived figure naming another is refused before the run, with the closest names.
     # None: not declared, so names are not checked.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from vbench.analysis.catalogue import Better, Metric, metric, same_unit
+from vbench.analysis.warmup import observation_interval
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.fio import (
     DIRECTIONS,
@@ -41,6 +42,7 @@ from vbench.workloads.base import (
 from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import precondition as fio_precondition
+from vbench.workloads.fio import warmup as fio_warmup
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
@@ -117,6 +119,7 @@ class FioWorkload(Workload):
     )
 
     metrics: ClassVar[tuple[Metric, ...]] = METRICS
+    auto_warmup: ClassVar[bool] = True  # phases.warmup: auto (vbench/workloads/fio/warmup.py)
 
     params: FioParams
 
@@ -226,14 +229,24 @@ class FioWorkload(Workload):
                              fio_target.job_writes(self.params.rw, self.params.needs_prepare()))
             target = fio_disks.join_paths(paths)
         header = f"run {ctx.run_id}, point {ctx.point}, trial {ctx.trial}, guest {guest.name}"
+        # warmup: auto: the warm-up is a fio of its own (runtime: past the cap, stopped by
+        # the detector) and the measured job has no ramp (vbench/workloads/fio/warmup.py).
+        ramp = 0.0 if ctx.auto_warmup else ctx.warmup
         if user_job is not None:
-            measure = fio_jobs.adapt_user_job(user_job, ctx.warmup, ctx.steady, d, header=header,
+            measure = fio_jobs.adapt_user_job(user_job, ramp, ctx.steady, d, header=header,
                                               allow_exec=self.params.allow_exec)
         else:
             measure = fio_jobs.render_measure(
-                self.params, ctx.warmup, ctx.steady, target, header=header,
+                self.params, ramp, ctx.steady, target, header=header,
                 log_prefix=f"{d}/{fio_logs.PREFIX}")
         guest.put_text(measure, f"{d}/{MEASURE_JOB}")
+        if ctx.auto_warmup:
+            warm = (fio_jobs.adapt_user_job(user_job, 0.0, ctx.warmup + GRACE_SECONDS, d,
+                                            header=header, allow_exec=self.params.allow_exec)
+                    if user_job is not None else fio_jobs.render_measure(
+                        self.params.model_copy(update={"per_second_logs": False}), 0.0,
+                        ctx.warmup + GRACE_SECONDS, target, header=header))
+            guest.put_text(warm, f"{d}/{fio_warmup.JOB}")
         if fio_precondition.applies(self.params, ctx.point, ctx.trial):
             guest.put_text(fio_precondition.render(self.params, target, header=header),
                            f"{d}/{fio_precondition.JOB}")
@@ -293,25 +306,43 @@ class FioWorkload(Workload):
 
     def run(self, ctx: TrialContext) -> None:
         guests = self._guests(ctx)
+        if ctx.auto_warmup:
+            self._auto_warmup(ctx, guests)
         for g in guests:
             d = self._dir(ctx, g)
             self._procs[g.name] = g.start(
                 fio_argv(f"{d}/{RESULT}", f"{d}/{MEASURE_JOB}"), log=f"{d}/{LOG}")
-        ctx.mark("warmup_start")
         started = time.monotonic()
-        if ctx.warmup > 0 and ctx.cancel.wait(ctx.warmup):
-            self._kill_all()
-            raise Interrupted("fio run interrupted during warm-up")
+        ramp = 0.0 if ctx.auto_warmup else ctx.warmup  # the measured job's own warm-up
+        if not ctx.auto_warmup:
+            ctx.mark("warmup_start")
+            if ctx.warmup > 0 and ctx.cancel.wait(ctx.warmup):
+                self._kill_all()
+                raise Interrupted("fio run interrupted during warm-up")
         ctx.mark("steady_start")
         steady_start = time.time()
         self._window = (steady_start, None)
-        deadline = started + ctx.warmup + ctx.steady + GRACE_SECONDS
+        deadline = started + ramp + ctx.steady + GRACE_SECONDS
         for g in guests:
             self._wait(ctx, g, self._procs[g.name], deadline, "fio")
         ctx.mark("steady_end")
         # fio's runtime ends the steady state, not the last guest's exit seen here.
         self._window = (steady_start, min(time.time(), steady_start + ctx.steady))
         self._procs.clear()
+
+    def _auto_warmup(self, ctx: TrialContext, guests: Sequence[Guest]) -> None:
+        """``phases.warmup: auto``: a warm-up fio per guest, stopped when the detector
+        says the throughput settled, or at the cap (vbench/workloads/fio/warmup.py)."""
+        for g in guests:
+            d = self._dir(ctx, g)
+            self._procs[g.name] = g.start(
+                fio_warmup.status_argv(f"{d}/{fio_warmup.RESULT}", f"{d}/{fio_warmup.JOB}",
+                                       observation_interval(ctx.warmup)),
+                log=f"{d}/{fio_warmup.LOG}")
+        ctx.mark("warmup_start")
+        fio_warmup.run_warmup(ctx, guests, self._procs, lambda g: self._dir(ctx, g),
+                              self._kill_all)
+        self._kill_all()  # the warm-up fio: the measured one starts now
 
     def _wait(
         self, ctx: TrialContext, guest: Guest, proc: RemoteProcess,

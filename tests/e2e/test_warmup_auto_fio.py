@@ -1,0 +1,59 @@
+"""``phases.warmup: auto`` on real fio: a warm-up fio read live through its status
+output, stopped when the detector says the rate settled (well before the cap for a
+rate-capped fio), then the measured fio with no ramp; the warm-up each trial took is in
+its phase marks, the run log and the verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LocalGuests
+from tests.e2e.helpers import log_events, run_id_of, show, vbench, write_lab, write_scenario
+from vbench.analysis.warmup import BATCH, SETTLED_BATCHES, observation_interval
+
+pytestmark = pytest.mark.e2e
+
+CAP = 8.0
+
+
+def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = write_scenario(tmp_path / "s.yaml", groups=1, steady="1s",
+                       warmup=f"auto\n  warmup_cap: {CAP:g}s", repeat=2, factors="  bs: [4k]\n")
+    s.write_text(s.read_text().replace("    direct: false\n",
+                                       "    direct: false\n    rate_iops: 400\n"))
+    res = vbench("run", str(s), "--lab", str(lab))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+    step = observation_interval(CAP)  # 0.25 s: the cap leaves room for 32 observations
+    ended = [e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]
+    assert len(ended) == 2, ended  # one per trial
+    for e in ended:
+        assert e["reason"] == "settled", e  # the detector ended it, not the cap
+        assert e["interval"] == step and e["observations"] >= SETTLED_BATCHES * BATCH
+        assert e["fio_seconds"] < CAP  # on fio's clock: the controller's load is no factor
+    doc = show(run_id_of(res.stdout))
+    for trial in doc["trials"]:
+        ph = trial["phases"]
+        warm = ph["steady_start"] - ph["warmup_start"]
+        # At least the 20 observations MSER-5 needs (fio's 0.25 s intervals).
+        assert warm >= SETTLED_BATCHES * BATCH * step, ph
+    run_dir = Path(doc["run"]["run_dir"])
+    # The measured fio ran the steady window only, no ramp: its figures are the trial's.
+    results = sorted(run_dir.glob("raw/*/*/fio.json"))
+    assert len(results) == 2, results
+    for path in results:
+        job = json.loads(path.read_text())["jobs"][0]
+        assert "ramp_time" not in job["job options"]
+        assert 900 <= job["job_runtime"] <= 1100, job["job_runtime"]
+    warnings = json.loads((run_dir / "verdict.json").read_text())["warnings"]
+    lines = [w for w in warnings if w.startswith("warm-up (auto, cap 8 s) at ")]
+    assert len(lines) == 1 and "trial 1 " in lines[0] and "trial 2 " in lines[0], warnings
+    assert "the cap" not in lines[0]
+    plan = vbench("plan", str(s), "--lab", str(lab))
+    assert "warm-up auto (≤ 8s, ended by the detector)" in plan.stdout, plan.stdout
