@@ -1,4 +1,5 @@
-"""publish: send a stored run to its lab's publishing targets again."""
+"""publish: send a stored run to its lab's publishing targets again; site: a static
+site of the store for reviewers."""
 
 from __future__ import annotations
 
@@ -63,4 +64,30 @@ def _publish(store: Any, run_id: str, again: bool) -> list[Any]:
     return publish_stored(run, data, code, str(report) if report.is_file() else None)
 
 
-COMMANDS = [publish]
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), default=30, show_default=True,
+              help="The newest runs of each scenario the site shows.")
+@click.option("--fresh", is_flag=True,
+              help="Render every run's report again (default: only new and unfinished runs'"
+              " and each scenario's newest).")
+@store_options
+def site(directory: Path, limit: int, fresh: bool, store_url: str | None,
+         results_dir: Path | None) -> None:
+    """Write a static, offline site of the store into DIRECTORY: an index of scenarios
+    with their latest verdict, each scenario's trend page with its change points and
+    acknowledgements, each run's report. Relative links only: copy it to a file share."""
+    from vbench.report.site import write_site
+
+    store, _ = open_store(store_url, results_dir)
+    try:
+        done = write_site(store, directory, limit=limit, fresh=fresh,
+                          say=lambda line: click.echo(line, err=True))
+    finally:
+        store.close()
+    n, w = len(done.scenarios), done.reports_written
+    click.echo(f"site: {done.root / 'index.html'} ({n} scenario{'s' if n != 1 else ''}, "
+               f"{w} report{'s' if w != 1 else ''} written, {done.reports_kept} kept)")
+
+
+COMMANDS = [publish, site]

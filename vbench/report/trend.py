@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
@@ -46,7 +47,33 @@ svg text{font-size:11px;fill:#333}
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:50%;
 vertical-align:middle;margin-right:.3em}
 .note{color:#555;font-size:.9rem}
+nav{font-size:.9rem;margin-bottom:.5rem}
 """
+
+
+@dataclass(frozen=True)
+class ChangeMark:
+    """A change point drawn on the chart of its series: a dashed line between the last
+    run before it and the first after it (solid grey once acknowledged)."""
+
+    metric: str
+    labels: tuple[tuple[str, str], ...]  # the point's, sorted
+    before: float  # start of the last run before the change
+    after: float  # start of the first run after it
+    text: str  # what moved (the tooltip and the line's label)
+    acknowledged: bool
+
+
+@dataclass(frozen=True)
+class TrendExtras:
+    """What a static site adds to a trend page (vbench/report/site.py): navigation, links
+    from runs to their reports, change-point marks and sections of its own (pre-escaped
+    HTML, built by the site)."""
+
+    header: str = ""  # first in the body
+    run_href: Callable[[str], str | None] | None = None  # run id -> its report's href
+    marks: tuple[ChangeMark, ...] = ()
+    sections: str = ""  # after the charts, before the runs table
 
 
 def _utc(epoch: float | None, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
@@ -112,7 +139,8 @@ def _point_tip(run: HistoryRun, s: Summary, unit: str) -> str:
 
 
 def chart_svg(
-    history: History, series: HistorySeries, chart_id: str, names: Sequence[str]
+    history: History, series: HistorySeries, chart_id: str, names: Sequence[str],
+    marks: Sequence[ChangeMark] = (),
 ) -> str:
     """One point's figure over the runs: a line per variant, error bars = 95 % CI."""
     runs = history.runs
@@ -151,6 +179,9 @@ def chart_svg(
                f'transform="rotate(-90 12 {TOP + ph / 2:.1f})">{escape(label)}</text>')
     for name in names:
         out += _variant_marks(runs, series, name, _color(name, names), x, y, unit)
+    key = tuple(sorted(series.labels.items()))
+    out += _change_marks([m for m in marks if m.metric == series.metric and m.labels == key],
+                         x, TOP + ph)
     if len(names) > 1:  # which colour is which variant, in the corner
         for i, name in enumerate(names):
             lx = LEFT + pw - 14 * (len(names) - i)
@@ -209,6 +240,19 @@ def _variant_marks(
     return out
 
 
+def _change_marks(marks: Sequence[ChangeMark], x: Scale, base: float) -> list[str]:
+    out = []
+    for m in marks:
+        xx = x((m.before + m.after) / 2)
+        kind = "change acknowledged" if m.acknowledged else "change"
+        style = 'stroke="#888"' if m.acknowledged else 'stroke="#d55e00" stroke-dasharray="5 3"'
+        out.append(f'<g class="{kind}"><line x1="{xx:.1f}" x2="{xx:.1f}" y1="{TOP}" '
+                   f'y2="{base:.1f}" {style} stroke-width="1.5"/>'
+                   f'<text x="{xx + 3:.1f}" y="{TOP + 11}">{"ack" if m.acknowledged else "Δ"}'
+                   f'</text><title>{escape(m.text)}</title></g>')
+    return out
+
+
 # ------------------------------------------------------------------ the page
 
 
@@ -231,11 +275,18 @@ def _variants_table(history: History, names: Sequence[str]) -> list[str]:
             '<tbody>', *rows, "</tbody></table></section>"]
 
 
-def _runs_table(history: History, names: Sequence[str]) -> list[str]:
+def _run_cell(run_id: str, href: Callable[[str], str | None] | None) -> str:
+    link = href(run_id) if href is not None else None
+    code = f"<code>{escape(run_id)}</code>"
+    return f'<a href="{escape(link)}">{code}</a>' if link else code
+
+
+def _runs_table(history: History, names: Sequence[str],
+                href: Callable[[str], str | None] | None = None) -> list[str]:
     rows = []
     for r in reversed(history.runs):  # newest first, as `vbench ls`
         rows.append(
-            f'<tr><td><code>{escape(r.run_id)}</code>{" (baseline)" if r.baseline else ""}'
+            f'<tr><td>{_run_cell(r.run_id, href)}{" (baseline)" if r.baseline else ""}'
             f'</td><td>{escape(_utc(r.started))}</td><td>{escape(r.status)}</td>'
             f'<td><span class="swatch" style="background:{_color(r.variant, names)}"></span>'
             f'{escape(r.variant)}</td><td>{escape(r.lab or "—")}</td>'
@@ -248,7 +299,8 @@ def _runs_table(history: History, names: Sequence[str]) -> list[str]:
             "</tbody></table></section>"]
 
 
-def _metric_sections(history: History, names: Sequence[str]) -> list[str]:
+def _metric_sections(history: History, names: Sequence[str],
+                     marks: Sequence[ChangeMark] = ()) -> list[str]:
     out: list[str] = []
     n = 0
     for m in history.metrics:
@@ -265,7 +317,7 @@ def _metric_sections(history: History, names: Sequence[str]) -> list[str]:
                    '<div class="grid">')
         for s in series:
             n += 1
-            svg = chart_svg(history, s, f"trend-chart-{n}", names)
+            svg = chart_svg(history, s, f"trend-chart-{n}", names, marks)
             c = history.change(s)
             within = " (variant A)" if len(names) > 1 else ""
             change = f"; first → last{within} {c * 100:+.1f} %" if c is not None else ""
@@ -275,12 +327,15 @@ def _metric_sections(history: History, names: Sequence[str]) -> list[str]:
     return out
 
 
-def render_trend(history: History, selection: Sequence[str] = ()) -> str:
-    """The trend page of ``history``; ``selection`` says how its runs were chosen."""
+def render_trend(history: History, selection: Sequence[str] = (),
+                 extras: TrendExtras | None = None) -> str:
+    """The trend page of ``history``; ``selection`` says how its runs were chosen;
+    ``extras``: what a static site adds (navigation, run links, change points)."""
     title = f"History of {history.scenario}"
     runs = history.runs
     names = [v.name for v in history.variants] or ["A"]
-    body: list[str] = [f"<h1>{escape(title)}</h1>"]
+    extras = extras or TrendExtras()
+    body: list[str] = [extras.header, f"<h1>{escape(title)}</h1>"]
     if not runs:
         body.append(f'<p class="sub">No stored run matches ({escape("; ".join(selection))}).'
                     "</p>")
@@ -292,8 +347,9 @@ def render_trend(history: History, selection: Sequence[str] = ()) -> str:
                     "the baseline run.</p>")
         if len(history.variants) > 1:
             body += _variants_table(history, names)
-        body += _metric_sections(history, names)
-        body += _runs_table(history, names)
+        body += _metric_sections(history, names, extras.marks)
+        body.append(extras.sections)
+        body += _runs_table(history, names, extras.run_href)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
