@@ -202,3 +202,29 @@ def test_verdict_warnings_and_testbed_lines() -> None:
     assert lines[0] == "  lab hygiene: 1 ok, 1 warn, 0 fail"
     assert lines[1] == "    warn: drs cluster C1: DRS …"
     assert hygiene_warnings({"testbed": None}) == [] and hygiene_lines(None) == []
+
+
+def test_report_tables_lead_with_disturbances_and_hygiene() -> None:
+    from vbench.report.sections import testbed_tables
+
+    testbed = {
+        "hosts": [{"name": "esx1", "power_policy": "dynamic"}],
+        "hygiene": [r.Finding("power_policy", "host esx1", "warn", "balanced", "x").to_json()],
+        "disturbances": [{"id": "point 1 trial 1 #1", "point": 0, "trial": 1,
+                          "action": "flag", "text": "vMotion of g1 at 12:00:01"}],
+    }
+    titles = [t.title for t in testbed_tables(testbed)]
+    assert titles[:3] == ["Disturbed trials", "Lab hygiene", "Hosts"]
+
+
+def test_a_changed_power_policy_is_a_testbed_difference() -> None:
+    from vbench.analysis.figures import fact_differences
+
+    def run(state: str) -> dict:
+        finding = r.Finding("power_policy", "host esx1", "ok", state, f"host esx1: {state}")
+        return {"testbed": {"hygiene": [finding.to_json()]}}
+
+    diffs = {d.key: (d.a, d.b) for d in fact_differences(run("balanced"),
+                                                          run("high-performance"))}
+    assert diffs["testbed.hygiene[power_policy host esx1].state"] == ("balanced",
+                                                                     "high-performance")

@@ -206,7 +206,9 @@ def scenario_section(view: ReportView) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ testbed
 
-_TESTBED_TITLES = {"vcenters": "vCenters", "clusters": "Clusters", "hosts": "Hosts",
+# Disturbed trials and the lab's hygiene first: what a reviewer must see before the rest.
+_TESTBED_TITLES = {"disturbances": "Disturbed trials", "hygiene": "Lab hygiene",
+                   "vcenters": "vCenters", "clusters": "Clusters", "hosts": "Hosts",
                    "datastores": "Datastores", "vms": "Virtual machines"}
 
 
