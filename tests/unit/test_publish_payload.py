@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -12,8 +13,10 @@ from pydantic import ValidationError
 from vbench.config.publish import Publish
 from vbench.errors import ConfigValidationError
 from vbench.publish.payload import (
+    Alert,
     PointFigure,
     RunFacts,
+    alerts_of,
     facts_of,
     grouping_path,
     prometheus_text,
@@ -52,7 +55,40 @@ def test_the_group_path_survives_slashes_and_empty_values() -> None:
     assert parts[6:] == ["lab@base64", "="]
 
 
-def test_facts_read_figures_and_regressions_from_the_summary() -> None:
+def _check(metric: str, base: float, now: float, status: str, triage: str = "") -> Any:
+    from vbench.analysis.compare import Significance
+    from vbench.analysis.regression import RegressionCheck
+    from vbench.analysis.stats import Summary
+
+    def summary(mean: float) -> Summary:
+        return Summary(3, mean, mean, 1.0, mean, mean, 0.01, None, None, False, None)
+
+    return RegressionCheck("bs=4k", {"bs": "4k"}, metric, "IO/s", "higher", summary(base),
+                           summary(now), Significance(True, "mann-whitney", 0.01, "p=0.01"),
+                           None, status, triage=triage)
+
+
+def test_alerts_are_what_tonight_fails_on_once() -> None:
+    from vbench.analysis.changepoints import Change
+    from vbench.analysis.nightly import SeriesChange
+    from vbench.analysis.regression import RegressionResult
+
+    new = SeriesChange("s", "lab1", "ff", "lat", "ms", "lower", {"bs": "4k"}, "bs=4k",
+                       Change(5, 1.0, 1.3, 0.3, 1e-6, 5, 3), "r6", "r5", 0.0, 0.05, None)
+    reg = RegressionResult(
+        None, (_check("iops", 100.0, 80.0, "regression"),
+               _check("bw", 100.0, 80.0, "regression", triage="acknowledged by ana"),
+               _check("cpu", 100.0, 99.0, "ok")),
+        0.05, 0.05, changes=(new,), failing_changes=(new,))
+    alerts = alerts_of(reg)
+    assert [(a.kind, a.metric, a.point) for a in alerts] == [
+        ("regression", "iops", "bs=4k"), ("change", "lat", "bs=4k")]
+    assert alerts[0].change == pytest.approx(-0.2) and alerts[1].change == 0.3
+    assert "lat at bs=4k" in alerts[1].text
+    assert alerts_of(None) == ()
+
+
+def test_facts_read_figures_from_the_summary() -> None:
     doc = {"run_id": "r1", "scenario_name": "s", "status": "ok", "tags": ["nightly"],
            "points": [{"title": "bs=4k", "labels": {"bs": "4k"}, "figures": {
                "iops": {"unit": "IO/s", "n": 3, "mean": 10.0, "ci_low": float("nan"),
@@ -62,8 +98,9 @@ def test_facts_read_figures_and_regressions_from_the_summary() -> None:
                 "message": "-9 %", "change": -0.09},
                {"point": "bs=4k", "metric": "lat", "status": "ok", "message": ""}]},
            "verdict": {"status": "answered", "answers": [{"text": "iops 10 at bs=4k"}]}}
+    alert = Alert("regression", "iops", "bs=4k", "-9 %", -0.09)
     facts = facts_of(doc, {"lab": {"name": "lab1"}, "lab_fingerprint": "ff",
-                           "ended": 5.0}, 1, None)
+                           "ended": 5.0}, 1, None, [alert])
     assert (facts.lab, facts.exit_code, facts.verdict_text) == ("lab1", 1, "iops 10 at bs=4k")
     [fig] = facts.figures
     assert (fig.mean, fig.ci_low, fig.ci_high, fig.n) == (10.0, None, 12.0, 3)

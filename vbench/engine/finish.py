@@ -246,10 +246,12 @@ def publish_stored(run: StoredRun, data: ReportData, exit_code: int,
     `vbench publish RUN --again` of a run that never published)."""
     from vbench.config.publish import Publish
     from vbench.publish import facts_of, publish_run
+    from vbench.publish.payload import alerts_of
     from vbench.report.build import summary_json_of
 
     spec = Publish.model_validate((run.record.get("lab") or {}).get("publish"))
-    facts = facts_of(summary_json_of(data), run.record, exit_code, report)
+    facts = facts_of(summary_json_of(data), run.record, exit_code, report,
+                     alerts_of(data.regression))
     return publish_run(Path(run.run_dir), spec, facts)
 
 

@@ -8,7 +8,10 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vbench.analysis.regression import RegressionResult
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Alert:
     """A change worth a person's attention: a regression against the baseline, or (when
     change-point detection reports one) a change point the run is the first after."""
 
-    kind: str  # regression | change
+    kind: str  # regression (against the baseline) | change (a new change point)
     metric: str
     point: str
     text: str
@@ -61,11 +64,24 @@ def _num(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def alerts_of(regression: RegressionResult | None) -> tuple[Alert, ...]:
+    """What the run's check alerts on, once (as its exit code does): the pairwise
+    regressions no known change explains, and the unacknowledged regression change
+    points first seen tonight (vbench/analysis/nightly_check.py). A change acknowledged,
+    or alerted on an earlier night, is not an alert again."""
+    if regression is None:
+        return ()
+    out = [Alert("regression", c.metric, c.title or "all", c.message, c.change)
+           for c in regression.regressions]
+    out += [Alert("change", c.metric, c.title or "all", c.text(), c.change.relative)
+            for c in regression.failing_changes]
+    return tuple(out)
+
+
 def facts_of(doc: Mapping[str, Any], record: Mapping[str, Any], exit_code: int,
              report: str | None, alerts: Sequence[Alert] = ()) -> RunFacts:
     """The facts of a run from its summary document (summary.json), its stored record
-    (lab, fingerprint, times) and how it ended. ``alerts`` come on top of the regression
-    checks the document holds (a change-point detector's, for instance)."""
+    (lab, fingerprint, times), how it ended and what it alerts on (:func:`alerts_of`)."""
     verdict = doc.get("verdict") or {}
     answers = verdict.get("answers") or []
     lab = record.get("lab") or {}
@@ -83,7 +99,7 @@ def facts_of(doc: Mapping[str, Any], record: Mapping[str, Any], exit_code: int,
         ended=_num(record.get("ended")),
         report=report,
         figures=tuple(_figures(doc)),
-        alerts=(*_regressions(doc.get("regression")), *alerts),
+        alerts=tuple(alerts),
     )
 
 
@@ -97,14 +113,6 @@ def _figures(doc: Mapping[str, Any]) -> list[PointFigure]:
                                    _num(f.get("mean")), _num(f.get("ci_low")),
                                    _num(f.get("ci_high")), int(f.get("n") or 0)))
     return out
-
-
-def _regressions(reg: Mapping[str, Any] | None) -> list[Alert]:
-    if not reg:
-        return []
-    return [Alert("regression", str(c["metric"]), str(c.get("point") or "all"),
-                  str(c.get("message") or ""), _num(c.get("change")))
-            for c in reg.get("checks") or () if c.get("status") == "regression"]
 
 
 # --- Prometheus ----------------------------------------------------------------------
