@@ -65,7 +65,7 @@ def test_every_yaml_example_in_docs_validates(tmp_path: Path, doc: str, block: s
     data = yaml.safe_load(block)
     p = tmp_path / "example.yaml"
     p.write_text(block)
-    if "workload" in data:
+    if "workload" in data or "workloads" in data:
         build_plan(load_scenario(p))
     else:
         load_lab(p)

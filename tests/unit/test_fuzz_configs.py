@@ -202,8 +202,8 @@ def test_mutated_studies_without_a_catalog_scenario_validate_or_exit_2_located(
         assert vbench(["validate", str(sources[name])])[0] == 0, name  # the study is valid
     import yaml
 
-    cataloged = {yaml.safe_load(p.read_text(encoding="utf-8"))["workload"]["driver"]
-                 for p in SCENARIOS}
+    cataloged = {d for p in SCENARIOS
+                 for d in drivers_of(yaml.safe_load(p.read_text(encoding="utf-8")))}
     studied = {yaml.safe_load(t)["workload"]["driver"] for t in STUDIES.values()}
     assert set(driver_names()) <= cataloged | studied, "a driver with no study to fuzz"
     rng = random.Random(SEED + 2)
@@ -312,13 +312,21 @@ def string_fields(model: type, data: object, prefix: str = "") -> list[str]:
     return out
 
 
+def drivers_of(doc: dict) -> list[str]:
+    """The drivers a scenario runs: its workload's, or each of its `workloads:`."""
+    if "workload" in doc:
+        return [doc["workload"]["driver"]]
+    return [w["driver"] for w in (doc.get("workloads") or {}).values()]
+
+
 def driver_scenarios(tmp_path: Path) -> dict[str, Path]:
     import yaml
 
     out: dict[str, Path] = {}
     for path in SCENARIOS:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        out.setdefault(doc["workload"]["driver"], path)
+        if "workload" in doc:  # a `workloads:` bundle's drivers have their own scenarios
+            out.setdefault(doc["workload"]["driver"], path)
     parm = tmp_path / "fuzz.parm"
     parm.write_text("sd=sd1,lun=/dev/null\n")
     for driver, doc in MINIMAL.items():

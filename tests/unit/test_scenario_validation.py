@@ -54,8 +54,8 @@ def test_unknown_key_names_position_and_suggests(tmp_path: Path) -> None:
         f"{tmp_path / 's.yaml'}:13:1: repaet: unknown key 'repaet' (did you mean 'repeat'? "
         "expected one of: budget, collectors, derived, description, disturbance, exclude, "
         "factors, lab_hygiene, label, name, phases, profile, "
-        "qos, regression, repeat, report, search, settings, steady_state, topology, version, "
-        "workload, zip)"
+        "qos, regression, repeat, report, search, settings, steady_state, tiles, topology, "
+        "version, workload, workloads, zip)"
     ]
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vbench.analysis.aggregate import trial_values
 from vbench.config.labels import render_label
+from vbench.config.tiles import TILE_LABEL
 from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -86,7 +87,10 @@ class RunFigures:
         acc: dict[int, list[float]] = {}
         for idx, trial, value in zip(rows.index, rows["trial"], rows["value"], strict=True):
             labels = self._labels(int(idx), rows.at[idx, "labels"])
-            if all(labels.get(k) == v for k, v in where.items()):
+            # A tile's figure is the one of exactly these labels: its fio job or operation
+            # figures (more labels) are not averaged into the tile's aggregate.
+            if (labels == dict(where)) if TILE_LABEL in where else \
+                    all(labels.get(k) == v for k, v in where.items()):
                 f = _finite(value)
                 acc.setdefault(int(trial), [])
                 if f is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.figures import RunFigures, convert, present
 from vbench.config.scenario import QosCriterion, Scenario
+from vbench.config.tiles import within_tiles
 from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -113,6 +114,11 @@ def parse_criteria(scenario: Mapping[str, Any]) -> tuple[list[QosCriterion], lis
             out.append(QosCriterion.model_validate(raw))
         except ValueError as exc:
             problems.append(f"qos[{i}] ignored: {exc}".splitlines()[0])
+    if scenario.get("workloads"):  # each workload's own criteria, per tile
+        from vbench.analysis.tiles import tile_criteria
+
+        more, why = tile_criteria(scenario)
+        out, problems = [*out, *more], [*problems, *why]
     return out, problems
 
 
@@ -221,7 +227,8 @@ def evaluate_qos(figures: RunFigures, criteria: Sequence[QosCriterion]) -> QosRe
             problems.append(f"QoS {criterion_name(c)}: no metric {c.metric!r} in this run")
         points = [p for p in sorted(figures.points) if _applies(figures.points[p], c.at)]
         for subject in _subjects(c.where):
-            checks.extend(_check(figures, c, i, subject, p, known) for p in points)
+            checks.extend(_check(figures, c, i, subject, p, known) for p in points
+                          if within_tiles(figures.points[p], subject))
     names = tuple(dict.fromkeys(criterion_name(c) for c in criteria))
     return QosResult(tuple(checks), names, tuple(problems))
 

@@ -27,6 +27,8 @@ def bind_roles(
     optional: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """Map every driver role to a topology group; ``optional`` roles may stay unbound."""
+    if scenario.workload is None:  # `workloads:` bind per member (engine/bundle_plan.py)
+        return {}
     groups = list(scenario.topology)
     roles: dict[str, str] = {}
     issues: list[ConfigIssue] = []

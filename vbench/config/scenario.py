@@ -243,6 +243,26 @@ class QosCriterion(Strict):
     )
 
 
+class MemberSpec(WorkloadSpec):
+    """One workload of a consolidation bundle (``workloads:``; docs/consolidation.md)."""
+
+    qos: list[QosCriterion] = Field(
+        default_factory=list, description="criteria on this workload's own metrics, checked "
+        "per tile (a tile passes when every workload of it passes)")
+    score: str | None = Field(None, description="metric the tile score normalises (default: "
+                              "the driver's headline metric)")
+    reference: float | None = Field(
+        None, gt=0, description="reference value of `score` (e.g. from a baseline run; "
+        "default: its mean at this run's one-tile point)")
+
+
+class TilesSpec(Strict):
+    """Replicate the bundle of `workloads` (docs/consolidation.md)."""
+
+    count: int = Field(ge=1, le=1000, description="tiles: each has its own copy of the "
+                       "workloads' groups (web-1 … web-N); a factor or search may set it")
+
+
 class Derived(Strict):
     """A figure computed from stored metrics (normalised, speedup, ratio …)."""
 
@@ -495,7 +515,12 @@ class Scenario(Strict):
     topology: dict[str, GroupSpec] = Field(
         default_factory=dict, description="guest groups (none when the driver needs no guests)"
     )
-    workload: WorkloadSpec = Field(description="the workload driver and its parameters")
+    workload: WorkloadSpec | None = Field(
+        None, description="the workload driver and its parameters (or `workloads`)")
+    workloads: dict[str, MemberSpec] | None = Field(
+        None, description="several workloads in one trial, name -> driver, roles, params, "
+        "qos (docs/consolidation.md); instead of `workload`")
+    tiles: TilesSpec | None = Field(None, description="replicate the `workloads` bundle")
     factors: dict[str, Factor] = Field(default_factory=dict, description="the matrix")
     profile: str | None = Field(
         None, description="lab profile of every point, after the ones its factor levels "
@@ -568,6 +593,15 @@ class Scenario(Strict):
             if not re.fullmatch(NAME, name):  # match() would let a trailing newline by
                 raise ValueError(f"group name {name!r} must match {NAME}")
         return v
+
+    @model_validator(mode="after")
+    def _one_workload_form(self) -> Scenario:
+        from vbench.config.tiles import bundle_problems
+
+        problems = bundle_problems(self)
+        if problems:
+            raise located(problems)
+        return self
 
     @model_validator(mode="after")
     def _steady_state_alone(self) -> Scenario:

@@ -229,7 +229,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             unbuilt = True
             continue
         errors, found = _driver_findings(driver_cls, spec, point, point_groups, lab)
-        issues.extend((spec.source or src).issue(("workload", "params", *_keys(f.path)),
+        issues.extend((spec.source or src).issue((*_keys(f.root), *_keys(f.path)),
                                                  f.message) for f in errors)
         findings.update(((f.level, f.path, f.message), _located(f, spec.source or src))
                         for f in found)
@@ -326,8 +326,23 @@ def _search_bound(
 
 
 def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ...]]:
-    sc, src = spec.scenario, spec.source
-    assert sc is not None and src is not None
+    sc = spec.scenario
+    assert sc is not None
+    if sc.tiles is None:
+        return _bound(sc, spec, lab)
+    # Tiles: each group a workload runs on is bound once for every tile, then split.
+    from vbench.config.tiles import split_tiles, tiled_topology
+    from vbench.engine.bundle_plan import tiled_groups
+
+    tiled = tiled_groups(sc)
+    wide = sc.model_copy(update={"topology": tiled_topology(sc, tiled)})
+    return split_tiles(sc, _bound(wide, spec, lab), tiled)
+
+
+def _bound(sc: Scenario, spec: PointSpec, lab: Loaded[Lab] | None
+           ) -> dict[str, tuple[str, ...]]:
+    src = spec.source
+    assert src is not None
     if lab is not None:
         groups = bind_groups(sc, lab.model, src, lab.source.file)
         # The point's lab profiles place `vm:` groups elsewhere or swap nodes.
@@ -382,6 +397,10 @@ def _vcenters_or_none(sc: Scenario, lab: Lab) -> dict[str, str]:
 def get_driver_located(scenario: Scenario, src: Any) -> type[Workload]:
     from vbench.errors import ConfigError
 
+    if scenario.workload is None:  # several workloads in one trial
+        from vbench.engine.bundle import Bundle
+
+        return Bundle
     try:
         return get_driver(scenario.workload.driver)
     except ConfigError as exc:
@@ -397,6 +416,10 @@ def _plan_point(
     sc = spec.scenario
     assert sc is not None and spec.source is not None
     _check_auto_warmup(spec, None if sc.workload is None else driver_cls)
+    if sc.workload is None:
+        from vbench.engine.bundle_plan import bundle_point
+
+        return bundle_point(spec, groups)
     params = validate_model(
         driver_cls.Params, spec.source, ("workload", "params"), sc.workload.params
     )

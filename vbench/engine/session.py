@@ -40,7 +40,6 @@ from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
 from vbench.results.stored import StoredRun
 from vbench.vsphere.journal import pending
-from vbench.workloads.base import get_driver
 
 
 @dataclass(frozen=True)
@@ -384,7 +383,7 @@ def _store_run(
             overrides=tuple(req.sets),
             run_dir=str(rundir.path),
             headline=headline_of(plan),
-            metrics=stored_catalogue(plan.scenario, get_driver(plan.driver),
+            metrics=stored_catalogue(plan.scenario, type(plan.points[0].workload),
                                      (p.workload.params for p in plan.points)),
         ))
     rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
@@ -579,4 +578,6 @@ def headline_of(plan: Plan) -> tuple[str, ...]:
     if not plan.points:
         return ()
     can = {m for p in plan.points for m in type(p.workload).headline_for(p.workload.params)}
-    return tuple(m for m in type(plan.points[0].workload).headline_metrics if m in can)
+    first = plan.points[0].workload  # a `workloads:` bundle orders its members' headlines
+    order = type(first).headline_metrics or type(first).headline_for(first.params)
+    return tuple(m for m in order if m in can)
