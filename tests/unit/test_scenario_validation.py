@@ -52,7 +52,7 @@ def test_unknown_key_names_position_and_suggests(tmp_path: Path) -> None:
     msgs = messages(tmp_path, GOOD.replace("repeat: 3", "repaet: 3"))
     assert msgs == [
         f"{tmp_path / 's.yaml'}:13:1: repaet: unknown key 'repaet' (did you mean 'repeat'? "
-        "expected one of: budget, collectors, derived, description, disturbance, exclude, "
+        "expected one of: aa, budget, collectors, derived, description, disturbance, exclude, "
         "factors, lab_hygiene, label, name, phases, profile, "
         "qos, regression, repeat, report, search, settings, steady_state, tiles, topology, "
         "version, workload, workloads, zip)"

@@ -286,6 +286,13 @@ def _plan_text(
     "last:K, tag:NAME or a run id (alone: regression.baseline of the scenario, default "
     "auto). Put it after SCENARIO.",
 )
+@click.option(
+    "--aa", "aa_runs", type=int, is_flag=False, flag_value=0, default=None,
+    metavar="[N]",
+    help="An A/A test: N runs back to back (alone: the scenario's aa.runs, default 5), "
+    "tagged aa, whose run-to-run noise per metric is stored with the lab fingerprint as "
+    "the floor of the minimum effect of regression checks and change points.",
+)
 @json_option
 @click.pass_context
 @one_json_document
@@ -303,6 +310,7 @@ def run(
     no_report: bool,
     fail_on_qos: bool,
     regression_spec: str | None,
+    aa_runs: int | None,
     as_json: bool,
 ) -> None:
     """Execute a scenario in a lab, store every figure and write the report."""
@@ -326,15 +334,45 @@ def run(
         for f in session.plan.findings:
             click.echo(f"{f.at or scenario}: {f.where}: {f.level}: {f.message}",
                        err=True)
+        options = FinishOptions(lab, regression_spec, fail_on_qos, write_report=not no_report,
+                                as_json=as_json, width=output_width())
+        from vbench.engine.aa import aa_count
+
+        count = aa_count(aa_runs, session.plan.scenario.aa)
+        if count is not None:
+            ctx.exit(_run_aa(request, store, rdir, count, options, as_json))
         progress = RichProgress(kept=Kept.of(store, resume) if resume else None)
         outcome, rundir = execute(session, store, rdir, progress=progress)
-        result = finish_run(store, outcome, rundir, FinishOptions(
-            lab, regression_spec, fail_on_qos, write_report=not no_report, as_json=as_json,
-            width=output_width()))
+        result = finish_run(store, outcome, rundir, options)
     finally:
         store.close()
     _print_result(result, progress.console, as_json)
     ctx.exit(result.exit_code)
+
+
+def _run_aa(request: Any, store: Store, rdir: Path, count: int, options: Any,
+            as_json: bool) -> int:
+    """`vbench run --aa`: the runs, each printed as it ends, then the noise measured."""
+    from vbench.cli.progress import RichProgress
+    from vbench.engine.aa import run_aa
+    from vbench.report.changesfmt import noise_lines
+
+    if request.resume:
+        raise click.UsageError("--aa starts new runs: it cannot --resume one")
+    progress = RichProgress()
+    found = run_aa(request, store, rdir, count, options, lambda: progress,
+                   on_run=lambda r: click.echo(r.last_line, err=True) if as_json
+                   else _print_result(r, progress.console, False))
+    say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
+    for line in noise_lines(found.runs, found.series, found.stored, found.lab_fingerprint):
+        say(line)
+    if as_json:
+        click.echo(json.dumps({
+            "runs": [r.run_id for r in found.runs], "lab_fingerprint": found.lab_fingerprint,
+            "noise": [{"metric": s.metric, "unit": s.unit, "labels": dict(s.labels),
+                       "cv": s.cv, "means": list(s.means)} for s in found.series],
+            "stored": found.stored, "exit_code": found.exit_code}, indent=2))
+    return found.exit_code
 
 
 def _print_result(result: RunResult, console: Any, as_json: bool) -> None:

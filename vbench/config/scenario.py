@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from vbench.config.aa import AaSpec
 from vbench.config.hookspec import HookSpec, value_text
 from vbench.config.hygiene import DisturbanceSpec, LabHygiene
 from vbench.config.levels import is_size, search_level, size_text
@@ -554,6 +555,11 @@ class Scenario(Strict):
     )
     regression: RegressionSpec = Field(
         default_factory=RegressionSpec, description="regression check against a baseline"
+    )
+    aa: AaSpec | None = Field(
+        None, description="an A/A test: `vbench run` makes `runs` runs back to back and "
+        "stores their run-to-run noise per metric with the lab fingerprint, the floor of "
+        "the minimum effect of regression checks and change points (docs/nightly.md)",
     )
     report: ReportSpec = Field(default_factory=ReportSpec, description="report layout")
     settings: Settings = Field(default_factory=Settings, description="engine settings")

@@ -83,3 +83,25 @@ def changes_json(hist: History, found: Sequence[SeriesChange]) -> dict[str, Any]
                  for fp, w in lab_series(hist).items()],
         "changes": [change_json(c) for c in found],
     }
+
+
+def noise_lines(runs: Sequence[Any], series: Sequence[Any], stored: int,
+                lab_fingerprint: str) -> list[str]:
+    """What `vbench run --aa` prints at the end: each series' run-to-run noise."""
+    ok = [r for r in runs if r.status == "ok"]
+    if not series:
+        return [f"A/A: {len(ok)} of {len(runs)} runs completed: too few to measure the "
+                "noise (nothing stored)"]
+    headline = set(ok[0].run.headline) if ok else set()
+    shown = [s for s in series if s.metric in headline and s.cv is not None] or [
+        s for s in series if s.cv is not None]
+    out = [f"A/A: {len(ok)} runs back to back ({', '.join(r.run_id for r in ok)}); "
+           f"run-to-run noise (stdev of the run means / their mean), stored for lab "
+           f"fingerprint {lab_fingerprint or '-'} ({stored} series; the headline "
+           f"metrics shown):"]
+    width = max((len(s.metric) for s in shown), default=0)
+    for s in shown:
+        where = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())) or "all"
+        out.append(f"  {s.metric:<{width}}  {where}  {_pct(s.cv)}"
+                   f"  (runs: {', '.join(f'{m:.4g}' for m in s.means)} {s.unit})")
+    return out
