@@ -219,6 +219,26 @@ def test_tune_is_restored_by_cleanup_after_kill_9(sim: Sim) -> None:
     assert _overrides(sim) == []
 
 
+def test_tune_is_restored_after_ctrl_c(sim: Sim) -> None:
+    home = Path(os.environ["VBENCH_HOME"])
+    scenario = sim.scenario("s.yaml", lab_hygiene={"tune": True, "power_policy": "ignore"},
+                            phases={"warmup": "0s", "steady": "60s"})
+    proc = vbench_popen("run", str(scenario), "--lab", str(sim.lab))
+    try:
+        wait_for(logged(home, "phase_mark", mark="steady_start"), 120, "the steady window")
+        assert [n for n in _overrides(sim) if n.startswith("vb-")]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    (run_dir,) = [d for d in (home / "results").glob("*") if (d / "log.jsonl").is_file()]
+    assert [r["state"] for r in _journal(run_dir)] == ["applying", "applied", "undone"]
+    assert _overrides(sim) == []
+
+
 def _journal(run_dir: Path) -> list[dict[str, Any]]:
     import json
 

@@ -228,3 +228,13 @@ def test_a_changed_power_policy_is_a_testbed_difference() -> None:
                                                           run("high-performance"))}
     assert diffs["testbed.hygiene[power_policy host esx1].state"] == ("balanced",
                                                                      "high-performance")
+
+
+def test_what_a_disturbed_trial_gets() -> None:
+    from vbench.engine.hygiene import disturbed_action
+
+    assert disturbed_action(DisturbanceSpec(), 0) == "flag"
+    assert disturbed_action(DisturbanceSpec(action="fail"), 0) == "fail"
+    retry = DisturbanceSpec(action="retry", retries=2)
+    assert [disturbed_action(retry, n) for n in range(4)] == ["retried", "retried", "flag",
+                                                               "flag"]

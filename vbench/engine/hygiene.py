@@ -137,15 +137,16 @@ class RunHygiene:
             return result
         key = (result.point, result.trial)
         tries = self._attempts.get(key, 0)
-        again = self.watch.action == "retry" and tries < self.watch.retries
-        self._record(result, found, steady[0], "retried" if again else self.watch.action)
+        action = disturbed_action(self.watch, tries)
+        again = action == "retried"
+        self._record(result, found, steady[0], action)
         if again:
             self._attempts[key] = tries + 1
             self.notice(f"point {point.index + 1} trial {result.trial} disturbed: "
                         f"{self.disturbed[-1]['text']}; running it again "
                         f"({tries + 1} of {self.watch.retries})")
             return None
-        if self.watch.action == "fail":
+        if action == "fail":
             return replace(result, status="failed",
                            error=f"disturbed: {self.disturbed[-1]['text']}")
         return result
@@ -194,6 +195,14 @@ class RunHygiene:
                 fh.write(json.dumps(entry) + "\n")
         self._publish()
         self.on_change()
+
+
+def disturbed_action(watch: DisturbanceSpec, tries: int) -> str:
+    """What a disturbed trial gets: ``retried`` (run again; ``tries``: how many times it
+    already was), ``fail``, or ``flag`` (kept; also a retry whose attempts are spent)."""
+    if watch.action == "retry":
+        return "retried" if tries < watch.retries else "flag"
+    return watch.action
 
 
 def read_all(lab: Lab, sessions: Any, vcenters: Sequence[str], placements: Sequence[Any],
