@@ -76,6 +76,7 @@ def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
         out, _ = queued.communicate(timeout=180)
         assert queued.returncode == 0, err_file.read_text()[-3000:]
         assert ": ok (" in out.strip().splitlines()[-1]
+        assert "lab e2e is free after " in err_file.read_text()
         who = vbench("lab", "who", str(lab), *store_args)
         assert "lab e2e (" in who.stdout and "): free" in who.stdout
     finally:

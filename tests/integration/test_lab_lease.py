@@ -86,6 +86,7 @@ def test_a_queued_taker_gets_the_lab_when_it_is_given_back(store: Store, store_u
             lease = take_lease(other, lambda: me("run-2"), wait=True,
                                on_wait=lambda h, _s: told.append(h.run_id if h else "?"))
             got.append(lease.holder.run_id)
+            assert lease.waited > 0
             lease.release()
 
     t = threading.Thread(target=queue)

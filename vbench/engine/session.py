@@ -240,6 +240,8 @@ def _take_lease(live: _Live) -> Lease:
     lease = take_lease(live.store, describe, wait=req.wait, on_wait=waiting,
                        cancel=live.cancel)
     live.run_id = lease.holder.run_id
+    if lease.waited and live.notice is not None:
+        live.notice(f"lab {lab.name} is free after {lease.waited:.0f} s: starting")
     return lease
 
 

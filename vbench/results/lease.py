@@ -56,8 +56,9 @@ class Holder:
 
     @classmethod
     def me(cls, lab: str, fingerprint: str, run_id: str, scenario: str = "") -> Holder:
+        # The scenario's name is cut: PostgreSQL keeps 1 kB of a session's last statement.
         return cls(lab, fingerprint, run_id, os.getpid(), socket.gethostname(), time.time(),
-                   scenario)
+                   scenario[:200])
 
     def text(self, now: float | None = None) -> str:
         """``run R (pid 1234 on host h, since 2026-11-27 05:41:02 UTC, 3 min ago)``."""
@@ -100,6 +101,7 @@ class Lease:
 
     def __init__(self, holder: Holder, release: Callable[[], None]) -> None:
         self.holder = holder
+        self.waited = 0.0  # seconds it queued behind another holder
         self._release: Callable[[], None] | None = release
 
     def release(self) -> None:
@@ -132,6 +134,7 @@ def take_lease(
         me = describe()
         lease = backend.try_take(me)
         if lease is not None:
+            lease.waited = time.monotonic() - start if told is not None else 0.0
             return lease
         if not wait:
             raise LabBusy(me.lab, _first(backend.holders(me.fingerprint)))
