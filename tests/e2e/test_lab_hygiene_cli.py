@@ -239,6 +239,33 @@ def test_tune_is_restored_after_ctrl_c(sim: Sim) -> None:
     assert _overrides(sim) == []
 
 
+def test_lab_tune_proposes_applies_and_undoes(sim: Sim) -> None:
+    existing = {"existing": ["DC0_C0_RP0_VM0"], "cluster": "DC0_C0"}
+    s = sim.scenario("s.yaml", topology={"storage": {"count": 1, "vm": existing}})
+    res = vbench("lab", "tune", str(sim.lab), "--scenario", str(s))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "propose: cluster DC0_C0: DRS override manual for VM DC0_C0_RP0_VM0 (now no " \
+        "override)" in res.stdout
+    assert "propose: host DC0_C0_H0: power policy high-performance (now balanced)" in res.stdout
+    assert _overrides(sim) == []  # a proposal changes nothing
+    # vcsim has no host power system: the power-policy change fails, and says so.
+    failed = vbench("lab", "tune", str(sim.lab), "--scenario", str(s), "--apply")
+    assert failed.returncode == 3 and "power policy high-performance" in failed.stderr
+    undone = vbench("lab", "tune", str(sim.lab), "--undo")  # the override made before it
+    assert undone.returncode == 0 and "restored cluster DC0_C0" in undone.stdout
+    drs_only = sim.scenario("d.yaml", topology={"storage": {"count": 1, "vm": existing}},
+                            lab_hygiene={"power_policy": "ignore"})
+    applied = vbench("lab", "tune", str(sim.lab), "--scenario", str(drs_only), "--apply")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "applied: cluster DC0_C0: DRS override manual for VM DC0_C0_RP0_VM0" in applied.stdout
+    assert _overrides(sim) == ["DC0_C0_RP0_VM0"]
+    again = vbench("lab", "tune", str(sim.lab), "--scenario", str(drs_only))
+    assert "nothing to change now" in again.stdout
+    res = vbench("lab", "tune", str(sim.lab), "--undo")
+    assert res.returncode == 0 and _overrides(sim) == []
+    assert "nothing to restore" in vbench("lab", "tune", str(sim.lab), "--undo").stdout
+
+
 def _journal(run_dir: Path) -> list[dict[str, Any]]:
     import json
 

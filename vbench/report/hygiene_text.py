@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 ACTIONS = {"flag": "disturbed", "fail": "failed, disturbed", "retried": "run again, disturbed"}
+# Whether the disturbed attempt's figures are in the statistics, said with it.
+COUNTED = {"flag": "kept in the statistics", "fail": "left out of the statistics",
+           "retried": "that attempt is not stored"}
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -18,9 +21,13 @@ def _findings(testbed: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def disturbance_line(d: Mapping[str, Any]) -> str:
-    """"point 1 trial 2 disturbed: vMotion of guest1 to esx2 at 12:03:04, 21 s into …"."""
-    what = ACTIONS.get(str(d.get("action")), "disturbed")
-    return f"point {int(d.get('point') or 0) + 1} trial {d.get('trial')} {what}: {d.get('text')}"
+    """"point 1 trial 2 disturbed: vMotion of guest1 to esx2 at 12:03:04, 21 s into the
+    steady window (kept in the statistics)"."""
+    action = str(d.get("action"))
+    what = ACTIONS.get(action, "disturbed")
+    counted = f" ({COUNTED[action]})" if action in COUNTED else ""
+    return (f"point {int(d.get('point') or 0) + 1} trial {d.get('trial')} {what}: "
+            f"{d.get('text')}{counted}")
 
 
 def hygiene_warnings(run: Mapping[str, Any]) -> list[str]:
