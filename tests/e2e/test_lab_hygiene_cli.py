@@ -127,6 +127,11 @@ def test_findings_read_from_vcsim_in_lab_check_and_the_testbed(sim: Sim) -> None
         f"it may migrate vb-{run_id}-storage-1 during a trial (`vbench lab tune` overrides "
         "it to manual for them)")
     assert found["power_policy host DC0_C0_H1"]["state"] == "balanced"
+    # The loopback guest's clock is the controller's; vcsim's hosts report none.
+    assert found["clock guests"]["level"] == "ok"
+    assert found["clock guests"]["detail"].startswith("guest clocks from the controller's: "
+                                                      "storage-1 ")
+    assert "not reported: DC0_C0_H0" in found["clock vcenter vc1"]["detail"]
     other = next(f for f in tb["hygiene"] if f["check"] == "other_vms")
     assert other["level"] == "warn" and "DC0_C0_RP0_VM0" in other["detail"]
     assert f"vb-{run_id}" not in other["detail"]  # the run's own VM is not "other"

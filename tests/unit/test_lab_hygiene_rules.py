@@ -238,3 +238,13 @@ def test_what_a_disturbed_trial_gets() -> None:
     retry = DisturbanceSpec(action="retry", retries=2)
     assert [disturbed_action(retry, n) for n in range(4)] == ["retried", "retried", "flag",
                                                                "flag"]
+
+
+def test_guest_clocks_against_the_controller() -> None:
+    ok = r.guest_clocks(SPEC, {"g1": 0.004, "g2": -0.2})
+    assert (ok.level, ok.target, ok.state) == ("ok", "guests", "agree")
+    assert ok.detail == "guest clocks from the controller's: g1 +0.004 s; g2 -0.200 s"
+    off = r.guest_clocks(LabHygiene(clock="fail"), {"g1": 2.5, "g2": None})
+    assert (off.level, off.state) == ("fail", "over 1 s")
+    assert off.detail.endswith("not measured: g2 (more than 1 s: g1)")
+    assert r.guest_clocks(SPEC, {"g2": None}).level == "warn"

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from vbench.errors import LabError
 from vbench.results.records import TrialResult
 from vbench.vsphere.hygiene import read_facts, run_hosts
 from vbench.vsphere.hygiene_events import Disturbance, disturbance_text, read_disturbances
-from vbench.vsphere.hygiene_rules import Finding, LabFacts, failures, judge
+from vbench.vsphere.hygiene_rules import Finding, LabFacts, failures, guest_clocks, judge
 from vbench.vsphere.hygiene_tune import TuneJournal, apply_changes, propose, undo_pending
 from vbench.vsphere.journal import items
 
@@ -108,6 +108,20 @@ class RunHygiene:
                          for f in judge(facts, self.spec)]
         self._publish()
         refuse(self.findings)
+
+    def guest_clocks(self, guests: Mapping[str, Any]) -> None:
+        """Add the guests' clock finding (their offsets from the run's environment
+        facts); raise when it fails."""
+        offsets = {name: g.get("clock_offset_s") for name, g in guests.items()
+                   if isinstance(g, Mapping)}
+        if not offsets:
+            return
+        found = guest_clocks(self.spec, offsets)
+        self.findings.append(found)
+        if found.level == "warn":
+            self.notice(finding_line(found))
+        self._publish()
+        refuse([found])
 
     def _publish(self) -> None:
         self.vsphere.extra_testbed["hygiene"] = [f.to_json() for f in self.findings]

@@ -207,6 +207,10 @@ def _run(live: _Live, results_dir: Path) -> None:
     testbed = _provision(live, rundir, ledger)
     schedule = _schedule(live, rundir, done)
     env = _environment(live, rundir)
+    if live.hygiene is not None and testbed:  # the guests' clocks, measured just now
+        live.hygiene.guest_clocks(env.get("guests") or {})
+        testbed = live.vsphere.testbed(refresh=False)
+        rundir.write_json("testbed.json", testbed)
     if req.resume:
         rundir.log("run_resumed", run_id=run_id, kept=len(done))
         _undo_earlier_hooks(live.session.lab.model, rundir)

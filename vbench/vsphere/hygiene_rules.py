@@ -242,6 +242,21 @@ def clock(spec: LabHygiene, facts: LabFacts) -> Finding:
                    facts.vcenter_offset is not None, state, detail)
 
 
+def guest_clocks(spec: LabHygiene, offsets: Mapping[str, float | None]) -> Finding:
+    """The guests' clocks against the controller's (measured over SSH when the run
+    records its environment): a guest's figures are timed by its own clock."""
+    skew = spec.clock_skew
+    over = [g for g, o in offsets.items() if o is not None and abs(o) > skew]
+    unknown = [g for g, o in offsets.items() if o is None]
+    parts = [f"{g} {o:+.3f} s" for g, o in offsets.items() if o is not None]
+    if unknown:
+        parts.append("not measured: " + ", ".join(unknown))
+    detail = "guest clocks from the controller's: " + "; ".join(parts) + (
+        f" (more than {skew:g} s: {', '.join(over)})" if over else "")
+    state = f"over {skew:g} s" if over else ("unknown" if unknown else "agree")
+    return _judged(spec, "clock", "guests", not over and not unknown, state, detail)
+
+
 def judge(facts: LabFacts, spec: LabHygiene) -> tuple[Finding, ...]:
     """Every finding of one vCenter, in the order of :data:`CHECKS`."""
     out = [host_state(spec, h) for h in facts.hosts]
