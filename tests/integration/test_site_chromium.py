@@ -43,6 +43,9 @@ def _store(tmp: Path) -> str:
                     started=T0 + night * 86400)
         add_run(store, "20270101-030000-00000099", [({}, {"ops": [5.0, 5.1, 4.9]})],
                 scenario=scenario_doc(HOSTILE), started=T0 + 3600)
+        add_run(store, "20270013-020000-00000012", [({"qd": "1"}, {"iops": [1.0]})],
+                scenario=scenario_doc("nightly", {"qd": ["1"]}), started=T0 + 12.5 * 86400,
+                status="failed", failed=[(0, 0)])
         hist = load_history(store, "nightly", (), limit=30)
         [qd8] = [c for c in find_changes(store, hist) if c.labels == {"qd": "8"}]
     res = CliRunner().invoke(cli, ["ack", qd8.change_id, "--why", "ESXi patch, expected",
@@ -60,7 +63,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pipe, str, 
     built = tmp / "built"
     res = CliRunner().invoke(cli, ["site", str(built), "--store", url])
     assert res.exit_code == 0, res.output
-    assert "(2 scenarios, 13 reports written, 0 kept)" in res.output
+    assert "(2 scenarios, 14 reports written, 0 kept)" in res.output
     # Copied elsewhere (a file share; a space in its path), every link still leads home.
     root = tmp / "share" / "vbench site"
     root.parent.mkdir()
@@ -117,8 +120,9 @@ def test_index_scenario_page_and_report_link_up_offline(
     assert [r[0] for r in rows] == [HOSTILE, "nightly"]  # the name is text, not markup
     assert _eval(pipe, session, "document.querySelectorAll('b').length") == 0
     nightly = rows[1]
-    assert nightly[1] == "12" and nightly[3].startswith("20270012-020000-00000011")
-    assert "iops" in nightly[5]  # the latest verdict's line
+    assert nightly[1] == "13" and nightly[3].startswith("20270013-020000-00000012")
+    assert nightly[4] == "failed"  # the newest run, whatever its status
+    assert rows[0][5].startswith("ok ops 5.000 ± ")  # its verdict: status and first line
     assert nightly[6:] == ["2", "1"]  # two change points, one not acknowledged
 
     _follow(pipe, session, "tr.scenario:nth-child(2) a", root)
@@ -133,7 +137,11 @@ def test_index_scenario_page_and_report_link_up_offline(
     assert triage["change acknowledged"].startswith("acknowledged by ana (")
     assert triage["change acknowledged"].endswith("): ESXi patch, expected")
 
-    _follow(pipe, session, "#runs tbody tr a", root)  # the newest run's report
+    # The failed night is not on the charts, but its report is reached from the page.
+    listed = _eval(pipe, session, """Array.from(document.querySelectorAll('#all-runs tbody tr'))
+        .map(r => [r.cells[0].innerText, r.cells[2].innerText])""")
+    assert len(listed) == NIGHTS + 1 and listed[0] == ["20270013-020000-00000012", "failed"]
+    _follow(pipe, session, "#runs tbody tr a", root)  # the newest completed run's report
     assert _eval(pipe, session, "document.body.innerText").count("20270012-020000-00000011")
     _follow(pipe, session, "nav.site a", root)
     assert _eval(pipe, session, "document.title") == "vbench results"

@@ -109,7 +109,7 @@ def _scenario(store: Store, root: Path, name: str, runs: Sequence[RunRow], limit
     changes = _changes(store, hist)
     href = f"scenarios/{slug(name)}.html"
     (root / href).parent.mkdir(parents=True, exist_ok=True)
-    (root / href).write_text(render_scenario(hist, changes), encoding="utf-8")
+    (root / href).write_text(render_scenario(hist, changes, runs), encoding="utf-8")
     latest = runs[0]
     page = ScenarioPage(
         name, href, len(runs), latest.run_id, run_path(latest.run_id), latest.started,
@@ -193,9 +193,11 @@ def _page(title: str, body: str) -> str:
             f"{body}</body></html>\n")
 
 
-def render_scenario(hist: History, changes: Sequence[SeriesChange]) -> str:
+def render_scenario(hist: History, changes: Sequence[SeriesChange],
+                    runs: Sequence[RunRow] = ()) -> str:
     """The scenario's trend page: the trend charts with the change points marked, the
-    changes and their triage listed, the runs linked to their reports."""
+    changes and their triage listed, every run (failed and interrupted ones too, which
+    the charts leave out) linked to its report."""
     from vbench.report.trend import render_trend
 
     marks = tuple(_mark(hist, c) for c in changes)
@@ -203,7 +205,7 @@ def render_scenario(hist: History, changes: Sequence[SeriesChange]) -> str:
         header='<nav><a href="../index.html">all scenarios</a></nav>',
         run_href=lambda run_id: "../" + run_path(run_id),
         marks=tuple(m for m in marks if m is not None),
-        sections=_changes_section(changes))
+        sections=_changes_section(changes) + _all_runs_section(runs))
     return render_trend(hist, ("the newest runs, completed only",), extras)
 
 
@@ -214,6 +216,20 @@ def _mark(hist: History, c: SeriesChange) -> ChangeMark | None:
     ack = f"; acknowledged by {c.ack.who}: {c.ack.why}" if c.ack is not None else ""
     return ChangeMark(c.metric, tuple(sorted(c.labels.items())), started[c.run_before],
                       started[c.run_id], c.text() + ack, c.ack is not None)
+
+
+def _all_runs_section(runs: Sequence[RunRow]) -> str:
+    if not runs:
+        return ""
+    rows = "".join(
+        f'<tr><td><a href="../{escape(run_path(r.run_id))}"><code>{escape(r.run_id)}</code>'
+        f"</a></td><td>{escape(_utc(r.started))}</td>"
+        f'<td class="{escape(r.status)}">{escape(r.status)}</td>'
+        f"<td>{escape(str((r.lab or {}).get('name') or '?'))}</td>"
+        f"<td>{escape(', '.join(r.tags) or '—')}</td></tr>" for r in runs)
+    return ('<section id="all-runs"><h2>Every run and its report</h2><table><thead><tr>'
+            "<th>run</th><th>started</th><th>status</th><th>lab</th><th>tags</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table></section>")
 
 
 def _changes_section(changes: Sequence[SeriesChange]) -> str:
