@@ -248,3 +248,10 @@ def test_guest_clocks_against_the_controller() -> None:
     assert (off.level, off.state) == ("fail", "over 1 s")
     assert off.detail.endswith("not measured: g2 (more than 1 s: g1)")
     assert r.guest_clocks(SPEC, {"g2": None}).level == "warn"
+
+
+def test_a_window_not_watched_is_said() -> None:
+    testbed = {"disturbances": [{"point": 0, "trial": 1, "action": "unread",
+                                 "text": "events not read: connection refused"}]}
+    assert hygiene_warnings({"testbed": testbed}) == [
+        "point 1 trial 1 not watched: events not read: connection refused"]

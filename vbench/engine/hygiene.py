@@ -146,7 +146,11 @@ class RunHygiene:
         steady = (result.phases.steady_start, result.phases.steady_end)
         if not self.watch.watch or result.status != "ok" or None in steady:
             return result
-        found = self._disturbances((float(steady[0] or 0), float(steady[1] or 0)))
+        try:
+            found = self._disturbances((float(steady[0] or 0), float(steady[1] or 0)))
+        except Exception as exc:  # vCenter not answering must not cost a measured trial
+            self._unread(result, exc)
+            return result
         if not found:
             return result
         key = (result.point, result.trial)
@@ -164,6 +168,19 @@ class RunHygiene:
             return replace(result, status="failed",
                            error=f"disturbed: {self.disturbed[-1]['text']}")
         return result
+
+    def _unread(self, result: TrialResult, exc: Exception) -> None:
+        """The trial's window could not be watched: said, and kept in the testbed."""
+        why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
+        self.notice(f"point {result.point + 1} trial {result.trial}: vCenter's events not "
+                    f"read ({why}); the trial is kept, not watched")
+        self.disturbed.append({"id": f"point {result.point + 1} trial {result.trial} "
+                                     f"#{len(self.disturbed) + 1}",
+                               "point": result.point, "trial": result.trial,
+                               "action": "unread", "text": f"events not read: {why}",
+                               "events": []})
+        self._publish()
+        self.on_change()
 
     def _disturbances(self, window: tuple[float, float]) -> list[Disturbance]:
         vs = self.vsphere

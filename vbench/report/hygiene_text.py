@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-ACTIONS = {"flag": "disturbed", "fail": "failed, disturbed", "retried": "run again, disturbed"}
+ACTIONS = {"flag": "disturbed", "fail": "failed, disturbed", "retried": "run again, disturbed",
+           "unread": "not watched"}
 # Whether the disturbed attempt's figures are in the statistics, said with it.
 COUNTED = {"flag": "kept in the statistics", "fail": "left out of the statistics",
            "retried": "that attempt is not stored"}
