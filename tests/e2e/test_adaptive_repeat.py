@@ -159,8 +159,14 @@ def test_a_find_max_search_with_an_adaptive_repeat_runs_and_reports(
     run_id = run_id_of(res.stdout + res.stderr)
     doc = show(run_id)
     schedule = json.loads((Path(doc["run"]["run_dir"]) / "plan.json").read_text())["schedule"]
-    # search.trials 1 per level; a level whose trials disagree gets more, up to max 3.
-    assert schedule["kind"] == "findmax" and schedule["params"]["noisy_retries"] == 2
+    # search.trials 1 per level, then one more while the level's verdict is uncertain
+    # under the interval, up to max 3: one trial has no interval, so every level takes 2-3.
+    assert schedule["kind"] == "findmax" and schedule["params"]["decide_by_ci"]
+    assert schedule["params"]["max_trials"] == 3
+    per_level: dict[int, int] = {}
+    for t in doc["trials"]:
+        per_level[t["point"]] = per_level.get(t["point"], 0) + 1
+    assert all(2 <= n <= 3 + 1 for n in per_level.values()), per_level  # +1: verification
     assert doc["verdict"]["answer"]["kind"] == "find-max"
     assert doc["verdict"]["repeat"] is None  # the search decides its levels' trials
     listed = vbench("ls")

@@ -107,14 +107,15 @@ def test_without_the_correction_the_stop_is_decided_at_95() -> None:
     assert not wants_more(plain, 5, {"m": xs}) and wants_more(RULE, 5, {"m": xs})
 
 
-def test_a_find_max_level_with_an_adaptive_repeat_gets_retries_up_to_max() -> None:
+def test_a_find_max_level_with_an_adaptive_repeat_is_decided_by_its_interval() -> None:
     from vbench.analysis.findmax_qos import search_params
     from vbench.config.scenario import SearchSpec
 
     spec = SearchSpec.model_validate({"factor": "rate", "min": 1, "max": 100})
     assert search_params(spec, 3).noisy_retries == 2  # a fixed repeat: the spec's own
     adaptive = search_params(spec, 3, 12)
-    assert adaptive.trials == 3 and adaptive.noisy_retries == 3  # 3 + 3×3 = 12 at most
+    # One trial at a time while uncertain, up to 12 (tests/unit/test_findmax_ci.py).
+    assert adaptive.trials == 3 and adaptive.decide_by_ci and adaptive.max_trials == 12
 
 
 def test_ls_shows_an_adaptive_repeat_as_a_range() -> None:

@@ -21,6 +21,13 @@ stored run can be replayed to rebuild its search (the report and ``--resume`` do
 A level whose trials disagree (some pass, some fail) is *noisy*: it runs ``trials``
 more trials, ``noisy_retries`` times at most, and is then decided over all its trials
 (the criteria's ``stat``) and reported noisy — never decided by one trial.
+
+With an adaptive ``repeat: {min, max, target}`` (``decide_by_ci``) a level is decided
+when its verdict is *certain* instead: after its first ``trials`` it takes one more
+trial at a time while a criterion's confidence interval still holds the threshold
+(vbench/analysis/findmax_qos.py, ``level_certainty``: the caller reports it with each
+verdict), up to ``max_trials`` trials at that level; a level still uncertain there is
+decided over all its trials and reported noisy.
 """
 
 from __future__ import annotations
@@ -49,6 +56,11 @@ class SearchParams:
     gap: float = 1.0  # percent of the lowest fail
     max_levels: int | None = None
     max_time: float | None = None
+    # An adaptive repeat: more trials at a level while its verdict is uncertain (see the
+    # module docstring), up to max_trials, judged at ci_confidence.
+    decide_by_ci: bool = False
+    max_trials: int = 0
+    ci_confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,7 @@ class Level:
     noisy: bool = False
     retries: int = 0
     verified: bool = False
+    certain: bool | None = None  # decide_by_ci: the verdict's certainty (None: not told)
 
 
 @dataclass(frozen=True)
@@ -156,8 +169,11 @@ class FindMax:
         self._pending = req
         return req
 
-    def record(self, level: float, verdicts: Sequence[bool], passed: bool) -> None:
-        """Every trial verdict at ``level`` so far and the verdict over all of them."""
+    def record(self, level: float, verdicts: Sequence[bool], passed: bool,
+               certain: bool | None = None) -> None:
+        """Every trial verdict at ``level`` so far and the verdict over all of them;
+        ``certain``: whether that verdict is certain under the confidence interval (read
+        only with ``decide_by_ci``)."""
         req = self._pending
         if req is None or req.level != level:
             raise ValueError(f"no trials were asked for at level {level:g}")
@@ -167,8 +183,11 @@ class FindMax:
         lv.passed = passed
         if req.reason == VERIFY:
             lv.verified = True
+        lv.certain = certain
         if len(set(lv.verdicts)) > 1:
             lv.noisy = True
+        if self.p.decide_by_ci and certain is False and len(lv.verdicts) >= self.p.max_trials:
+            lv.noisy = True  # still uncertain at the most trials a level may take
 
     def outlook(self, ran: int = 0) -> Outlook:
         """How many levels and trials this search may still run, ``ran`` trials of the
@@ -194,20 +213,22 @@ class FindMax:
             todo = _beside(ran_levels, eps, lo, hi) - played.keys()
         outs = list(played.values())
         return Outlook((min(o.levels[0] for o in outs), max(o.levels[0] for o in outs)),
-                       (min(o.trials[0] for o in outs), max(o.trials[0] for o in outs)))
+                       (min(o.trials[0] for o in outs), max(o.trials[1] for o in outs)))
 
     def _played(self, boundary: float, ran: int) -> tuple[Outlook, set[float]]:
         """The levels and trials to come when every level up to ``boundary`` passes, and
         the levels that run."""
         search = copy.deepcopy(self)
-        known, trials = len(search.levels), -ran
+        known, trials, extra = len(search.levels), -ran, 0
         while (req := search.next()) is not None:
             trials += req.trials
+            if self.p.decide_by_ci and req.reason in (RAMP, BRACKET):
+                extra += max(0, self.p.max_trials - req.trials)  # if it stays uncertain
             verdict = req.level <= boundary
             lv = search.levels[req.level]
             search.record(req.level, [*lv.verdicts, *[verdict] * req.trials], verdict)
         new, trials = len(search.levels) - known, max(0, trials)
-        return Outlook((new, new), (trials, trials)), set(search.levels)
+        return Outlook((new, new), (trials, trials + extra)), set(search.levels)
 
     def outcome(self) -> SearchOutcome:
         hp, lf = self._bracket()
@@ -220,7 +241,11 @@ class FindMax:
         if not self.levels:
             return Request(self._clamp(p.start if p.start is not None else p.min), p.trials, RAMP)
         last = self.levels[self._last] if self._last is not None else None
-        if last is not None and self._disagrees(last) and last.retries < p.noisy_retries:
+        if last is not None and p.decide_by_ci:
+            if last.certain is False and len(last.verdicts) < p.max_trials:
+                last.retries += 1
+                return Request(last.level, 1, RETRY)  # one more while it is uncertain
+        elif last is not None and self._disagrees(last) and last.retries < p.noisy_retries:
             last.retries += 1
             return Request(last.level, p.trials, RETRY)
         hp, lf = self._bracket()
@@ -327,10 +352,11 @@ def level_label(level: float, integer: bool) -> str:
 
 def replay(
     params: SearchParams,
-    outcomes: Mapping[float, Sequence[tuple[bool, bool]]],
+    outcomes: Mapping[float, Sequence[tuple[bool, ...]]],
 ) -> tuple[FindMax, Request | None, int]:
     """Rebuild a search from stored results: ``outcomes[level]`` holds, per trial in the
-    order run, (trial verdict, verdict over the trials up to and including it).
+    order run, (trial verdict, verdict over the trials up to and including it[, whether
+    that verdict is certain: ``decide_by_ci``]).
 
     Returns the search, the request it stopped at (None when it ended) and how many of
     that request's trials are already stored (they are fed in as they complete)."""
@@ -347,4 +373,5 @@ def replay(
             return search, req, len(stored)
         used[req.level] = start + req.trials
         upto = have[: start + req.trials]
-        search.record(req.level, [v for v, _ in upto], upto[-1][1])
+        search.record(req.level, [v[0] for v in upto], upto[-1][1],
+                      upto[-1][2] if len(upto[-1]) > 2 else None)

@@ -37,13 +37,17 @@ class CriterionValue:
 
 def search_params(spec: SearchSpec, repeat: int, most: int | None = None) -> SearchParams:
     """The search's parameters. ``most``: an adaptive repeat's max (``repeat: {min, max,
-    target}``): a level runs ``min`` trials and is decided there when they agree; one
-    whose trials disagree (its verdict not certain) runs ``min`` more, as long as that
-    stays within ``max`` (this replaces ``noisy_retries``)."""
+    target}``): a level runs ``min`` trials (or ``search.trials``) and is decided there
+    when its verdict is certain (:func:`level_certainty`); while it is not, one more
+    trial, up to ``max`` (this replaces ``noisy_retries``). The certainty is judged at
+    the adaptive repeat's stricter decision confidence (α spent over the level's looks,
+    vbench/analysis/adaptive.py), so stopping early does not make it a coin toss."""
+    from vbench.analysis.adaptive import ALPHA
     from vbench.analysis.findmax import SearchParams
 
     trials = spec.trials or repeat
-    retries = spec.noisy_retries if most is None else max(0, most // trials - 1)
+    retries = spec.noisy_retries if most is None else 0
+    looks = max(1, (most or trials) - trials + 1)
     return SearchParams(
         min=spec.min,
         max=spec.max,
@@ -56,6 +60,9 @@ def search_params(spec: SearchSpec, repeat: int, most: int | None = None) -> Sea
         gap=spec.stop.gap,
         max_levels=spec.stop.max_levels,
         max_time=spec.stop.max_time,
+        decide_by_ci=most is not None,
+        max_trials=max(most or 0, trials),
+        ci_confidence=1.0 - ALPHA / looks,
     )
 
 
@@ -154,3 +161,73 @@ def level_verdicts(
         )
         out.append((ok_self, level_ok))
     return out
+
+
+def level_certainty(
+    figures: RunFigures,
+    criteria: Sequence[QosCriterion],
+    point: int,
+    trials: Sequence[tuple[int, str]],
+    confidence: float,
+) -> list[bool]:
+    """Per trial (in the order given), whether the level's verdict over the trials up to
+    and including it is certain: for every criterion on the ``mean``, the threshold lies
+    outside the mean's Student-t interval at ``confidence`` (one value, or a threshold
+    inside the interval: not certain); a criterion on another stat (median, a
+    percentile, min, max) has no such interval and is certain when the ok trials' own
+    verdicts on it agree. A missing figure is a certain fail (more trials of a figure
+    the tool does not report cannot show it holds), and so are trials none of which
+    is ok (the failure rate decides)."""
+    out = []
+    for k in range(len(trials)):
+        ok = [t for t, s in trials[: k + 1] if s == "ok"]
+        out.append(not ok or all(_certain(figures, c, point, ok, confidence)
+                                    for c in criteria if _applies(
+                                        figures.points.get(point, {}), c.at)))
+    return out
+
+
+def _certain(figures: RunFigures, c: QosCriterion, point: int, trials: Sequence[int],
+             confidence: float) -> bool:
+    from vbench.analysis.stats import t_quantile
+
+    data_unit = figures.units.get(c.metric, "")
+    unit = c.unit if c.unit is not None else data_unit
+    for subject in _subjects(c.where):
+        per_trial = figures.labelled(point, c.metric, subject)
+        xs = [convert(per_trial[t], data_unit, unit) for t in trials
+              if per_trial.get(t) is not None]
+        values = [x for x in xs if x is not None]
+        if not values:
+            continue  # a missing figure: a certain fail
+        if c.stat != "mean":
+            if len({holds(x, c.op, c.threshold) for x in values}) > 1:
+                return False
+            continue
+        n = len(values)
+        if n < 2:
+            return False
+        mean = sum(values) / n
+        sd = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5
+        half = t_quantile(n, confidence) * sd / n ** 0.5
+        if mean - half <= c.threshold <= mean + half:
+            return False
+    return True
+
+
+def level_outcomes(
+    figures: RunFigures,
+    criteria: Sequence[QosCriterion],
+    point: int,
+    trials: Sequence[tuple[int, str]],
+    max_failure_rate: float,
+    params: SearchParams,
+) -> list[tuple[bool, ...]]:
+    """What the search is told of a level, per trial: :func:`level_verdicts`, and under
+    ``decide_by_ci`` whether each verdict is certain (:func:`level_certainty`). The run
+    and every replay of it (``--resume``, the report) read it here, so they agree."""
+    verdicts = level_verdicts(figures, criteria, point, trials, max_failure_rate)
+    if not params.decide_by_ci:
+        return list(verdicts)
+    certain = level_certainty(figures, criteria, point, trials, params.ci_confidence)
+    return [(*v, c) for v, c in zip(verdicts, certain, strict=True)]

@@ -16,7 +16,7 @@ from vbench.analysis.findmax import MAX_TIME, RUNNING, FindMax, SearchOutcome, r
 from vbench.analysis.findmax_qos import (
     CriterionValue,
     criterion_values,
-    level_verdicts,
+    level_outcomes,
     search_params,
     selected_criteria,
 )
@@ -127,7 +127,8 @@ def findmax_reports(
     out = []
     for combo, levels in by_combo.items():
         outcomes = {
-            lv: level_verdicts(figures, criteria, pid, sorted(runs[pid]), spec.max_failure_rate)
+            lv: level_outcomes(figures, criteria, pid, sorted(runs[pid]),
+                               spec.max_failure_rate, params)
             for lv, pid in levels.items() if runs.get(pid)
         }
         search, pending, _have = replay(params, outcomes)

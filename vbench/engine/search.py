@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.findmax import NOTHING_LEFT, FindMax, Outlook, Request, replay
-from vbench.analysis.findmax_qos import level_verdicts, search_params, selected_criteria
+from vbench.analysis.findmax_qos import level_outcomes, search_params, selected_criteria
 from vbench.analysis.run_analysis import load_analysis
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded
@@ -160,14 +160,16 @@ class SearchSchedule(Schedule):
         assert req is not None
         point = combo.points[req.level]
         verdicts = self._verdicts(point.index)
-        combo.search.record(req.level, [v for v, _ in verdicts], verdicts[-1][1])
+        last = verdicts[-1]
+        combo.search.record(req.level, [v[0] for v in verdicts], last[1],
+                            last[2] if len(last) > 2 else None)
         combo.request = None
 
-    def _verdicts(self, point: int) -> list[tuple[bool, bool]]:
+    def _verdicts(self, point: int) -> list[tuple[bool, ...]]:
         figures = load_analysis(self.store, self.run_id).figures
         trials = sorted(self._done.get(point, []))
-        return level_verdicts(
-            figures, self.criteria, point, trials, self.spec.max_failure_rate
+        return level_outcomes(
+            figures, self.criteria, point, trials, self.spec.max_failure_rate, self.params
         )
 
     def _elapsed(self, combo: _Combo) -> float:
@@ -203,7 +205,7 @@ class SearchSchedule(Schedule):
             for pid, lab in labels.items()
             if factor in lab and {k: v for k, v in lab.items() if k != factor} == want
         }
-        outcomes: dict[float, Sequence[tuple[bool, bool]]] = {}
+        outcomes: dict[float, Sequence[tuple[bool, ...]]] = {}
         for pid, level in mine.items():
             if pid in self._done:
                 outcomes[level] = self._verdicts(pid)
