@@ -162,3 +162,18 @@ def _number(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def untiled_groups(scenario: Scenario, groups: Mapping[str, tuple[str, ...]]
+                   ) -> dict[str, tuple[str, ...]]:
+    """Group -> guests with each tile's group (``web-2``) merged back into the scenario's
+    (``web``): what provisioning, clean-up and the plan's group list read."""
+    if scenario.tiles is None:
+        return dict(groups)
+    out: dict[str, tuple[str, ...]] = {}
+    for g, names in groups.items():
+        base = g.rsplit("-", 1)[0]
+        if g in scenario.topology or base not in scenario.topology:
+            base = g
+        out[base] = tuple(dict.fromkeys((*out.get(base, ()), *names)))
+    return out

@@ -17,6 +17,7 @@ from vbench.config.repeat import first_trials
 from vbench.config.resolve import bind_groups, bind_roles, vm_groups
 from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
+from vbench.config.tiles import untiled_groups
 from vbench.config.yamlsrc import Source
 from vbench.engine.lab_refs import lab_reference_issues
 from vbench.engine.metric_check import metric_issues, run_catalogues
@@ -221,7 +222,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
             point = with_profile_labels(
                 _plan_point(spec, driver_cls, roles, point_groups), spec, lab
             )
-            for g, names in point_groups.items():
+            for g, names in untiled_groups(scenario, point_groups).items():
                 merged = dict.fromkeys((*groups.get(g, ()), *names))
                 groups[g] = tuple(merged)
         except ConfigValidationError as exc:
@@ -320,7 +321,7 @@ def _search_bound(
         _plan_point(spec, driver_cls, roles, point_groups)
     except ConfigValidationError as exc:
         return list(exc.issues)
-    for g, names in point_groups.items():
+    for g, names in untiled_groups(spec.scenario, point_groups).items():
         groups[g] = tuple(dict.fromkeys((*groups.get(g, ()), *names)))
     return []
 

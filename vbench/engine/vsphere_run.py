@@ -202,7 +202,9 @@ class VSphereRun:
             extra_vcenters=self.workload_vcenters,
         )
         self.checks += workload_checks(
-            self.lab, self.sessions, self.scenario.workload.driver, self.point_objects,
+            self.lab, self.sessions,
+            self.scenario.workload.driver if self.scenario.workload else "bundle",
+            self.point_objects,
             self._default_vcenter(), self.inventories,
         )
         for c in self.checks:  # passed, but not proven: the user hears it
