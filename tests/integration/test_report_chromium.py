@@ -91,6 +91,15 @@ class Pipe:
                 return reply.get("result", {})
             self.events.append(reply)
 
+    def new_page(self) -> str:
+        """A new tab reporting its network, runtime, log and page events: its session."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.send("Target.attachToTarget",
+                            {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Network", "Runtime", "Log", "Page"):
+            self.send(f"{domain}.enable", session=session)
+        return str(session)
+
     def wait_for(self, method: str, timeout: float = 30.0) -> dict[str, Any]:
         for e in self.events:
             if e.get("method") == method:

@@ -70,12 +70,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pipe, str, 
     built.rename(root)
     pipe = Pipe(tmp / "profile")
     try:
-        target = pipe.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = pipe.send("Target.attachToTarget",
-                            {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Network", "Runtime", "Log", "Page"):
-            pipe.send(f"{domain}.enable", session=session)
-        yield pipe, session, root
+        yield pipe, pipe.new_page(), root
     finally:
         pipe.close()
 
