@@ -3,6 +3,8 @@ scenario key, and the schedule's rounds (one trial of every point per round)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vbench.analysis.steady_state import SteadyRule, judge, rounds_of, rule_of, window_of
@@ -127,3 +129,25 @@ def test_a_zero_mean_window_is_steady_only_at_zero_and_warned() -> None:
     assert zeros.text() == ("steady state reached at round 5 (warning: steady at zero: every "
                             "round 1–5 measured 0 total_iops)")
     assert judge([100, 100, 100, 100, 100], RULE).warning is None
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ('repeat: {min: 3, max: 6, target: {ci_half_width: 5%}}\n',
+     "cannot be combined with an adaptive repeat: rounds are one time series"),
+    ('qos:\n  - {metric: total_iops, op: ">=", threshold: 10}\n'
+     "search: {factor: iodepth, min: 1, max: 8}\n",
+     "cannot be combined with search: each find-max level would need rounds of its own"),
+])
+def test_steady_state_with_a_search_or_an_adaptive_repeat_is_refused_at_it_with_why(
+    tmp_path: Path, extra: str, why: str
+) -> None:
+    from vbench.config.load import load_scenario
+    from vbench.errors import ConfigValidationError
+
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 1\nname: s\ntopology:\n  storage: {count: 1}\nworkload:\n"
+                    "  driver: fio\n  params: {rw: randread, size: 8m}\n"
+                    "phases: {steady: 1s}\nsteady_state:\n  metric: total_iops\n" + extra)
+    with pytest.raises(ConfigValidationError) as exc:
+        load_scenario(path)
+    assert f"s.yaml:10:3: steady_state: {why}" in str(exc.value)

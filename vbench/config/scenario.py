@@ -507,6 +507,18 @@ class SearchSpec(Strict):
         return self
 
 
+STEADY_WITH_SEARCH = (
+    "cannot be combined with search: each find-max level would need rounds of its own "
+    "until steady, and a level's rounds change the device for the next one, so its "
+    "verdict would depend on the order the search visits the levels; give the levels "
+    "as a factor under steady_state, or search without it (precondition, fixed warm-up)")
+STEADY_WITH_ADAPTIVE = (
+    "cannot be combined with an adaptive repeat: rounds are one time series of a device "
+    "whose state carries from round to round, not independent trials, so a confidence "
+    "interval over them would not be one, and the PTS reports the mean of its fixed "
+    "window; use steady_state alone (it decides the rounds) or the adaptive repeat alone")
+
+
 class Scenario(Strict):
     """A scenario file: what to measure."""
 
@@ -613,10 +625,10 @@ class Scenario(Strict):
     def _steady_state_alone(self) -> Scenario:
         # Rounds until steady decide a point's trials; a search or an adaptive repeat would
         # decide them too.
+        # Both refusals are reasoned in docs/storage.md ("Steady state with a search or
+        # an adaptive repeat"): neither combination has a sound reading.
         if self.steady_state is not None and self.search is not None:
-            raise ValueError("steady_state and search cannot be combined: a point's trials "
-                             "are the steady-state rounds")
+            raise located([(("steady_state",), STEADY_WITH_SEARCH)])
         if self.steady_state is not None and not isinstance(self.repeat, int):
-            raise ValueError("steady_state and an adaptive repeat cannot be combined: a "
-                             "point's trials are the steady-state rounds")
+            raise located([(("steady_state",), STEADY_WITH_ADAPTIVE)])
         return self
