@@ -169,8 +169,8 @@ def tiles_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
                         sorted(best.failing.items())[:3])
         return (Answer("tiles", "Consolidation", f"no tile passes ({why})", NO_ANSWER,
                        facts=_facts(points), details=_details(points), ok=False),)
-    text = (f"{len(best.passing)} of {best.tiles} tile{'s' if best.tiles != 1 else ''} "
-            f"pass at {best.title}; score {_score_text(best.score)}")
+    text = (f"{len(best.passing)} of {best.tiles} tiles pass at {best.title}; "
+            f"score {_score_text(best.score)}")
     return (Answer("tiles", "Consolidation", text, ANSWERED, facts=_facts(points),
                    details=_details(points), ok=len(best.passing) == best.tiles,
                    how_to_read="A tile passes when every workload of it meets its QoS; the "

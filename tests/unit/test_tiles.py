@@ -1,0 +1,137 @@
+"""Consolidation tiles as pure code: the scenario forms, binding groups per tile, each
+workload's QoS per tile, and the score (values chosen so it can be computed by hand)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.analysis_runs import add_run, scenario_doc
+from vbench.analysis.tiles import tile_criteria
+from vbench.config.load import load_scenario
+from vbench.config.tiles import (
+    most_tiles,
+    split_tiles,
+    tiled_topology,
+    untiled_groups,
+    within_tiles,
+)
+from vbench.engine.verdict import verdict_of
+from vbench.errors import ConfigValidationError
+from vbench.report.build import report_data
+from vbench.results.store import Store
+
+BUNDLE = """version: 1
+name: t
+topology:
+  web: {count: 2}
+  db: {count: 1}
+workloads:
+  web:
+    driver: fio
+    params: {rw: randread, size: 8m}
+  db:
+    driver: fio
+    params: {rw: randwrite, size: 8m}
+tiles: {count: 3}
+phases: {steady: 1s}
+"""
+
+
+def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return load_scenario(p).model
+
+
+def test_groups_are_bound_once_for_every_tile_and_split_in_order(tmp_path: Path) -> None:
+    sc = _load(tmp_path, BUNDLE)
+    wide = tiled_topology(sc, {"web", "db"})
+    assert {g: s.count for g, s in wide.items()} == {"web": 6, "db": 3}
+    bound = {"web": tuple(f"w{i}" for i in range(6)), "db": ("d0", "d1", "d2")}
+    tiles = split_tiles(sc, bound, {"web", "db"})
+    assert tiles == {"web-1": ("w0", "w1"), "web-2": ("w2", "w3"), "web-3": ("w4", "w5"),
+                     "db-1": ("d0",), "db-2": ("d1",), "db-3": ("d2",)}
+    assert untiled_groups(sc, tiles) == bound
+
+
+def test_a_scenario_gives_one_workload_form(tmp_path: Path) -> None:
+    both = BUNDLE.replace("tiles: {count: 3}", "workload: {driver: fio}")
+    with pytest.raises(ConfigValidationError, match="not both"):
+        _load(tmp_path, both)
+    neither = "version: 1\nname: t\nphases: {steady: 1s}\n"
+    with pytest.raises(ConfigValidationError, match="needs `workload`"):
+        _load(tmp_path, neither)
+    dotted = BUNDLE.replace("  db:\n    driver", "  d-b:\n    driver")
+    with pytest.raises(ConfigValidationError, match="prefixes metrics"):
+        _load(tmp_path, dotted)
+
+
+def test_each_workloads_criteria_become_one_check_per_tile() -> None:
+    doc = {"tiles": {"count": 1},
+           "factors": {"n": {"path": "tiles.count",
+                             "levels": [{"label": "1", "value": 1}, {"label": "4", "value": 4}]}},
+           "workloads": {"web": {"qos": [{"metric": "ops", "op": ">=", "threshold": 5,
+                                          "where": {"operation": "Home"}}]}}}
+    assert most_tiles(doc) == 4
+    criteria, problems = tile_criteria(doc)
+    assert problems == []
+    ran, ops = criteria
+    assert (ran.name, ran.metric, ran.stat) == ("web ran", "web.ok", "min")
+    assert ops.metric == "web.ops" and ops.name == "web: ops [operation=Home] mean ≥ 5"
+    assert ops.where == {"operation": "Home", "tile": ["1", "2", "3", "4"]}
+    # A 2-tile point has no checks for tiles 3 and 4.
+    assert within_tiles({"tiles": "2"}, {"tile": "2"})
+    assert not within_tiles({"tiles": "2"}, {"tile": "3"})
+
+
+def _tiles_run(tmp_path: Path, web_qos: list[dict]) -> Store:
+    store = Store.open(None, tmp_path)
+    levels = [{"label": str(n), "value": n, "set": {}} for n in (1, 2)]
+    doc = scenario_doc("tiles", tiles={"count": 1},
+                       factors={},
+                       workloads={"web": {"driver": "fio", "qos": web_qos},
+                                  "db": {"driver": "fio"}},
+                       report={"headline": ["web.ops", "db.ops"], "charts": []})
+    doc["factors"] = {"tiles": {"path": "tiles.count", "levels": levels}}
+    del doc["workload"]
+    # tile -> (web ops, db ops), the same in both trials; references: tile 1 alone.
+    figures = {0: {1: (100.0, 50.0)}, 1: {1: (90.0, 40.0), 2: (80.0, 45.0)}}
+    labelled = []
+    for p, tiles in figures.items():
+        for tile, (web, db) in tiles.items():
+            lab = {"tile": str(tile)}
+            for t in (0, 1):
+                labelled += [(p, t, "web.ops", lab, web), (p, t, "db.ops", lab, db),
+                             (p, t, "web.ok", lab, 1.0), (p, t, "db.ok", lab, 1.0)]
+    add_run(store, "r1", [({"tiles": "1"}, {"web.ops": [100.0, 100.0]}),
+                          ({"tiles": "2"}, {"web.ops": [85.0, 85.0]})],
+            scenario=doc, labelled=labelled)
+    return store
+
+
+def test_score_is_the_sum_of_passing_tiles_geometric_means(tmp_path: Path) -> None:
+    store = _tiles_run(tmp_path, [])
+    v = verdict_of(report_data(store, "r1"))
+    a = v.answers[0]
+    assert a.kind == "tiles"
+    # Tile 1: sqrt(0.9 × 0.8); tile 2: sqrt(0.8 × 0.9); both pass: the sum.
+    tile = math.sqrt(0.9 * 0.8)
+    assert a.text == f"2 of 2 tiles pass at tiles=2; score {2 * tile:.2f} ± 0.00 (n=2)"
+    assert a.details[0].startswith("tiles=1: 1 of 1 tiles pass, score 1.00 ± 0.00 (n=2)")
+    assert v.qos.status == "pass"
+
+
+def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
+    store = _tiles_run(tmp_path, [{"metric": "ops", "op": ">=", "threshold": 85}])
+    v = verdict_of(report_data(store, "r1"))
+    a = v.answers[0]
+    # At 2 tiles, tile 2's web does 80 < 85: one tile passes, scoring less than tile 1
+    # alone did, so the answer is the one-tile point.
+    assert a.text == "1 of 1 tiles pass at tiles=1; score 1.00 ± 0.00 (n=2)"
+    two = next(d for d in a.details if d.startswith("tiles=2"))
+    assert "1 of 2 tiles pass" in two and "tile 2 fails web: ops mean ≥ 85" in two
+    assert f"score {math.sqrt(0.9 * 0.8):.2f}" in two
+    assert v.qos.status == "fail"
