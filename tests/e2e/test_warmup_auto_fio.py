@@ -1,7 +1,8 @@
 """``phases.warmup: auto`` on real fio: a warm-up fio read live through its status
 output, stopped when the detector says the rate settled (well before the cap for a
 rate-capped fio), then the measured fio with no ramp; the warm-up each trial took is in
-its phase marks, the run log and the verdict."""
+its phase marks, the run log and the verdict; Ctrl-C inside an automatic warm-up stops
+the warm-up fio, and --resume runs that trial again with a warm-up of its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import log_events, run_id_of, show, vbench, write_lab, write_scenario
+from tests.e2e.helpers import (
+    fio_started,
+    log_events,
+    run_id_of,
+    show,
+    vbench,
+    vbench_popen,
+    wait_for,
+    write_lab,
+    write_scenario,
+)
 from vbench.analysis.warmup import BATCH, SETTLED_BATCHES, observation_interval
 
 pytestmark = pytest.mark.e2e
@@ -19,14 +30,19 @@ pytestmark = pytest.mark.e2e
 CAP = 8.0
 
 
-def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
-    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
-) -> None:
-    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+def _scenario(tmp_path: Path) -> Path:
     s = write_scenario(tmp_path / "s.yaml", groups=1, steady="1s",
                        warmup=f"auto\n  warmup_cap: {CAP:g}s", repeat=2, factors="  bs: [4k]\n")
     s.write_text(s.read_text().replace("    direct: false\n",
                                        "    direct: false\n    rate_iops: 400\n"))
+    return s
+
+
+def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path)
     res = vbench("run", str(s), "--lab", str(lab))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
@@ -57,3 +73,45 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     assert "the cap" not in lines[0]
     plan = vbench("plan", str(s), "--lab", str(lab))
     assert "warm-up auto (≤ 8s, ended by the detector)" in plan.stdout, plan.stdout
+
+
+def test_ctrl_c_in_an_automatic_warm_up_stops_it_and_resume_runs_the_trial_again(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    import signal
+
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = _scenario(tmp_path)
+    proc = vbench_popen("run", str(s), "--lab", str(lab))
+
+    def in_second_warm_up() -> bool:  # trial 2's warm-up fio is running
+        marks = [e for e in log_events(vbench_home)
+                 if e.get("event") == "phase_mark" and e.get("mark") == "warmup_start"]
+        return len(marks) >= 2 or proc.poll() is not None
+
+    wait_for(in_second_warm_up, 300, "trial 2's warm-up")
+    assert proc.poll() is None, "the run ended before trial 2's warm-up"
+    wait_for(fio_started(lab, "p0-t2"), 60, "trial 2's warm-up fio")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert not fio_started(lab, "")(), "a fio of this test outlived Ctrl-C"
+    run_id = run_id_of(out + err)
+    # Trial 2's warm-up did not end (it needs 20 observations, 5 s of fio's time): the
+    # interrupt came inside it.
+    assert len([e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]) == 1
+    before = show(run_id)["trials"]
+    assert [(t["trial"], t["status"]) for t in before] == [(1, "ok"), (2, "interrupted")]
+
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    after = show(run_id)
+    ok = [t for t in after["trials"] if t["status"] == "ok"]
+    assert sorted(t["trial"] for t in ok) == [1, 2]
+    # Trial 2 ran again with a warm-up of its own, ended by the detector.
+    assert len([e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"
+                and e.get("reason") == "settled"]) == 2
+    warnings = json.loads((Path(after["run"]["run_dir"]) / "verdict.json").read_text())[
+        "warnings"]
+    assert any(w.startswith("warm-up (auto, cap 8 s) at ") and "trial 2 " in w
+               for w in warnings), warnings
