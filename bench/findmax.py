@@ -13,9 +13,15 @@ Measured, over ``--searches`` boundaries drawn log-uniformly in the searched ran
   and max fails without running them, halves the bracket until the same gap), and
   the error of the found maximum (B − highest pass) / B;
 - **noisy**: the share of searches whose answer (highest pass) lies within the
-  stopping gap of B, and the levels and trials they took.
+  stopping gap of B, and the levels and trials they took;
+- with ``--adaptive MAX``, the same noisy searches (same boundaries, same noise seed)
+  with an adaptive repeat ``{min: trials, max: MAX}``: a level decided when its verdict
+  is certain under the interval (vbench/analysis/findmax_qos.py, ``mean_certain``, at
+  the adaptive repeat's decision confidence) instead of a fixed count plus 2 retries
+  of disagreeing trials.
 
     .venv/bin/python -m bench.findmax [--searches 200] [--noise 0.05] [--seed 1]
+        [--adaptive 12]
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ import random
 import statistics
 from dataclasses import dataclass
 
+from vbench.analysis.adaptive import ALPHA
 from vbench.analysis.findmax import FindMax, SearchParams
+from vbench.analysis.findmax_qos import mean_certain
 
 LO, HI = 1.0, 1000.0
 SERVICE, LIMIT = 1.0, 10.0  # S and L: the boundary sits at 90 % of the capacity
@@ -61,17 +69,23 @@ def response(
 
 def search(
     boundary: float, noise: float, gap: float, trials: int, rng: random.Random,
-    curve: str = "queue",
+    curve: str = "queue", most: int | None = None,
 ) -> Result:
+    """``most``: an adaptive repeat's max (levels decided by the interval)."""
     capacity = boundary / (1 - SERVICE / LIMIT)
+    confidence = 1 - ALPHA / max(1, (most or trials) - trials + 1)
     params = SearchParams(min=LO, max=HI, integer=False, gap=gap, trials=trials,
-                          verify_trials=trials, noisy_retries=2)
+                          verify_trials=trials, noisy_retries=2, decide_by_ci=most is not None,
+                          max_trials=most or 0, ci_confidence=confidence)
     fm = FindMax(params)
     measured: dict[float, list[float]] = {}
     while (req := fm.next()) is not None:
         xs = measured.setdefault(req.level, [])
         xs += [response(req.level, capacity, noise, rng, curve) for _ in range(req.trials)]
-        fm.record(req.level, [x <= LIMIT for x in xs], statistics.fmean(xs) <= LIMIT)
+        finite = [x for x in xs if math.isfinite(x)]
+        certain = len(finite) < len(xs) or mean_certain(finite, LIMIT, confidence)
+        fm.record(req.level, [x <= LIMIT for x in xs], statistics.fmean(xs) <= LIMIT,
+                  certain)
     out = fm.outcome()
     return Result(len(out.levels), out.trials, out.highest_pass, boundary,
                   ideal(boundary, gap))
@@ -104,6 +118,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--curve", choices=["queue", "linear"], default="queue",
                     help="how the criterion's figure grows with the load (noisy runs)")
+    ap.add_argument("--adaptive", type=int, default=None, metavar="MAX",
+                    help="also run the noisy searches with an adaptive repeat up to MAX")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     bs = boundaries(a.searches, rng)
@@ -127,11 +143,29 @@ def main() -> None:
     print(f"answers within the gap below B: {within}/{a.searches}")
     print()
 
-    noisy = [search(b, a.noise, a.gap, a.trials, rng, a.curve) for b in bs]
+    seed = rng.randrange(2**31)  # both noisy variants see the same noise stream
+    noisy = [search(b, a.noise, a.gap, a.trials, r, a.curve)
+             for b, r in zip(bs, _streams(seed, len(bs)), strict=True)]
+    _noisy_table(a, noisy, f"{a.trials} trials per level (+2 retries if they disagree)")
+    if a.adaptive is not None:
+        print()
+        adaptive = [search(b, a.noise, a.gap, a.trials, r, a.curve, a.adaptive)
+                    for b, r in zip(bs, _streams(seed, len(bs)), strict=True)]
+        _noisy_table(a, adaptive, f"adaptive repeat {{min: {a.trials}, max: {a.adaptive}}}"
+                     ": a level decided when certain")
+        ratio = (statistics.fmean(r.trials for r in adaptive)
+                 / statistics.fmean(r.trials for r in noisy))
+        print(f"trials, adaptive / fixed (mean): {ratio:.2f}x")
+
+
+def _streams(seed: int, n: int) -> list[random.Random]:
+    return [random.Random(seed * 1_000_003 + i) for i in range(n)]
+
+
+def _noisy_table(a: argparse.Namespace, noisy: list[Result], how: str) -> None:
     ok = [r for r in noisy if abs(r.error) <= a.gap / 100]
     errs = sorted(abs(100 * r.error) for r in noisy)
-    print(f"{a.curve} curve, noise {100 * a.noise:g} % per trial, {a.trials} trials per "
-          f"level, gap {a.gap:g} %")
+    print(f"{a.curve} curve, noise {100 * a.noise:g} % per trial, {how}, gap {a.gap:g} %")
     print(f"| answers within the gap of B | {len(ok)}/{a.searches} "
           f"({100 * len(ok) / a.searches:.1f} %) |")
     print("|---|---|")

@@ -187,10 +187,22 @@ def level_certainty(
     return out
 
 
-def _certain(figures: RunFigures, c: QosCriterion, point: int, trials: Sequence[int],
-             confidence: float) -> bool:
+def mean_certain(values: Sequence[float], threshold: float, confidence: float) -> bool:
+    """The threshold lies outside the Student-t interval of the mean of ``values`` at
+    ``confidence`` (one value has no interval: not certain)."""
     from vbench.analysis.stats import t_quantile
 
+    n = len(values)
+    if n < 2:
+        return False
+    mean = sum(values) / n
+    sd = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5
+    half = t_quantile(n, confidence) * sd / n ** 0.5
+    return not mean - half <= threshold <= mean + half
+
+
+def _certain(figures: RunFigures, c: QosCriterion, point: int, trials: Sequence[int],
+             confidence: float) -> bool:
     data_unit = figures.units.get(c.metric, "")
     unit = c.unit if c.unit is not None else data_unit
     for subject in _subjects(c.where):
@@ -204,13 +216,7 @@ def _certain(figures: RunFigures, c: QosCriterion, point: int, trials: Sequence[
             if len({holds(x, c.op, c.threshold) for x in values}) > 1:
                 return False
             continue
-        n = len(values)
-        if n < 2:
-            return False
-        mean = sum(values) / n
-        sd = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5
-        half = t_quantile(n, confidence) * sd / n ** 0.5
-        if mean - half <= c.threshold <= mean + half:
+        if not mean_certain(values, c.threshold, confidence):
             return False
     return True
 
