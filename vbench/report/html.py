@@ -118,7 +118,8 @@ def _method(view: ReportView) -> dict[str, str]:
     ph = view.phases
     return {
         "warmup": (fmt_duration(ph["warmup"]) if view.auto_warmup_cap is None
-                   else f"auto (cap {fmt_duration(view.auto_warmup_cap)}; per trial below)"),
+                   else f"auto (cap {fmt_duration(view.auto_warmup_cap)}; "
+                   "each trial's under Warnings)"),
         "steady": fmt_duration(ph["steady"]),
         "cooldown": fmt_duration(ph["cooldown"]),
         "measured_window": fmt_duration(view.measured_window),
