@@ -16,8 +16,8 @@ from vbench.analysis.history import load_history
 from vbench.analysis.nightly import acknowledge, find_changes
 from vbench.analysis.regression import RegressionResult
 from vbench.engine.finish import remember_alerts
-from vbench.report.build import check_regression_of, report_data_of
-from vbench.report.exports import to_junit
+from vbench.report.build import check_regression_of, report_data_of, write_run_report
+from vbench.report.exports import regression_json, to_junit
 from vbench.results import triage
 from vbench.results.store import Store
 from vbench.results.stored import StoredRun
@@ -39,6 +39,13 @@ def _junit_failures(store: Store, run_id: str) -> int:
     reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
     xml = to_junit([dataclasses.replace(data, regression=reg)])
     return int(xml.split('failures="', 1)[1].split('"', 1)[0])
+
+
+def _report(store: Store, run_id: str, path: Path) -> str:
+    data = report_data_of(StoredRun.load(store, run_id))
+    reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
+    write_run_report(dataclasses.replace(data, regression=reg), path)
+    return path.read_text()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -67,6 +74,12 @@ def test_a_regression_alerts_once_is_listed_after_and_never_again_once_acknowled
         # JUnit: the first night fails (also when re-rendered later), later nights do not.
         assert _junit_failures(store, n.run_id(15)) == 1
         assert _junit_failures(store, n.run_id(21)) == 0
+        # The report lists the alert with its series chart (the change marked) and the
+        # testbed diff; the JSON says it is not new.
+        html = _report(store, n.run_id(21), tmp_path / "r21.html")
+        assert 'id="change-points"' in html and change.change_id in html
+        assert 'class="change"' in html and "8.0.3-24280767" in html
+        assert regression_json(results[21])["changes"][0]["new"] is False
         acknowledge(store, change.change_id, "ana", "ESXi 8.0U3 patch, expected")
         after = [_night(store, n, night, rng) for night in range(22, 26)]
         assert not any(r.regressed or r.changes for r in after)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from vbench.analysis.changepoints import changes_of
 
 
@@ -48,3 +50,37 @@ def test_nights_without_a_figure_keep_their_positions() -> None:
 
 def test_too_short_a_history_has_no_change() -> None:
     assert changes_of([1.0, 1.0, 1.0, 5.0, 5.0]) == ()
+
+
+def test_segmentation_splits_as_ruptures_binseg_does() -> None:
+    """vbench computes ruptures' Binseg (l2 cost, penalty) from prefix sums: the same
+    breakpoints on series with steps, drift, outliers and none."""
+    import numpy as np
+    import ruptures as rpt
+
+    from vbench.analysis.changepoints import MIN_SEGMENT, _Segmentation
+
+    rng = np.random.default_rng(11)
+    for case in range(40):
+        n = int(rng.integers(8, 120))
+        x = rng.normal(100, 5, n)
+        for _ in range(case % 4):
+            x[int(rng.integers(1, n)):] += rng.choice([-1, 1]) * rng.uniform(5, 40)
+        if case % 5 == 0:
+            x += np.linspace(0, 20, n)
+        pen = float(rng.uniform(10, 3000))
+        theirs = rpt.Binseg(model="l2", min_size=MIN_SEGMENT, jump=1).fit(x).predict(pen=pen)
+        assert _Segmentation(x, MIN_SEGMENT).splits(pen) == [b for b in theirs if b < n], case
+
+
+def test_welch_p_is_scipys() -> None:
+    import numpy as np
+    from scipy.stats import ttest_ind
+
+    from vbench.analysis.changepoints import welch_p
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        a, b = rng.normal(10, 2, int(rng.integers(3, 30))), rng.normal(11, 4, 7)
+        assert welch_p(a, b) == pytest.approx(ttest_ind(a, b, equal_var=False).pvalue,
+                                               rel=1e-9)

@@ -2,9 +2,9 @@
 
 Pure: a sequence of nightly figures in (oldest first, None for a night without one), a
 tuple of :class:`Change` out. Chosen by bench/changepoints.py (figures in
-docs/performance.md): ruptures' binary segmentation (least-squares cost, a BIC-like
-penalty scaled by the series' own robust noise) proposes candidates, then vbench keeps
-those that hold:
+docs/performance.md): binary segmentation (ruptures' ``Binseg``, least-squares cost, a
+BIC-like penalty scaled by the series' own robust noise; computed here from prefix sums,
+see :class:`_Segmentation`) proposes candidates, then vbench keeps those that hold:
 
 1. one-night outliers do not move a series: a value further than 4 robust σ from the
    median of the five nights around it is replaced by that median before detection
@@ -29,8 +29,10 @@ from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
+    from scipy import special as _special
 else:
     np = lazy_module("numpy")
+    _special = lazy_module("scipy.special")
 
 MIN_NIGHTS = 6  # fewer values than this: no change can be told from noise
 MIN_SEGMENT = 3  # nights on each side of a change (two odd nights are no new level)
@@ -68,38 +70,79 @@ def _robust_sigma(x: np.ndarray) -> float:
 
 
 def _without_outliers(x: np.ndarray, sigma: float) -> np.ndarray:
-    """A Hampel filter: one-night outliers replaced by the median of their neighbourhood."""
-    out = x.copy()
-    for i in range(len(x)):
-        around = x[max(0, i - 2):i + 3] if i < len(x) - 1 else x[max(0, i - 4):i]
-        med = float(np.median(around))
-        if sigma > 0 and abs(x[i] - med) > OUTLIER_SIGMAS * sigma:
-            out[i] = med
-    return out
+    """A Hampel filter: one-night outliers replaced by the median of their neighbourhood
+    (the five nights around; the last night: the four before it)."""
+    n = len(x)
+    if sigma <= 0 or n < 5:
+        return x.copy()
+    padded = np.concatenate(([np.nan, np.nan], x, [np.nan, np.nan]))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 5)  # centred on each night
+    med = np.nanmedian(windows, axis=1)
+    med[-1] = float(np.median(x[-5:-1]))
+    return np.where(np.abs(x - med) > OUTLIER_SIGMAS * sigma, med, x)
+
+
+class _Segmentation:
+    """Binary segmentation under the least-squares cost (ruptures' ``Binseg`` with
+    ``model="l2"`` and ``pen``: the same greedy splits, ties to the later night), from
+    prefix sums so that every candidate split of a segment is judged in one array
+    operation. Importing ruptures costs about a second (scipy.stats) of the two that
+    ``vbench history --changes`` may take; tests/unit/test_changepoints.py checks the
+    splits against ruptures' own."""
+
+    def __init__(self, x: np.ndarray, min_size: int) -> None:
+        self.s1 = np.concatenate(([0.0], np.cumsum(x)))
+        self.s2 = np.concatenate(([0.0], np.cumsum(x * x)))
+        self.n, self.min_size = len(x), min_size
+
+    def cost(self, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+        total = self.s1[b] - self.s1[a]
+        return np.maximum(0.0, (self.s2[b] - self.s2[a]) - total * total / (b - a))
+
+    def best_split(self, a: int, b: int) -> tuple[int | None, float]:
+        ks = np.arange(a + self.min_size, b - self.min_size + 1)
+        if not len(ks):
+            return None, 0.0
+        gains = self.cost(a, b) - self.cost(a, ks) - self.cost(ks, b)
+        k = len(gains) - 1 - int(np.argmax(gains[::-1]))  # ties: the later split
+        return int(ks[k]), float(gains[k])
+
+    def splits(self, pen: float) -> list[int]:
+        cuts = [self.n]
+        while True:
+            found = [self.best_split(a, b) for a, b in zip([0, *cuts], cuts, strict=False)]
+            cut, gain = max(found, key=lambda f: f[1])
+            if cut is None or gain <= pen:
+                return sorted(c for c in cuts if c < self.n)
+            cuts = sorted([*cuts, cut])
 
 
 def _candidates(x: np.ndarray, sigma: float) -> list[int]:
-    import ruptures as rpt
-
     if sigma <= 0:
         sigma = float(np.std(x)) or 1.0
-    algo = rpt.Binseg(model="l2", min_size=MIN_SEGMENT, jump=1).fit(x)
-    return [i for i in algo.predict(pen=PENALTY * math.log(len(x)) * sigma**2) if i < len(x)]
+    return _Segmentation(x, MIN_SEGMENT).splits(PENALTY * math.log(len(x)) * sigma**2)
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p of Welch's t-test (unequal variances); 1.0 when undefined."""
+    va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
+    se2 = va / len(a) + vb / len(b)
+    if not se2 > 0:
+        return 1.0
+    t = (float(b.mean()) - float(a.mean())) / math.sqrt(se2)
+    df = se2**2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+    return float(2 * _special.stdtr(df, -abs(t)))
 
 
 def _judge(x: np.ndarray, cuts: Sequence[int], k: int) -> tuple[float, float, float, int, int]:
     """Change ``k`` between its neighbouring cuts: (p, relative, before, n_before, n_after)."""
-    from scipy.stats import ttest_ind
-
     lo = cuts[k - 1] if k > 0 else 0
     hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
     a, b = x[lo:cuts[k]], x[cuts[k]:hi]
     before = float(a.mean())
     rel = (float(b.mean()) - before) / abs(before) if before else math.inf
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        p = 0.0 if a[0] != b[0] else 1.0
-    else:
-        p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    flat = np.ptp(a) == 0 and np.ptp(b) == 0  # no spread: any difference is certain
+    p = (0.0 if a[0] != b[0] else 1.0) if flat else welch_p(a, b)
     return (p if math.isfinite(p) else 1.0), rel, before, len(a), len(b)
 
 

@@ -115,7 +115,8 @@ def _one_series(
 ) -> list[SeriesChange]:
     runs: list[HistoryRun] = [hist.runs[i] for i in where]
     first = runs[0]
-    values = [s.means[i] for i in where]
+    means = s.means  # a list built per call: once
+    values = [means[i] for i in where]
     effect, noise = floor(first.lab_fingerprint, s.metric, s.labels)
     key = SeriesKey(hist.scenario, first.lab_fingerprint, s.metric, point_key(s.labels))
     positions = {r.run_id: n for n, r in enumerate(runs)}

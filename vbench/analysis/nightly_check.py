@@ -123,7 +123,7 @@ def nightly_check(store: Store, run: RunRow, result: RegressionResult,
     # Acknowledged: the new normal, never listed again (its pairwise echo says why above).
     listed = with_testbeds(store, [c for c in _last_regressions(hist, found, run.run_id)
                                    if c.state != ACKNOWLEDGED])
-    return dataclasses.replace(result, checks=checks, changes=listed,
+    return dataclasses.replace(result, checks=checks, changes=listed, history=hist,
                                failing_changes=tuple(c for c in listed
                                                      if _fails(c, run.run_id)))
 

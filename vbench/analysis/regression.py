@@ -117,6 +117,7 @@ class RegressionResult:
     # sits after, per series of this lab, and which of them fail tonight (new ones).
     changes: tuple[Any, ...] = ()
     failing_changes: tuple[Any, ...] = ()
+    history: Any = None  # the lab's History up to this run (the alerts' charts draw it)
 
     @property
     def skipped(self) -> bool:

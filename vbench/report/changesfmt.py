@@ -105,3 +105,33 @@ def noise_lines(runs: Sequence[Any], series: Sequence[Any], stored: int,
         out.append(f"  {s.metric:<{width}}  {where}  {_pct(s.cv)}"
                    f"  (runs: {', '.join(f'{m:.4g}' for m in s.means)} {s.unit})")
     return out
+
+
+def alert_sections(reg: Any) -> list[dict[str, Any]]:
+    """The HTML report's change-point alerts of a regression check: each with its series
+    chart (the change marked) and the testbed facts that differ either side."""
+    from markupsafe import Markup
+
+    from vbench.report.trend import ChangeMark, chart_svg
+
+    hist = reg.history
+    if hist is None:
+        return []
+    names = sorted({r.variant for r in hist.runs})
+    out = []
+    for i, c in enumerate(reg.changes):
+        series = next((s for s in hist.series if s.metric == c.metric
+                       and dict(s.labels) == dict(c.labels)), None)
+        if series is None:
+            continue
+        before = next(r.started for r in hist.runs if r.run_id == c.run_before)
+        mark = ChangeMark(c.metric, tuple(sorted(c.labels.items())), before, c.started,
+                          c.text(), c.ack is not None)
+        out.append({
+            "id": c.change_id, "text": c.text(), "state": state_text(c),
+            "new": c in reg.failing_changes,
+            "svg": Markup(chart_svg(hist, series, f"change-{i}", names, [mark])),
+            "testbed": [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed],
+            "runs": (c.run_before, c.run_id),
+        })
+    return out

@@ -114,6 +114,8 @@ def qos_json(qos: QosResult, view: QosView) -> dict[str, Any]:
 def regression_json(reg: RegressionResult | None) -> dict[str, Any] | None:
     if reg is None:
         return None
+    from vbench.report.changesfmt import change_json
+
     return {
         "skipped": reg.skipped,
         "regressed": reg.regressed,
@@ -130,9 +132,12 @@ def regression_json(reg: RegressionResult | None) -> dict[str, Any] | None:
              "better": c.better, "baseline": _stats(c.baseline), "current": _stats(c.current),
              "change": _clean(c.change), "p_value": c.sig.p_value, "test": c.sig.method,
              "significant": c.sig.significant, "status": c.status, "message": c.message,
-             "not_judged": c.note or None}
+             "not_judged": c.note or None, "known": c.triage or None}
             for c in reg.checks
         ],
+        # Unacknowledged regression change points this run sits after (new: fail tonight).
+        "changes": [change_json(ch) | {"new": ch in reg.failing_changes}
+                    for ch in reg.changes],
     }
 
 
@@ -303,9 +308,17 @@ def _suite(data: ReportData) -> ET.Element:
     elif reg is not None:
         for c in reg.checks:
             _case(suite, f"{name}.regression.{c.metric}", c.title,
-                  f"regression: {c.message}" if c.status == "regression" else None,
+                  f"regression: {c.message}" if c.status == "regression" and not c.triage
+                  else None,
                   f"{c.status}: baseline {fmt_mean_ci(c.baseline, c.unit)}, "
                   f"this run {fmt_mean_ci(c.current, c.unit)}; {c.message}")
+    for ch in reg.changes if reg is not None else ():
+        # A change point fails the night its check first sees it; later nights list it.
+        from vbench.report.changesfmt import change_lines
+
+        _case(suite, f"{name}.changepoint.{ch.metric}", ch.title,
+              f"change point {ch.change_id}: {ch.text()}" if ch in reg.failing_changes
+              else None, "\n".join(change_lines(ch, "")))
     if reg is not None and reg.comparability is not None:
         # What the baseline measured differently (scenario after --set, lab), for the
         # reader of a failed nightly: JUnit's place for text that is not a test case.

@@ -340,8 +340,11 @@ def regression_section(reg: RegressionResult | None) -> dict[str, Any] | None:
             "change": f"{change * 100:+.1f} %" if change is not None else MISSING,
             "better": c.better,
             "test": c.sig.reason,
-            "status": c.status,
+            "status": "known" if c.triage else c.status,
+            "triage": c.triage,
         })
+    from vbench.report.changesfmt import alert_sections
+
     return {
         "verdict": reg.verdict(),
         "baseline": reg.baseline.description if reg.baseline else None,
@@ -350,6 +353,7 @@ def regression_section(reg: RegressionResult | None) -> dict[str, Any] | None:
         "alpha": f"{reg.alpha:g}",
         "rows": rows,
         "regressed": reg.regressed,
+        "alerts": alert_sections(reg),  # change points tonight sits after
     }
 
 
