@@ -135,3 +135,21 @@ def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
     assert "1 of 2 tiles pass" in two and "tile 2 fails web: ops mean ≥ 85" in two
     assert f"score {math.sqrt(0.9 * 0.8):.2f}" in two
     assert v.qos.status == "fail"
+
+
+def test_without_tiles_the_answer_says_where_every_workload_passes(tmp_path: Path) -> None:
+    store = Store.open(None, tmp_path)
+    levels = [{"label": str(n), "value": n, "set": {}} for n in (100, 1000)]
+    doc = scenario_doc("nn", workloads={"victim": {"driver": "redis_scaleout", "qos": [
+        {"metric": "lat", "op": "<=", "threshold": 5}]}, "aggressor": {"driver": "fio"}},
+        report={"headline": ["victim.lat"], "charts": []})
+    doc["factors"] = {"rate": {"path": "workloads.aggressor.params.rate_iops",
+                               "levels": levels}}
+    del doc["workload"]
+    ok = {"victim.ok": [1.0, 1.0], "aggressor.ok": [1.0, 1.0]}
+    add_run(store, "r1", [({"rate": "100"}, {"victim.lat": [2.0, 3.0], **ok}),
+                          ({"rate": "1000"}, {"victim.lat": [8.0, 9.0], **ok})], scenario=doc)
+    a = verdict_of(report_data(store, "r1")).answers[0]
+    assert (a.kind, a.text) == ("workloads", "every workload passes its QoS at 1 of 2 "
+                                             "points (rate=100)")
+    assert a.details == ("rate=1000: fails victim: lat mean ≤ 5",)

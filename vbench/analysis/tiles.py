@@ -158,10 +158,13 @@ def _score_text(s: Summary | None) -> str:
 
 
 def tiles_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
-    """The consolidation answer: the most tiles that pass, and the score there."""
+    """The consolidation answer: the most tiles that pass, and the score there; without
+    ``tiles:``, at which points every workload passes (no score)."""
     points = tile_points(inputs)
     if not points:
         return ()
+    if (inputs.run.get("scenario") or {}).get("tiles") is None:
+        return (_workloads_answer(points),)
     best = max(points, key=lambda t: (len(t.passing),
                                       t.score.mean if t.score and t.score.mean else 0.0))
     if not best.passing:
@@ -192,3 +195,19 @@ def _details(points: Sequence[TilePoint]) -> tuple[str, ...]:
                    f"{_score_text(t.score)}" + (f" [{scores}]" if scores else "")
                    + (f"; {failing}" if failing else ""))
     return tuple(out)
+
+
+def _workloads_answer(points: Sequence[TilePoint]) -> Answer:
+    """Several workloads without tiles: the points where every workload meets its QoS
+    (a noisy-neighbour study: the aggressor levels its victims bear)."""
+    good = [t for t in points if t.passing]
+    text = (f"every workload passes its QoS at {len(good)} of {len(points)} point"
+            f"{'s' if len(points) != 1 else ''}")
+    if good and len(good) < len(points):
+        text += f" ({', '.join(t.title for t in good)})"
+    details = tuple(f"{t.title}: fails {', '.join(t.failing.get(1, ()))}"
+                    for t in points if not t.passing)
+    return Answer("workloads", "Workloads", text, ANSWERED if good else NO_ANSWER,
+                  details=details, ok=len(good) == len(points),
+                  how_to_read="Each workload's QoS is checked at every point, with one more "
+                  "criterion per workload: it ran to the end of every trial.")
