@@ -153,3 +153,18 @@ def test_without_tiles_the_answer_says_where_every_workload_passes(tmp_path: Pat
     assert (a.kind, a.text) == ("workloads", "every workload passes its QoS at 1 of 2 "
                                              "points (rate=100)")
     assert a.details == ("rate=1000: fails victim: lat mean ≤ 5",)
+
+
+def test_a_workloads_criterion_naming_no_metric_of_its_driver_is_located(
+        tmp_path: Path) -> None:
+    from vbench.engine.plan import build_plan
+
+    bad = BUNDLE.replace("    params: {rw: randwrite, size: 8m}\n", "    params: {rw: randwrite, "
+                         "size: 8m}\n    qos: [{metric: write_lat_p99, op: '<=', threshold: 1}]\n")
+    p = tmp_path / "s.yaml"
+    p.write_text(bad)
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(p))
+    assert [str(i) for i in exc.value.issues] == [
+        f"{p}:13:20: workloads.db.qos.0.metric: no metric write_lat_p99 in fio's catalogue; "
+        "did you mean write_clat_p99?"]

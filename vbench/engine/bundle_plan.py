@@ -67,12 +67,43 @@ def _member(sc: Scenario, src: Source, name: str, issues: list[ConfigIssue]
     roles, problems = member_roles(name, spec, driver.roles, driver.optional_roles,
                                    sc.topology)
     issues.extend(src.issue(path, text) for path, text in problems)
+    issues.extend(_qos_issues(sc, src, name, driver, params))
     active = driver.active_roles(params)
     issues.extend(src.issue(("workloads", name, "roles"),
                             f"role {r!r} is used at this point but not bound to a group "
                             f"(add roles: {{{r}: GROUP}})")
                   for r in active if r not in roles and r not in driver.optional_roles)
     return driver, params, {r: g for r, g in roles.items() if r in active}
+
+
+def _qos_issues(sc: Scenario, src: Source, name: str, driver: type[Workload],
+                params: Params) -> list[ConfigIssue]:
+    """A workload's criteria naming a metric its driver does not make, or a unit its
+    figure cannot be converted to: located errors before anything runs."""
+    from vbench.analysis.catalogue import (
+        Catalogue,
+        look_up,
+        unit_problem,
+        unknown_metric_message,
+    )
+
+    assert sc.workloads is not None
+    declared = driver.metric_catalogue(params)
+    if declared is None:  # a plugin without a catalogue: names cannot be checked
+        return []
+    catalogues = [Catalogue(driver.name, declared)]
+    out = []
+    for i, c in enumerate(sc.workloads[name].qos):
+        here = ("workloads", name, "qos", i)
+        found = look_up(c.metric, catalogues)
+        if found.metric is None:
+            out.append(src.issue((*here, "metric"), unknown_metric_message(
+                c.metric, catalogues, where=list(c.where))))
+        elif c.unit is not None:
+            problem = unit_problem(c.metric, found.metric.unit, c.unit)
+            if problem is not None:
+                out.append(src.issue((*here, "unit"), problem))
+    return out
 
 
 def _shared_guests(members: list[Member], groups: dict[str, tuple[str, ...]],
