@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import LocalGuests
+from tests.conftest import LocalGuests, free_port
 from tests.e2e.helpers import run_id_of, show, vbench, write_lab
 from vbench.results.store import Store
 from vbench.testing import log_events
@@ -20,6 +20,12 @@ pytestmark = pytest.mark.e2e
 FIO = {"rw": "randread", "bs": "4k", "size": "4m", "ioengine": "psync", "direct": False}
 REDIS = {"servers": 1, "clients": 1, "twemproxy": False, "haproxy": False,
          "connections": 2, "keyspace": 500, "loop_requests": 1000}
+
+
+def redis(address: str) -> dict:
+    """Redis parameters on a port free on ``address`` (tests run side by side)."""
+    port = free_port(address)
+    return {**REDIS, "server_ports": f"{port}-{port}"}
 
 
 def _scenario(path: Path, workloads: dict, topology: dict, **more: object) -> Path:
@@ -49,7 +55,7 @@ def test_two_drivers_run_at_once_with_overlapping_steady_windows(
     s = _scenario(tmp_path / "two.yaml", {
         "disk": {"driver": "fio", "roles": {"target": "storage"}, "params": FIO},
         "kv": {"driver": "redis_scaleout", "roles": {"servers": "cache", "clients": "cache"},
-               "params": REDIS},
+               "params": redis(local_guests[1].address)},
     }, {"storage": {"nodes": ["guest1"]}, "cache": {"nodes": ["guest2"]}})
     run_id, doc = _run(s, lab)
     assert [t["status"] for t in doc["trials"]] == ["ok"]
