@@ -19,6 +19,7 @@ from typing import Any
 from pyVmomi import vim
 
 from vbench.vsphere.connection import VSphereSession
+from vbench.vsphere.hygiene_events import tasks_in_progress
 from vbench.vsphere.hygiene_rules import (
     ClusterFacts,
     HostFacts,
@@ -182,15 +183,11 @@ def _others(vm_objs: Sequence[Obj], run_ids: set[str],
 
 
 def _tasks(session: VSphereSession, moids: set[str]) -> list[LabTask]:
-    """Tasks vCenter still lists as recent, in progress on one of ``moids``."""
-    refs = session.call(lambda: list(session.content.taskManager.recentTask or ()))
+    """Tasks in progress on one of ``moids``."""
     out = []
-    for o in retrieve_refs(session, refs, {vim.Task: ("info",)}):
-        info = o.get("info")
+    for info in tasks_in_progress(session):
         entity = getattr(info, "entity", None)
-        if info is None or entity is None or str(entity._moId) not in moids:
-            continue
-        if str(info.state) not in ("queued", "running"):
+        if entity is None or str(entity._moId) not in moids:
             continue
         user = None
         with contextlib.suppress(AttributeError):

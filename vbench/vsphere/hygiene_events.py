@@ -109,9 +109,23 @@ def _events(session: VSphereSession, begin: dt.datetime, end: dt.datetime) -> li
                                             lambda c: c.ReadNextEvents(PAGE)))
 
 
+def _under_root(session: VSphereSession) -> Any:
+    # Only tasks on inventory objects: a task of the FileManager or VirtualDiskManager
+    # (which are no ManagedEntity) makes pyVmomi refuse the whole page it is on.
+    return vim.TaskFilterSpec.ByEntity(entity=session.content.rootFolder, recursion="all")
+
+
 def _tasks(session: VSphereSession, begin: dt.datetime, end: dt.datetime) -> list[Any]:
-    spec = vim.TaskFilterSpec(time=vim.TaskFilterSpec.ByTime(
+    spec = vim.TaskFilterSpec(entity=_under_root(session), time=vim.TaskFilterSpec.ByTime(
         timeType="startedTime", beginTime=begin, endTime=end))
+    manager = session.content.taskManager
+    return session.call(lambda: _read_pages(manager.CreateCollectorForTasks(spec),
+                                            lambda c: c.ReadNextTasks(PAGE)))
+
+
+def tasks_in_progress(session: VSphereSession) -> list[Any]:
+    """Every queued or running task on an inventory object (TaskInfo), one collector."""
+    spec = vim.TaskFilterSpec(entity=_under_root(session), state=["queued", "running"])
     manager = session.content.taskManager
     return session.call(lambda: _read_pages(manager.CreateCollectorForTasks(spec),
                                             lambda c: c.ReadNextTasks(PAGE)))
