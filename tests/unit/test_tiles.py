@@ -168,3 +168,16 @@ def test_a_workloads_criterion_naming_no_metric_of_its_driver_is_located(
     assert [str(i) for i in exc.value.issues] == [
         f"{p}:13:20: workloads.db.qos.0.metric: no metric write_lat_p99 in fio's catalogue; "
         "did you mean write_clat_p99?"]
+
+
+def test_a_factor_of_a_bundle_says_which_workload_it_sets(tmp_path: Path) -> None:
+    # Without a path it would write workload.params.bs: a `workload:` the scenario has
+    # not (the old message: "workload.driver: required field is missing" at 1:1).
+    with pytest.raises(ConfigValidationError) as exc:
+        _load(tmp_path, BUNDLE + "factors:\n  bs: [4k, 64k]\n")
+    assert [str(i) for i in exc.value.issues] == [
+        f"{tmp_path / 's.yaml'}:16:7: factors.bs: with `workloads:` a factor needs a path, "
+        "e.g. path: workloads.web.params.bs (or tiles.count)"]
+    sc = _load(tmp_path, BUNDLE + "factors:\n  bs: {path: workloads.web.params.bs, "
+                                  "levels: [4k]}\n")
+    assert sc.factors["bs"].path == "workloads.web.params.bs"

@@ -71,6 +71,24 @@ def bundle_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
         if not re.fullmatch(WORKLOAD_NAME, name):
             out.append((("workloads", name), f"workload name {name!r} must match "
                         f"{WORKLOAD_NAME} (it prefixes metrics: {name}.<metric>)"))
+    if scenario.workloads:
+        out += _default_paths(scenario)
+    return out
+
+
+def _default_paths(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str]]:
+    """A factor or search without ``path`` writes to ``workload.params.<name>``, which a
+    ``workloads:`` scenario has not: it must say which workload's parameter it sets."""
+    first = next(iter(scenario.workloads or {}), "NAME")
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for name, f in scenario.factors.items():
+        if f.path is None and f.hook is None and any(lv.value is not None for lv in f.levels):
+            out.append((("factors", name), f"with `workloads:` a factor needs a path, e.g. "
+                        f"path: workloads.{first}.params.{name} (or tiles.count)"))
+    search = scenario.search
+    if search is not None and search.path is None:
+        out.append((("search", "factor"), f"with `workloads:` a search needs a path, e.g. "
+                    f"path: workloads.{first}.params.{search.factor} (or tiles.count)"))
     return out
 
 
