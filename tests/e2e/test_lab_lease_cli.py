@@ -43,6 +43,7 @@ def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
                        factors="  bs: [4k]\n")
     store_args = ("--store", store)
     holder = vbench_popen("run", str(s), "--lab", str(lab), *store_args)
+    impatient: subprocess.Popen[str] | None = None
     queued: subprocess.Popen[str] | None = None
     try:
         wait_for_log(vbench_home, "phase_mark", 120, holder, mark="steady_start")
@@ -60,13 +61,21 @@ def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
         assert f"held by run {run_id} (pid {holder.pid} " in who.stdout
         assert "scenario e2e-fio" in who.stdout
 
-        err_file = tmp_path / "queued.err"
-        with err_file.open("w") as err:
-            queued = subprocess.Popen(
-                [sys.executable, "-m", "vbench", "run", str(s), "--lab", str(lab), *store_args,
-                 "--wait", "--set", "phases.steady=1s"],
-                stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ})
         waiting = f"waiting for lab e2e: in use by run {run_id} (pid {holder.pid} "
+        # Ctrl-C while queued: exit 130, nothing run.
+        impatient_err = tmp_path / "impatient.err"
+        impatient = _popen(impatient_err, "run", str(s), "--lab", str(lab), *store_args,
+                           "--wait")
+        wait_for(lambda: waiting in impatient_err.read_text() or impatient.poll() is not None,
+                 120, "the impatient run to queue")
+        impatient.send_signal(signal.SIGINT)
+        impatient.communicate(timeout=60)
+        assert impatient.returncode == 130, impatient_err.read_text()
+        assert impatient_err.read_text().rstrip().endswith("interrupted")
+
+        err_file = tmp_path / "queued.err"
+        queued = _popen(err_file, "run", str(s), "--lab", str(lab), *store_args, "--wait",
+                        "--set", "phases.steady=1s")
         wait_for(lambda: waiting in err_file.read_text() or queued.poll() is not None, 120,
                  "the queued run to say whom it waits for")
         assert queued.poll() is None, err_file.read_text()
@@ -80,14 +89,22 @@ def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
         who = vbench("lab", "who", str(lab), *store_args)
         assert "lab e2e (" in who.stdout and "): free" in who.stdout
     finally:
-        for proc in (holder, queued):
-            if proc is not None and proc.poll() is None:
+        for proc in (holder, impatient, queued):
+            if proc is not None and proc.poll() is None:  # a failed assertion's leftovers
                 proc.kill()
                 proc.wait(60)
         # What the killed holder left in the guest (its fio) is cleaned up as a user would.
         if holder.returncode is not None:
             vbench("cleanup", _run_id_of_log(vbench_home), "--lab", str(lab), *store_args,
                    timeout=120)
+
+
+def _popen(err_file: Path, *args: str) -> subprocess.Popen[str]:
+    """`vbench ARGS` as a process whose stderr goes to ``err_file`` (read while it runs)."""
+    with err_file.open("w") as err:
+        return subprocess.Popen([sys.executable, "-m", "vbench", *args],
+                                stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ})
 
 
 def _run_id_of_log(home: Path) -> str:
