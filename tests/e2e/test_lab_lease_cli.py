@@ -5,6 +5,7 @@ on an SQLite store (a file lock beside it) and on PostgreSQL (an advisory lock).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -60,6 +61,8 @@ def test_a_second_run_on_a_held_lab_is_refused_or_queued_until_the_holder_dies(
         assert who.returncode == 0, who.stderr
         assert f"held by run {run_id} (pid {holder.pid} " in who.stdout
         assert "scenario e2e-fio" in who.stdout
+        [held] = json.loads(vbench("lab", "who", "--json", *store_args).stdout)  # every lab
+        assert (held["run_id"], held["pid"], held["lab"]) == (run_id, holder.pid, "e2e")
 
         waiting = f"waiting for lab e2e: in use by run {run_id} (pid {holder.pid} "
         # Ctrl-C while queued: exit 130, nothing run.
