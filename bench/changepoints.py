@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -156,14 +157,19 @@ def row(name: str, sc: Score) -> str:
             f"{sc.drift_flagged}/{sc.drift_series} | {sc.seconds:.2f} s |")
 
 
-def _cli_seconds(args: list[str], env: dict[str, str], repeat: int) -> float:
-    times = []
+def _cli_seconds(args: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU (user + system) seconds of the command in a fresh process:
+    on a shared machine the wall time is mostly waiting for a core."""
+    walls, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "vbench", *args], env=env, check=True,
                        stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def history_timing(runs: int, metrics: int, repeat: int) -> None:
@@ -184,7 +190,9 @@ def history_timing(runs: int, metrics: int, repeat: int) -> None:
                            ("vbench history", ["history", "nightly", *common]),
                            ("vbench history --changes", ["history", "nightly", "--changes",
                                                          *common])):
-            print(f"{name}: {_cli_seconds(args, env, repeat):.2f} s (median of {repeat})")
+            wall, cpu = _cli_seconds(args, env, repeat)
+            print(f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU (medians of {repeat}; "
+                  f"load average {os.getloadavg()[0]:.1f})")
 
 
 def main() -> None:

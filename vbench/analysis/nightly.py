@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vbench.analysis.changepoints import Change, changes_of
+from vbench.analysis.comparable import compare_runs
 from vbench.analysis.figures import FactDiff, fact_differences
 from vbench.analysis.history import History, HistoryRun, HistorySeries
 from vbench.results.store import Store
@@ -49,6 +50,9 @@ class SeriesChange:
     alerted_run: str | None = None  # the night whose check first alerted on it
     testbed: tuple[FactDiff, ...] = ()  # facts that differ between run_before and run_id
     change_id: str = ""
+    # The scenario (after --set) differing between run_before and run_id, as diff lines
+    # (empty: the same experiment).
+    setup: tuple[str, ...] = ()
 
     @property
     def key(self) -> SeriesKey:
@@ -158,9 +162,16 @@ def with_testbeds(store: Store, found: Sequence[SeriesChange]) -> tuple[SeriesCh
             rows[run_id] = dataclasses.asdict(store.get_run(run_id))
         return rows[run_id]
 
+    def setup(before: str, after: str) -> tuple[str, ...]:
+        comp = compare_runs(row(before), row(after))
+        if comp.same_scenario and comp.same_overrides:
+            return ()
+        return tuple(line for line in comp.lines(labels=("the run before", "the run after"))
+                     if not line.startswith("lab: same"))
+
     return tuple(dataclasses.replace(c, testbed=tuple(
         d for d in fact_differences(row(c.run_before), row(c.run_id))
-        if not d.key.startswith("lab.")))
+        if not d.key.startswith("lab.")), setup=setup(c.run_before, c.run_id))
         for c in found)
 
 

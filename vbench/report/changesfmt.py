@@ -39,6 +39,9 @@ def change_lines(c: SeriesChange, indent: str = "  ") -> list[str]:
     else:
         out.append(f"{indent}  testbed: no recorded difference between {c.run_before} "
                    f"and {c.run_id}")
+    if c.setup:
+        out.append(f"{indent}  experiment between {c.run_before} and {c.run_id}:")
+        out += [f"{indent}    {line}" for line in c.setup]
     return out
 
 
@@ -72,6 +75,7 @@ def change_json(c: SeriesChange) -> dict[str, Any]:
         "ack": None if c.ack is None else {"who": c.ack.who, "at": c.ack.at,
                                            "why": c.ack.why, "run_id": c.ack.run_id},
         "testbed": [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed],
+        "experiment": list(c.setup),
     }
 
 
