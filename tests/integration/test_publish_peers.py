@@ -16,6 +16,7 @@ from tests.publish_peers import Prom, pushgateway_and_prometheus, webhook_server
 from vbench.config.publish import Publish
 from vbench.publish import Alert, RunFacts, publish_run, read_outbox, retry_run
 from vbench.publish.payload import PointFigure
+from vbench.results.store import Store
 from vbench.testing import free_port
 
 pytestmark = pytest.mark.integration
@@ -122,3 +123,53 @@ def test_a_failed_target_is_kept_and_a_retry_delivers_it(tmp_path: Path,
     assert [o.sent for o in retry_run(tmp_path)] == [True, True]
     assert len(hook.received) == 3
     assert json.loads((tmp_path / "publish.json").read_text())["deliveries"][0]["sent"]
+
+
+def test_vbench_publish_sends_a_run_that_never_published(tmp_path: Path) -> None:
+    """A run killed before its end has no publish.json: `vbench publish RUN` builds its
+    payloads from the store, keeps what fails (exit 3), and sends it when it can."""
+    from click.testing import CliRunner
+
+    from tests.analysis_runs import add_run
+    from vbench.cli import cli
+
+    port = free_port()
+    url = f"sqlite:///{tmp_path}/t.db"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lab = {"name": "lab1", "publish": {"webhooks": [{"url": f"http://127.0.0.1:{port}/h",
+                                                     "name": "ci"}]}}
+    with Store.open(url, tmp_path) as store:
+        add_run(store, "20270101-020000-00000001", [({}, {"ops": [5.0, 5.1, 4.9]})],
+                lab=lab, run_dir=str(run_dir))
+    down = CliRunner().invoke(cli, ["publish", "20270101-020000", "--store", url])
+    assert down.exit_code == 3, down.output
+    assert down.output.startswith("webhook ci: not sent: ConnectError")
+    with webhook_server(port) as hook:
+        up = CliRunner().invoke(cli, ["publish", "20270101-020000", "--store", url])
+        assert (up.exit_code, up.output) == (0, "webhook ci: sent\n")
+        again = CliRunner().invoke(cli, ["publish", "20270101-020000", "--again", "--json",
+                                         "--store", url])
+    assert again.exit_code == 0
+    assert json.loads(again.output) == [{"target": "webhook ci", "sent": True, "error": None}]
+    bodies = [b for _, b in hook.received]
+    assert len(bodies) == 2 and bodies[0] == bodies[1]  # the kept payload, sent again
+    assert bodies[0]["run_id"] == "20270101-020000-00000001"
+    assert bodies[0]["figures"][0]["metric"] == "ops" and bodies[0]["lab"] == "lab1"
+
+
+def test_vbench_publish_refuses_a_run_whose_lab_publishes_nowhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.analysis_runs import add_run
+    from vbench.cli import main
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    with Store.open(url, tmp_path) as store:
+        add_run(store, "20270101-020000-00000001", [({}, {"ops": [5.0]})],
+                run_dir=str(tmp_path))
+    with pytest.raises(SystemExit) as ended:
+        main(["publish", "20270101-020000-00000001", "--store", url])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: run 20270101-020000-00000001: its lab has no `publish:` section "
+        "(docs/publishing.md)\n")
