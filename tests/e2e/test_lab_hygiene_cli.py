@@ -202,7 +202,8 @@ def test_tune_overrides_drs_for_the_run_and_restores_it(sim: Sim) -> None:
     assert _overrides(sim) == []
 
 
-def test_tune_is_restored_by_cleanup_after_kill_9(sim: Sim) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_tune_is_restored_after_ctrl_c_and_after_kill_9_by_cleanup(sim: Sim, sig: int) -> None:
     home = Path(os.environ["VBENCH_HOME"])
     scenario = sim.scenario("s.yaml", lab_hygiene={"tune": True, "power_policy": "ignore"},
                             phases={"warmup": "0s", "steady": "60s"})
@@ -210,37 +211,22 @@ def test_tune_is_restored_by_cleanup_after_kill_9(sim: Sim) -> None:
     try:
         wait_for(logged(home, "phase_mark", mark="steady_start"), 120, "the steady window")
         assert [n for n in _overrides(sim) if n.startswith("vb-")]
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
-    (run_dir,) = [d for d in (home / "results").glob("*") if (d / "log.jsonl").is_file()]
-    res = vbench("cleanup", run_dir.name, "--lab", str(sim.lab))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert f"lab tune: restored cluster DC0_C0: DRS override manual for VM vb-{run_dir.name}" \
-        in res.stdout
-    assert _overrides(sim) == []
-
-
-def test_tune_is_restored_after_ctrl_c(sim: Sim) -> None:
-    home = Path(os.environ["VBENCH_HOME"])
-    scenario = sim.scenario("s.yaml", lab_hygiene={"tune": True, "power_policy": "ignore"},
-                            phases={"warmup": "0s", "steady": "60s"})
-    proc = vbench_popen("run", str(scenario), "--lab", str(sim.lab))
-    try:
-        wait_for(logged(home, "phase_mark", mark="steady_start"), 120, "the steady window")
-        assert [n for n in _overrides(sim) if n.startswith("vb-")]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=30)
-    assert proc.returncode == 130, out + err
     (run_dir,) = [d for d in (home / "results").glob("*") if (d / "log.jsonl").is_file()]
-    assert [r["state"] for r in _journal(run_dir)] == ["applying", "applied", "undone"]
+    if sig == signal.SIGINT:  # the run restores it itself
+        assert proc.returncode == 130, out + err
+    else:
+        assert [r["state"] for r in _journal(run_dir)] == ["applying", "applied"]
+        res = vbench("cleanup", run_dir.name, "--lab", str(sim.lab))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert ("lab tune: restored cluster DC0_C0: DRS override manual for VM "
+                f"vb-{run_dir.name}") in res.stdout
+    assert [r["state"] for r in _journal(run_dir)][-1] == "undone"
     assert _overrides(sim) == []
 
 

@@ -17,9 +17,6 @@ fsynced, so a record that is written is not lost with the process.
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -30,6 +27,7 @@ from vbench.config.hookspec import render_argv, value_text
 from vbench.errors import ConfigError, LabError, VbenchError
 from vbench.guest.labspec import guest_spec
 from vbench.guest.ssh import Guest
+from vbench.results.journal_file import AppendJournal
 from vbench.templates import has_control
 
 if TYPE_CHECKING:
@@ -89,38 +87,15 @@ def check_nodes(scenario: Scenario, lab: Lab) -> None:
                               f"of the lab (nodes: {known})")
 
 
-class HookJournal:
+class HookJournal(AppendJournal):
     """Append-only record of hook applications in the run directory."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / JOURNAL
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps({**record, "time": time.time()}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill: its application was journaled before
-        return out
+        super().__init__(run_dir / JOURNAL)
 
     def pending(self) -> list[dict[str, Any]]:
         """The last record of every application not undone, oldest first."""
-        last: dict[str, dict[str, Any]] = {}
-        for rec in self.read():
-            last[rec["id"]] = rec
-        return [r for r in last.values() if r["state"] in PENDING]
+        return self.last_in(PENDING)
 
 
 Connect = Callable[[str], Any]  # node name -> a context manager yielding a Guest

@@ -16,9 +16,6 @@ killed with kill -9 leaves what `vbench cleanup RUN` needs.
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +25,7 @@ from pyVmomi import vim, vmodl
 
 from vbench.config.hygiene import LabHygiene
 from vbench.errors import LabError, VbenchError
+from vbench.results.journal_file import AppendJournal
 from vbench.vsphere.connection import VSphereSession
 from vbench.vsphere.hygiene_rules import STILL_DRS, LabFacts, policy_name
 from vbench.vsphere.inventory import Inventory, NotInInventory
@@ -80,43 +78,16 @@ def propose(facts: LabFacts, spec: LabHygiene, vms: Sequence[str] | None = None
     return out
 
 
-class TuneJournal:
-    """Append-only record of the changes made, fsynced line by line."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
+class TuneJournal(AppendJournal):
+    """The changes made, fsynced line by line (vbench/results/journal_file.py)."""
 
     @classmethod
     def in_dir(cls, folder: Path) -> TuneJournal:
         return cls(folder / TUNE_FILE)
 
-    def append(self, record: Mapping[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({**record, "time": time.time()}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill: its change was journaled before
-        return out
-
     def pending(self) -> list[dict[str, Any]]:
         """The last record of every change not undone, oldest first."""
-        last: dict[str, dict[str, Any]] = {}
-        for rec in self.read():
-            last[rec["id"]] = rec
-        return [r for r in last.values() if r["state"] in PENDING]
+        return self.last_in(PENDING)
 
 
 def _drs_spec(vm: Any, behavior: str | None, add: bool, simulator: bool = False) -> Any:
