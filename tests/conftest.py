@@ -7,6 +7,7 @@ with its own host key, user key and pre-filled known_hosts. It lives for the who
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,11 @@ from vbench.testing import (  # noqa: F401 - re-exported for the test modules
 pytest_plugins = ("tests.vcsim", "tests.pg")
 
 TESTS = Path(__file__).resolve().parent
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment (a serial
+# run has neither): text output would fit 80 columns in one and not the other. Tests that
+# want a width set COLUMNS themselves (monkeypatch, or the env of the process they start).
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
 # The tiers are the folders: each is marked by where its tests live (`pytest -m unit`, or
 # `make test-unit`), so a test file never has to say which tier it belongs to.
 TIERS = ("unit", "integration", "e2e")

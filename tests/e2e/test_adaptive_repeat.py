@@ -66,20 +66,24 @@ def test_the_noisy_point_takes_more_trials_and_every_output_says_so(
     assert res.returncode == 0, res.stderr[-3000:]
     doc = show(run_id_of(res.stdout + res.stderr))
     counts = _trials(doc)
-    assert counts == {0: 3, 1: 6}, counts  # quiet: met at the minimum; noisy: up to max
+    # Noisy: up to max. Quiet: met before it — at the minimum on a quiet machine; a machine
+    # loaded past its cores (the suite's own workers beside other jobs) can starve one of
+    # its 2-second trials enough to need one or two more, so the count is not fixed here.
+    assert counts[1] == 6 and 3 <= counts[0] < 6, counts
+    quiet = counts[0]
     repeat = doc["verdict"]["repeat"]
-    assert repeat["points"][0]["text"] == "met after 3"
+    assert repeat["points"][0]["text"] == f"met after {quiet}"
     assert repeat["points"][1]["text"].startswith("not met at max 6: ±")
     assert "1 of 2 points did not meet" in repeat["text"]
     assert "1 of 2 points did not meet" in res.stdout + res.stderr
     run_id = doc["run"]["run_id"]
     shown = vbench("show", run_id, env={"COLUMNS": "200"}).stdout
-    assert "met after 3" in shown and "not met at max 6" in shown
+    assert f"met after {quiet}" in shown and "not met at max 6" in shown
     for suffix in ("md", "html"):
         path = tmp_path / f"report.{suffix}"
         assert vbench("report", run_id, "-o", str(path)).returncode == 0
         text = path.read_text(encoding="utf-8")
-        assert "met after 3" in text and "not met at max 6: ±" in text, suffix
+        assert f"met after {quiet}" in text and "not met at max 6: ±" in text, suffix
     assert "3–6 trials per point (until the confidence target)" in text  # the HTML's facts
 
 
