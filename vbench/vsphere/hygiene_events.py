@@ -171,6 +171,8 @@ def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offs
     if not any(v in objects for v in (args["vm"], args["host"], args["cluster"]) if v):
         return None
     kind = type(e).__name__.rsplit(".", 1)[-1]
+    if kind in VM_EVENTS and args["vm"] not in objects:
+        return None  # another VM's power or reconfiguration on a run's host: not ours
     named = {k: shown.get(v, v) if v else v for k, v in args.items()}
     got = classify_event(kind, named, str(getattr(e, "to", "") or "") or None)
     if got is None:
