@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,30 @@ def test_a_killed_holder_frees_the_lab(store: Store, store_url: str, tmp_path: P
     finally:
         child.kill()
         child.wait(30)
+
+
+def test_a_holder_another_database_user_hides_is_named_by_its_server_session(
+        fresh_postgresql_url: str, postgresql_server: Any, tmp_path: Path) -> None:
+    """PostgreSQL shows a session's statement only to its own user: to another user the
+    holder is its server pid and client address, never an empty answer."""
+    from tests.pg import PASSWORD, PASSWORD_USER
+    from vbench.results.store_engine import create_engine
+
+    database = fresh_postgresql_url.rsplit("/", 1)[1]
+    with Store.open(fresh_postgresql_url, tmp_path) as store:
+        lease = take_lease(store, lambda: me("run-1"))
+        engine, shown, password = create_engine(
+            postgresql_server.url(database, PASSWORD_USER, PASSWORD), tmp_path)
+        other = Store(engine, shown, password)  # another user: reads no store table
+        try:
+            [held] = lease_holders(other, FP)
+            assert held.run_id == ("(unknown: another database user's session, pid of the "
+                                   "server's)")
+            assert held.pid > 0 and held.text().endswith(
+                "on host ?, since a time the server does not tell)")
+            with pytest.raises(LabBusy, match="in use by run \\(unknown: another database"):
+                take_lease(other, lambda: me("run-2"))
+            lease.release()
+            assert lease_holders(other, FP) == []
+        finally:
+            other.close()

@@ -51,7 +51,7 @@ class Holder:
     run_id: str
     pid: int
     host: str
-    since: float  # when it took the lease (epoch seconds)
+    since: float | None  # when it took the lease (epoch seconds; None: not told)
     scenario: str = ""
 
     @classmethod
@@ -62,9 +62,12 @@ class Holder:
 
     def text(self, now: float | None = None) -> str:
         """``run R (pid 1234 on host h, since 2026-11-27 05:41:02 UTC, 3 min ago)``."""
+        who = f"run {self.run_id} (pid {self.pid} on host {self.host}"
+        if self.since is None:
+            return f"{who}, since a time the server does not tell)"
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.since))
         ago = _ago((time.time() if now is None else now) - self.since)
-        return f"run {self.run_id} (pid {self.pid} on host {self.host}, since {stamp}, {ago})"
+        return f"{who}, since {stamp}, {ago})"
 
     @classmethod
     def from_json(cls, text: str) -> Holder | None:
@@ -298,9 +301,11 @@ def _pg_holder(row: Any, fingerprint: str | None) -> Holder:
                                  .replace("*\\/", "*/"))
         if found is not None:
             return found
-    # Not readable by this role (another user's session): what the server knows.
-    return Holder("?", fingerprint or "?", "(unknown: another database user's session)",
-                  int(pid), f"{addr or 'local'} (server pid)", float(started or 0))
+    # Not readable by this role (another user's session): what the server tells it, the
+    # session's server pid and start (its client address is hidden too).
+    return Holder("?", fingerprint or "?",
+                  "(unknown: another database user's session, pid of the server's)",
+                  int(pid), str(addr or "?"), float(started) if started else None)
 
 
 def pg_key(fingerprint: str) -> int:
