@@ -255,3 +255,33 @@ def test_a_window_not_watched_is_said() -> None:
                                  "text": "events not read: connection refused"}]}
     assert hygiene_warnings({"testbed": testbed}) == [
         "point 1 trial 1 not watched: events not read: connection refused"]
+
+
+def test_which_events_concern_the_run() -> None:
+    from pyVmomi import vim
+
+    from vbench.vsphere.hygiene_events import _from_event
+
+    when = dt.datetime(2026, 1, 1, 12, 0, 5, tzinfo=dt.UTC)
+
+    def event(kind: type, vm: str, host: str, user: str = "bob") -> object:
+        return kind(vm=vim.event.VmEventArgument(name=vm),
+                    host=vim.event.HostEventArgument(name=host), createdTime=when,
+                    userName=user, key=1, chainId=1)
+
+    objects = {"vb-run-web-1", "esx1"}
+    shown = {"vb-run-web-1": "web-1"}
+    other_off = event(vim.event.VmPoweredOffEvent, "someone-else", "esx1")
+    assert _from_event(other_off, objects, shown, 0.0, None) is None
+    ours = _from_event(event(vim.event.VmResettingEvent, "vb-run-web-1", "esx1"), objects,
+                       shown, 2.0, None)
+    assert ours is not None and (ours.kind, ours.what, ours.about) == ("vm", "web-1 reset",
+                                                                         "web-1")
+    assert ours.at == when.timestamp() - 2.0  # back on the controller's clock
+    arriving = _from_event(event(vim.event.VmMigratedEvent, "someone-else", "esx1"), objects,
+                           shown, 0.0, None)
+    assert arriving is not None and arriving.what == "vMotion of someone-else to esx1"
+    elsewhere = event(vim.event.VmMigratedEvent, "x", "esx9")
+    assert _from_event(elsewhere, objects, shown, 0.0, None) is None
+    mine = event(vim.event.VmMigratedEvent, "vb-run-web-1", "esx1", user="vbench")
+    assert _from_event(mine, objects, shown, 0.0, "vbench") is None
