@@ -27,11 +27,12 @@ def test_a_run_publishes_and_a_failed_webhook_is_sent_by_vbench_publish(
         doc = yaml.safe_load(lab.read_text())
         doc["publish"] = {"pushgateway": {"url": prom.pushgateway},
                           "webhooks": [{"url": f"http://127.0.0.1:{hook_port}/h",
-                                        "name": "ci"}]}
+                                        "name": "ci"}],
+                          "tags": ["nightly"]}
         lab.write_text(yaml.safe_dump(doc))
         s = write_scenario(tmp_path / "s.yaml", groups=1, warmup="0s", steady="1s",
                            repeat=1, factors="  bs: [4k]\n")
-        res = vbench("run", str(s), "--lab", str(lab), timeout=300)
+        res = vbench("run", str(s), "--lab", str(lab), "--tag", "nightly", timeout=300)
         assert res.returncode == 0, res.stderr[-3000:]
         run_id = run_id_of(res.stdout)
         assert f"published: pushgateway {prom.pushgateway}" in res.stdout

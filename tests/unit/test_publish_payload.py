@@ -145,3 +145,10 @@ def test_a_mistake_in_the_labs_publish_section_is_located(tmp_path: Path) -> Non
     [issue] = err.value.issues
     assert str(issue).startswith(f"{lab}:5:")
     assert "header 'Authorization' holds a credential" in str(issue)
+
+
+def test_publish_tags_choose_the_runs_a_lab_publishes() -> None:
+    nightly = Publish.model_validate({"webhooks": [{"url": "http://h"}], "tags": ["nightly"]})
+    assert nightly.wants(("nightly", "x")) and not nightly.wants(()) \
+        and not nightly.wants(("adhoc",))
+    assert Publish.model_validate({"webhooks": [{"url": "http://h"}]}).wants(())

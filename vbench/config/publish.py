@@ -9,6 +9,7 @@ the lab already holds its secrets as references); it is left out of the lab fing
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
@@ -92,3 +93,11 @@ class Publish(LabModel):
         None, description="push headline figures, verdict and alerts as Prometheus series")
     webhooks: list[Webhook] = Field(default_factory=list,
                                     description="POST the run's summary as JSON to each")
+    tags: list[OneLine] = Field(
+        default_factory=list,
+        description="publish only runs with one of these tags (e.g. [nightly]: someone's "
+        "ad-hoc run does not replace the nightly figures); default: every run")
+
+    def wants(self, run_tags: Sequence[str]) -> bool:
+        """Whether a run with ``run_tags`` is published when it ends."""
+        return not self.tags or bool(set(self.tags) & set(run_tags))

@@ -226,12 +226,16 @@ def publish(store: Store, result: RunResult) -> RunResult:
     """Send the run to its lab's publishing targets (the stored lab's ``publish:``). A
     target that fails, or anything else going wrong here, never fails the run: it is
     kept in publish.json for `vbench publish RUN`, and said."""
+    from vbench.config.publish import Publish
     from vbench.publish import Outcome
 
     lab = result.run.record.get("lab") or {}
     if not lab.get("publish"):
         return result
     try:
+        if not Publish.model_validate(lab["publish"]).wants(result.run.record.get("tags")
+                                                             or ()):
+            return result  # publish.tags: not a run this lab publishes
         outcomes = tuple(publish_stored(result.run, result.data, result.exit_code,
                                         str(result.report) if result.report else None))
     except Exception as exc:  # publishing must not cost the run its end
