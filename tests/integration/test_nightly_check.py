@@ -17,7 +17,7 @@ from vbench.analysis.nightly import acknowledge, find_changes
 from vbench.analysis.regression import RegressionResult
 from vbench.engine.finish import remember_alerts
 from vbench.report.build import check_regression_of, report_data_of, write_run_report
-from vbench.report.exports import regression_json, to_junit
+from vbench.report.exports import regression_json, to_junit, to_markdown
 from vbench.results import triage
 from vbench.results.store import Store
 from vbench.results.stored import StoredRun
@@ -46,6 +46,12 @@ def _report(store: Store, run_id: str, path: Path) -> str:
     reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
     write_run_report(dataclasses.replace(data, regression=reg), path)
     return path.read_text()
+
+
+def _markdown(store: Store, run_id: str) -> str:
+    data = report_data_of(StoredRun.load(store, run_id))
+    reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
+    return to_markdown([dataclasses.replace(data, regression=reg)])
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -80,6 +86,8 @@ def test_a_regression_alerts_once_is_listed_after_and_never_again_once_acknowled
         assert 'id="change-points"' in html and change.change_id in html
         assert 'class="change"' in html and "8.0.3-24280767" in html
         assert regression_json(results[21])["changes"][0]["new"] is False
+        md = _markdown(store, n.run_id(21))
+        assert f"`{change.change_id}` (alerted before)" in md and "esxi_build" in md
         acknowledge(store, change.change_id, "ana", "ESXi 8.0U3 patch, expected")
         after = [_night(store, n, night, rng) for night in range(22, 26)]
         assert not any(r.regressed or r.changes for r in after)

@@ -333,6 +333,19 @@ def _suite(data: ReportData) -> ET.Element:
     return suite
 
 
+def _md_changes(reg: RegressionResult | None) -> list[str]:
+    """Unacknowledged regression change points the run sits after (new ones first)."""
+    if reg is None or not reg.changes:
+        return []
+    out = ["", "Change points (unacknowledged regressions; `vbench ack ID --why …`):", ""]
+    for ch in sorted(reg.changes, key=lambda c: c not in reg.failing_changes):
+        new = "**new tonight**" if ch in reg.failing_changes else "alerted before"
+        diff = "; ".join(f"{d.key}: {d.a} → {d.b}" for d in ch.testbed[:3])
+        out.append(f"- `{_md(ch.change_id)}` ({new}): {_md(ch.text())}"
+                   + (f"; testbed: {_md(diff)}" if diff else ""))
+    return out
+
+
 def to_junit(datas: Sequence[ReportData]) -> str:
     root = ET.Element("testsuites", name="vbench")
     for d in datas:
@@ -397,6 +410,7 @@ def _md_run(d: ReportData) -> list[str]:
         lines += ["", "Regressions:", ""]
         lines += [f"- {_md(c.metric)} at {_md(c.title)}: {_md(c.message)}"
                   for c in d.regression.regressions[:20]]
+    lines += _md_changes(d.regression)
     warnings = [*d.warnings, *a.problems]
     if warnings:
         lines += ["", f"{len(warnings)} warning(s): " + _md("; ".join(warnings[:5]))
