@@ -132,15 +132,22 @@ def take_lease(
     ``wait`` try again until free, calling ``on_wait(holder, waited_s)`` at once and every
     ``report_every`` seconds; ``cancel`` set (Ctrl-C) ends the wait with Interrupted."""
     backend = _backend(store)
-    start, told = time.monotonic(), None
+    start, told, vanished = time.monotonic(), None, 0
     while True:
         me = describe()
         lease = backend.try_take(me)
         if lease is not None:
             lease.waited = time.monotonic() - start if told is not None else 0.0
             return lease
+        holder = None if wait else _first(backend.holders(me.fingerprint))
+        if not wait and holder is None and vanished < 3:
+            # Nobody holds it now: it was given back in between, or `lab who` was
+            # looking at that moment (its probe holds the file an instant). Again.
+            vanished += 1
+            time.sleep(0.05 * vanished)
+            continue
         if not wait:
-            raise LabBusy(me.lab, _first(backend.holders(me.fingerprint)))
+            raise LabBusy(me.lab, holder)
         waited = time.monotonic() - start
         if on_wait is not None and (told is None or waited - told >= report_every):
             told = waited
@@ -257,10 +264,11 @@ class _PgLeases:
         # this session's last query for as long as the lock is held. psycopg turns '%%'
         # back into '%'; '*/' cannot end the comment early.
         note = json.dumps(asdict(me)).replace("*/", "*\\/").replace("%", "%%")
+        keys = {"space": LEASE_SPACE, "key": pg_key(me.fingerprint)}
         try:
             got = conn.exec_driver_sql(
                 f"SELECT pg_try_advisory_lock(%(space)s, %(key)s) /* {_MARK} {note} */",
-                {"space": LEASE_SPACE, "key": pg_key(me.fingerprint)}).scalar()
+                keys).scalar()
         except BaseException:
             conn.invalidate()
             conn.close()
@@ -270,8 +278,13 @@ class _PgLeases:
             return None
 
         def release() -> None:
-            conn.invalidate()  # the session ends, and its advisory locks with it
-            conn.close()
+            try:  # at once, not when the server notices the session has gone
+                conn.exec_driver_sql("SELECT pg_advisory_unlock(%(space)s, %(key)s)", keys)
+            except Exception:  # a broken session: it ends below, its lock with it
+                pass
+            finally:
+                conn.invalidate()  # the session ends, and any lock it still held
+                conn.close()
 
         return Lease(me, release)
 
