@@ -7,6 +7,7 @@ the warm-up fio, and --resume runs that trial again with a warm-up of its own.""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,9 @@ from vbench.analysis.warmup import BATCH, SETTLED_BATCHES, observation_interval
 
 pytestmark = pytest.mark.e2e
 
-CAP = 8.0
+# Room for 60 observations (1/3 s each): a loaded machine's noisier rates still settle
+# well within it; a quiet one ends at 20 (about 7 s).
+CAP = 20.0
 
 
 def _scenario(tmp_path: Path) -> Path:
@@ -46,7 +49,7 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     res = vbench("run", str(s), "--lab", str(lab))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
-    step = observation_interval(CAP)  # 0.25 s: the cap leaves room for 32 observations
+    step = observation_interval(CAP)  # 1/3 s: the cap leaves room for 60 observations
     ended = [e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]
     assert len(ended) == 2, ended  # one per trial
     for e in ended:
@@ -57,7 +60,7 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     for trial in doc["trials"]:
         ph = trial["phases"]
         warm = ph["steady_start"] - ph["warmup_start"]
-        # At least the 20 observations MSER-5 needs (fio's 0.25 s intervals).
+        # At least the 20 observations MSER-5 needs (fio's 1/3 s intervals).
         assert warm >= SETTLED_BATCHES * BATCH * step, ph
     run_dir = Path(doc["run"]["run_dir"])
     # The measured fio ran the steady window only, no ramp: its figures are the trial's.
@@ -67,12 +70,18 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
         job = json.loads(path.read_text())["jobs"][0]
         assert "ramp_time" not in job["job options"]
         assert 900 <= job["job_runtime"] <= 1100, job["job_runtime"]
+    kept = [json.loads(p.read_text()) for p in sorted(run_dir.glob("raw/*/fio-warmup-auto.json"))]
+    assert len(kept) == 2 and all(k["reason"] == "settled" for k in kept), kept
+    assert all(len(k["iops"]) >= SETTLED_BATCHES * BATCH for k in kept)
+    # rate_iops 400 caps each direction of the randrw job: what the detector saw (reads
+    # and writes together) sits at 800 IO/s (the median: one short interval may dip).
+    assert all(700 < statistics.median(k["iops"]) < 900 for k in kept), kept
     warnings = json.loads((run_dir / "verdict.json").read_text())["warnings"]
-    lines = [w for w in warnings if w.startswith("warm-up (auto, cap 8 s) at ")]
+    lines = [w for w in warnings if w.startswith("warm-up (auto, cap 20 s) at ")]
     assert len(lines) == 1 and "trial 1 " in lines[0] and "trial 2 " in lines[0], warnings
     assert "the cap" not in lines[0]
     plan = vbench("plan", str(s), "--lab", str(lab))
-    assert "warm-up auto (≤ 8s, ended by the detector)" in plan.stdout, plan.stdout
+    assert "warm-up auto (≤ 20s, ended by the detector)" in plan.stdout, plan.stdout
 
 
 def test_ctrl_c_in_an_automatic_warm_up_stops_it_and_resume_runs_the_trial_again(
@@ -97,7 +106,7 @@ def test_ctrl_c_in_an_automatic_warm_up_stops_it_and_resume_runs_the_trial_again
     assert proc.returncode == 130, out + err
     assert not fio_started(lab, "")(), "a fio of this test outlived Ctrl-C"
     run_id = run_id_of(out + err)
-    # Trial 2's warm-up did not end (it needs 20 observations, 5 s of fio's time): the
+    # Trial 2's warm-up did not end (it needs 20 observations, ~7 s of fio's time): the
     # interrupt came inside it.
     assert len([e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]) == 1
     before = show(run_id)["trials"]
@@ -113,5 +122,5 @@ def test_ctrl_c_in_an_automatic_warm_up_stops_it_and_resume_runs_the_trial_again
                 and e.get("reason") == "settled"]) == 2
     warnings = json.loads((Path(after["run"]["run_dir"]) / "verdict.json").read_text())[
         "warnings"]
-    assert any(w.startswith("warm-up (auto, cap 8 s) at ") and "trial 2 " in w
+    assert any(w.startswith("warm-up (auto, cap 20 s) at ") and "trial 2 " in w
                for w in warnings), warnings

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 JOB = "warmup.fio"
 RESULT = "warmup.json"
 LOG = "warmup.log"
+KEPT = "fio-warmup-auto.json"  # raw/<point>-<trial>/: the observations the detector saw
 WALL_GRACE = 60.0  # seconds past the cap a fio that stopped reporting is waited for
 _DIRECTIONS = ("read", "write", "trim")
 _START = '{\n  "fio version"'
@@ -134,7 +135,17 @@ def run_warmup(
             fio_seconds=round(rates.runtime(), 3), cap=cap, interval=step,
             observations=len(rates.series()), settled_at=answer.settled_at,
             reason=answer.reason)
+    _keep(ctx, rates.series(), step, answer)
     return answer
+
+
+def _keep(ctx: TrialContext, values: Sequence[float], step: float, answer: WarmupEnd) -> None:
+    """The warm-up's observations beside the trial's raw outputs (``raw/<p>-<t>/``), so a
+    reviewer can redraw what the detector saw."""
+    ctx.raw_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.raw_dir / KEPT).write_text(json.dumps({
+        "interval_s": step, "cap_s": ctx.warmup, "settled_at": answer.settled_at,
+        "reason": answer.reason, "iops": [round(v, 3) for v in values]}, indent=1) + "\n")
 
 
 def _new_output(guest: Guest, path: str, offset: int) -> str:
