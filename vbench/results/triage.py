@@ -90,15 +90,22 @@ def add_ack(store: Store, key: SeriesKey, run_id: str, who: str, why: str) -> Ac
     return ack
 
 
+def _series_rows(store: Store, table: sa.Table, scenario: str, lab_fingerprint: str | None,
+                 what: str) -> list[Mapping[str, object]]:
+    """The rows of a triage table for a scenario (one lab's, or every lab's), oldest first."""
+    query = sa.select(table).where(table.c.scenario_name == scenario).order_by(
+        table.c.at, table.c.id)
+    if lab_fingerprint is not None:
+        query = query.where(table.c.lab_fingerprint == lab_fingerprint)
+    with store._read(f"read {what}") as conn:
+        return list(conn.execute(query).mappings())
+
+
 def acks(store: Store, scenario: str, lab_fingerprint: str | None = None) -> list[Ack]:
     """The acknowledgements of a scenario's series (one lab's, or every lab's), oldest first."""
-    t = db.change_acks
-    query = sa.select(t).where(t.c.scenario_name == scenario).order_by(t.c.at, t.c.id)
-    if lab_fingerprint is not None:
-        query = query.where(t.c.lab_fingerprint == lab_fingerprint)
-    with store._read("read acknowledgements") as conn:
-        return [Ack(_key(m), m["run_id"], m["who"], m["at"], m["why"])
-                for m in conn.execute(query).mappings()]
+    return [Ack(_key(m), str(m["run_id"]), str(m["who"]), float(m["at"]), str(m["why"]))
+            for m in _series_rows(store, db.change_acks, scenario, lab_fingerprint,
+                                  "acknowledgements")]
 
 
 def record_alerts(store: Store, alerts: Iterable[tuple[SeriesKey, str]], alerted_run: str) -> None:
@@ -113,13 +120,10 @@ def record_alerts(store: Store, alerts: Iterable[tuple[SeriesKey, str]], alerted
 
 
 def alerts(store: Store, scenario: str, lab_fingerprint: str | None = None) -> list[Alert]:
-    t = db.change_alerts
-    query = sa.select(t).where(t.c.scenario_name == scenario).order_by(t.c.at, t.c.id)
-    if lab_fingerprint is not None:
-        query = query.where(t.c.lab_fingerprint == lab_fingerprint)
-    with store._read("read alerts") as conn:
-        return [Alert(_key(m), m["run_id"], m["alerted_run"], m["at"])
-                for m in conn.execute(query).mappings()]
+    """The alerts nightly checks raised on a scenario's series, oldest first."""
+    return [Alert(_key(m), str(m["run_id"]), str(m["alerted_run"]), float(m["at"]))
+            for m in _series_rows(store, db.change_alerts, scenario, lab_fingerprint,
+                                  "alerts")]
 
 
 def set_noise(store: Store, rows: Sequence[Noise]) -> None:
