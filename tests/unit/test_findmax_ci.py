@@ -118,3 +118,20 @@ def test_the_outlook_counts_every_level_up_to_max_trials_as_the_most() -> None:
     a, b = fixed.outlook(), adaptive.outlook()
     assert b.trials[0] == a.trials[0]  # every level certain after its first 3
     assert b.trials[1] == a.trials[1] + 3 * b.levels[1]  # every level uncertain to 6
+
+
+def test_the_plan_says_a_level_takes_min_to_max_trials(tmp_path: Path) -> None:
+    from vbench.cli.run_cmds import _search_text
+    from vbench.config.load import load_scenario
+    from vbench.engine.plan import build_plan
+
+    path = tmp_path / "s.yaml"
+    text = ("version: 1\nname: fm\ntopology:\n  storage: {count: 1}\nworkload:\n"
+            "  driver: fio\n  params: {rw: randread, size: 8m}\nphases: {steady: 1s}\n"
+            "qos:\n  - {metric: total_iops, op: '<=', threshold: 400}\n"
+            "search: {factor: rate_iops, min: 50, max: 800}\n")
+    path.write_text(text + "repeat: {min: 3, max: 8, target: {ci_half_width: 5%}}\n")
+    assert "3–8 trials per level (more while its verdict is uncertain)" in _search_text(
+        build_plan(load_scenario(path)))
+    path.write_text(text + "repeat: 2\n")
+    assert ", 2 trials per level: " in _search_text(build_plan(load_scenario(path)))

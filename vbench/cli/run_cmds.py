@@ -107,10 +107,15 @@ def _search_text(p: Plan) -> str:
 
     n = len(p.points)
     span = f"{bound_text(s, s.min)}..{bound_text(s, s.max)}"
+    first = s.trials or p.repeat
+    per_level = f"{counted(first, 'trial')} per level"
+    if p.repeat_max is not None and p.repeat_max > first:  # decided by the interval
+        per_level = (f"{first}–{p.repeat_max} trials per level (more while its verdict is "
+                     "uncertain)")
     return (
         f"find-max over {s.factor} in {span}, {counted(n, 'search', 'searches')}"
-        f" (levels chosen from the results as it runs), {counted(s.trials or p.repeat, 'trial')} "
-        f"per level: {_size_text(p)}, {_estimate_text(p)}"
+        f" (levels chosen from the results as it runs), {per_level}: "
+        f"{_size_text(p)}, {_estimate_text(p)}"
     )
 
 
