@@ -141,3 +141,39 @@ def test_measured_lab_noise_is_the_floor_of_the_minimum_effect(tmp_path: Path) -
         data = report_data_of(StoredRun.load(store, n.run_id(12)))
         reg = check_regression_of(store, data.stored, data.analyzed().figures, "last:3")
         assert not reg.regressed and reg.checks[0].status == "ok"
+
+
+def test_ack_refuses_what_names_no_change(tmp_path: Path) -> None:
+    """`vbench ack` answers a bad id with one line and exit 2, storing nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from bench.nightly_store import build
+
+    n = Nights(nights=3, change_at=None, points=({"bs": "4k"}, {"bs": "64k"}))
+    build(tmp_path, n)
+    run = n.run_id(1)
+
+    def ack(change: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vbench", "ack", change, "--why", "x",
+                               "--results", str(tmp_path)], capture_output=True, text=True,
+                              env={**os.environ, "VBENCH_HOME": str(tmp_path),
+                                   "VBENCH_STORE": ""})
+
+    cases = {
+        run: "is no change id",
+        f"{run}:total_iops": f"has 2 points: name one, e.g. {run}:total_iops@bs=4k",
+        f"{run}:total_iops@bs=1m": "has no point bs=1m",
+        f"{run}:nope@bs=4k": "has no figure of metric 'nope'",
+        "20990101:total_iops": "no run",
+    }
+    for change, said in cases.items():
+        done = ack(change)
+        assert done.returncode == 2 and said in done.stderr, (change, done.stderr)
+        assert "Traceback" not in done.stderr
+    ok = ack(f"{run[:8]}:total_iops@bs=64k")  # a unique prefix of the run id will do
+    assert ok.returncode == 0, ok.stderr
+    with Store.open(None, tmp_path) as store:
+        (kept,) = triage.acks(store, "nightly")
+        assert kept.run_id == run and kept.series.point == '{"bs": "64k"}'
