@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,20 @@ def test_a_holder_another_database_user_hides_is_named_by_its_server_session(
             assert lease_holders(other, FP) == []
         finally:
             other.close()
+
+
+def test_a_queued_taker_gives_up_after_its_longest_wait(store: Store, store_url: str,
+                                                       tmp_path: Path) -> None:
+    first = take_lease(store, lambda: me("run-1"))
+    try:
+        with Store.open(store_url, tmp_path) as other:
+            t0 = time.monotonic()
+            with pytest.raises(LabBusy) as refused:
+                take_lease(other, lambda: me("run-2"), wait=True, max_wait=0.5)
+            assert time.monotonic() - t0 >= 0.5  # it did queue, for that long
+        text = str(refused.value)
+        assert text.startswith("lab lab-a: in use by run run-1 (pid ")
+        assert text.endswith(f"; gave up after waiting {refused.value.waited:.0f} s "
+                             "(--wait-max)")
+    finally:
+        first.release()

@@ -276,6 +276,11 @@ def _plan_text(
     help="When another run holds the lab's lease, queue behind it (saying who holds it "
     "every 10 s) instead of exiting 3.",
 )
+@click.option(
+    "--wait-max", metavar="DURATION", default=None,
+    help="With --wait: give up (exit 3, naming the holder) after queueing this long, "
+    "e.g. 2h.",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option(
     "--fail-on-qos", is_flag=True, help="Exit 1 when a QoS criterion of the scenario fails."
@@ -312,6 +317,7 @@ def run(
     results_dir: Path | None,
     fail_fast: bool,
     wait: bool,
+    wait_max: str | None,
     no_report: bool,
     fail_on_qos: bool,
     regression_spec: str | None,
@@ -326,12 +332,13 @@ def run(
     from vbench.engine.finish import FinishOptions, finish_run
     from vbench.engine.session import RunRequest, RunSession, execute
 
+    wait_seconds = _wait_max(wait, wait_max)
     store, rdir = open_store(store_url, results_dir)
     try:
         scenario, rdir, resume = _resumed(store, scenario, rdir, resume)
         request = RunRequest(
             scenario, lab, tuple(sets), tuple(tags), store_url, results_dir, fail_fast,
-            tuple(sys.argv), resume=resume, wait=wait,
+            tuple(sys.argv), resume=resume, wait=wait, wait_max=wait_seconds,
         )
         session = RunSession.load(request, store)
         # The driver's warnings (allow_exec on, a run configuration missing …), as
@@ -378,6 +385,22 @@ def _run_aa(request: Any, store: Store, rdir: Path, count: int, options: Any,
                        "cv": s.cv, "means": list(s.means)} for s in found.series],
             "stored": found.stored, "exit_code": found.exit_code}, indent=2))
     return found.exit_code
+
+
+def _wait_max(wait: bool, text: str | None) -> float | None:
+    """--wait-max in seconds (only with --wait)."""
+    if text is None:
+        return None
+    if not wait:
+        raise click.UsageError("--wait-max goes with --wait")
+    from pydantic_core import PydanticCustomError
+
+    from vbench.config.types import parse_duration
+
+    try:
+        return parse_duration(text)
+    except (PydanticCustomError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--wait-max") from None
 
 
 def _print_result(result: RunResult, console: Any, as_json: bool) -> None:

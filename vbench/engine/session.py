@@ -54,6 +54,7 @@ class RunRequest:
     argv: tuple[str, ...] = ()
     resume: str | None = None  # a stored run to continue (its finished trials are kept)
     wait: bool = False  # the lab leased by another run: queue behind it (else LabBusy)
+    wait_max: float | None = None  # … for at most this many seconds (None: as long as it takes)
 
 
 @dataclass
@@ -242,7 +243,7 @@ def _take_lease(live: _Live) -> Lease:
             live.notice(f"waiting for lab {lab.name}: in use by {who} (waited {waited:.0f} s)")
 
     lease = take_lease(live.store, describe, wait=req.wait, on_wait=waiting,
-                       cancel=live.cancel)
+                       cancel=live.cancel, max_wait=req.wait_max)
     live.run_id = lease.holder.run_id
     if lease.waited and live.notice is not None:
         live.notice(f"lab {lab.name} is free after {lease.waited:.0f} s: starting")

@@ -90,13 +90,17 @@ def _ago(seconds: float) -> str:
 
 
 class LabBusy(LabError):
-    """The lab is leased by another run (and the run was not asked to wait)."""
+    """The lab is leased by another run (and the run was not asked to wait, or waited as
+    long as it was allowed: ``waited`` seconds)."""
 
-    def __init__(self, lab: str, holder: Holder | None) -> None:
-        self.holder = holder
+    def __init__(self, lab: str, holder: Holder | None, waited: float | None = None) -> None:
+        self.holder, self.waited = holder, waited
         who = holder.text() if holder else "another run (its holder is being recorded)"
-        super().__init__(f"lab {lab}", f"in use by {who}; `vbench run --wait` queues "
-                                       f"behind it, `vbench lab who` shows the holder")
+        if waited is None:
+            tail = "`vbench run --wait` queues behind it, `vbench lab who` shows the holder"
+        else:
+            tail = f"gave up after waiting {waited:.0f} s (--wait-max)"
+        super().__init__(f"lab {lab}", f"in use by {who}; {tail}")
 
 
 class Lease:
@@ -126,11 +130,13 @@ def take_lease(
     on_wait: Callable[[Holder | None, float], None] | None = None,
     cancel: threading.Event | None = None,
     report_every: float = 10.0,
+    max_wait: float | None = None,
 ) -> Lease:
     """Take the lease of the lab ``describe()`` names (called at each attempt: the holder
     is described as of the moment it wins). Held by another: :class:`LabBusy`, or with
     ``wait`` try again until free, calling ``on_wait(holder, waited_s)`` at once and every
-    ``report_every`` seconds; ``cancel`` set (Ctrl-C) ends the wait with Interrupted."""
+    ``report_every`` seconds, for at most ``max_wait`` seconds (then :class:`LabBusy`);
+    ``cancel`` set (Ctrl-C) ends the wait with Interrupted."""
     backend = _backend(store)
     start, told, vanished = time.monotonic(), None, 0
     while True:
@@ -149,6 +155,8 @@ def take_lease(
         if not wait:
             raise LabBusy(me.lab, holder)
         waited = time.monotonic() - start
+        if max_wait is not None and waited >= max_wait:
+            raise LabBusy(me.lab, _first(backend.holders(me.fingerprint)), waited)
         if on_wait is not None and (told is None or waited - told >= report_every):
             told = waited
             on_wait(_first(backend.holders(me.fingerprint)), waited)
