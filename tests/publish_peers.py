@@ -99,7 +99,8 @@ def pushgateway_and_prometheus(tmp: Path) -> Iterator[Prom]:
 
 @dataclass
 class Webhook:
-    """What a real HTTP server on loopback received: each POST's headers and JSON body."""
+    """What a real HTTP server on loopback received: each POST's headers and JSON body
+    (each PUT's headers, with its path, and text body)."""
 
     port: int
     status: int = 200  # what it answers
@@ -121,6 +122,13 @@ def webhook_server(port: int | None = None, status: int = 200) -> Iterator[Webho
             self.send_response(hook.status)
             self.end_headers()
             self.wfile.write(b"stored" if hook.status < 300 else b"try later")
+
+        def do_PUT(self) -> None:  # what a Pushgateway is sent: kept with its path
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            hook.received.append(({**dict(self.headers.items()), "path": self.path},
+                                  body.decode()))
+            self.send_response(hook.status)
+            self.end_headers()
 
         def log_message(self, *_args: Any) -> None:
             pass

@@ -173,3 +173,25 @@ def test_vbench_publish_refuses_a_run_whose_lab_publishes_nowhere(
     assert capsys.readouterr().err == (
         "error: run 20270101-020000-00000001: its lab has no `publish:` section "
         "(docs/publishing.md)\n")
+
+
+def test_pushgateway_basic_auth_is_resolved_and_kept_out_of_the_run_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    monkeypatch.setenv("VBENCH_TEST_PGW_PASSWORD", "pgw-s3cret")
+    with webhook_server() as gw:  # a real HTTP server standing in for an authenticating proxy
+        spec = Publish.model_validate({"pushgateway": {
+            "url": f"http://127.0.0.1:{gw.port}/", "username": "vbench",
+            "password": "${env:VBENCH_TEST_PGW_PASSWORD}"}})
+        [outcome] = publish_run(tmp_path, spec, facts("run-1", "a/b"))
+    assert outcome.sent
+    [(headers, text)] = gw.received
+    assert headers["Authorization"] == "Basic " + base64.b64encode(
+        b"vbench:pgw-s3cret").decode()
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert headers["path"] == ("/metrics/job@base64/dmJlbmNo/scenario@base64/YS9i"
+                               "/lab@base64/bGFiL2E=")
+    assert 'vbench_figure{point="bs=4k",metric="total_iops",unit="IO/s"} 1234.5' in text
+    kept = (tmp_path / "publish.json").read_text()
+    assert "pgw-s3cret" not in kept and "${env:VBENCH_TEST_PGW_PASSWORD}" in kept
