@@ -187,14 +187,18 @@ class Bundle(Workload):
         return state.samples()
 
     def teardown(self, ctx: TrialContext) -> None:
+        """Every member's teardown at once. One that fails is logged (``workload_failed``,
+        step teardown): the engine still kills every process of the trial's guests, and
+        the others' figures stay; only when every member's fails does the trial fail."""
         state = self._state(ctx)
-        errors: list[str] = []
-        for m, exc in on_each(state.members, lambda m: m.workload.teardown(state.sub[m])):
-            if exc is not None:
-                errors.append(f"{m.instance.name}: {exc}")
+        failed = on_each(state.members, lambda m: m.workload.teardown(state.sub[m]))
         self._trial = None
-        if errors:
-            raise VbenchError("teardown failed: " + "; ".join(errors))
+        for m, exc in failed:
+            ctx.log("workload_failed", level="error", workload=m.instance.name,
+                    step="teardown", error=str(exc))
+        if failed and len(failed) == len(state.members):
+            raise VbenchError("teardown failed: " + "; ".join(
+                f"{m.instance.name}: {exc}" for m, exc in failed))
 
     def _state(self, ctx: TrialContext) -> _TrialState:
         if self._trial is None or self._trial.ctx is not ctx:  # collect without a prepare

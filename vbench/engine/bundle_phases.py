@@ -63,7 +63,11 @@ class SharedPhases:
             if "steady_start" not in self.trial and live and all(
                     "steady_start" in m for m in live):
                 due.append("steady_start")
-            if "steady_end" not in self.trial and any("steady_end" in m for m in live):
+            # The shared window ends with the first member's end, but never before it
+            # began (a member quicker than the others' starts would end it first).
+            started = "steady_start" in self.trial or "steady_start" in due
+            if started and "steady_end" not in self.trial and any(
+                    "steady_end" in m for m in self.marks.values()):
                 due.append("steady_end")
             self.trial.update(due)
         for key in due:  # outside the lock: the engine's mark logs and draws progress
