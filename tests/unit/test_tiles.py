@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.analysis_runs import add_run, scenario_doc
 from vbench.analysis.tiles import tile_criteria
@@ -181,3 +182,21 @@ def test_a_factor_of_a_bundle_says_which_workload_it_sets(tmp_path: Path) -> Non
     sc = _load(tmp_path, BUNDLE + "factors:\n  bs: {path: workloads.web.params.bs, "
                                   "levels: [4k]}\n")
     assert sc.factors["bs"].path == "workloads.web.params.bs"
+
+
+def test_a_lab_short_of_nodes_for_the_tiles_says_where_the_count_comes_from(
+        tmp_path: Path) -> None:
+    from vbench.config.load import load_lab
+    from vbench.engine.plan import build_plan
+
+    lab = tmp_path / "lab.yaml"
+    nodes = {f"n{i}": {"address": "127.0.0.2", "roles": ["web"]} for i in range(5)}
+    nodes.update({f"d{i}": {"address": "127.0.0.3", "roles": ["db"]} for i in range(3)})
+    lab.write_text(yaml.safe_dump({"version": 1, "name": "l", "nodes": nodes}))
+    p = tmp_path / "s.yaml"
+    p.write_text(BUNDLE)
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(p), load_lab(lab))
+    assert [str(i) for i in exc.value.issues] == [
+        f"{p}:4:16: topology.web.count: needs 6 guests but lab {lab} offers 5 "
+        "(n0, n1, n2, n3, n4) for group 'web' (2 per tile × 3 tiles)"]

@@ -337,7 +337,16 @@ def _groups(spec: PointSpec, lab: Loaded[Lab] | None) -> dict[str, tuple[str, ..
 
     tiled = tiled_groups(sc)
     wide = sc.model_copy(update={"topology": tiled_topology(sc, tiled)})
-    return split_tiles(sc, _bound(wide, spec, lab), tiled)
+    try:
+        bound = _bound(wide, spec, lab)
+    except ConfigValidationError as exc:
+        for issue in exc.issues:  # "needs 4 guests": say where the 4 come from
+            group = issue.path.split(".")[1] if issue.path.startswith("topology.") else ""
+            if group in tiled and issue.path.endswith(".count") and sc.tiles is not None:
+                issue.message += (f" ({sc.topology[group].count} per tile × "
+                                  f"{sc.tiles.count} tiles)")
+        raise
+    return split_tiles(sc, bound, tiled)
 
 
 def _bound(sc: Scenario, spec: PointSpec, lab: Loaded[Lab] | None
