@@ -174,6 +174,7 @@ def test_ack_refuses_what_names_no_change(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
     ok = ack(f"{run[:8]}:total_iops@bs=64k")  # a unique prefix of the run id will do
     assert ok.returncode == 0, ok.stderr
+    assert "no change point of this series lies within 2 runs" in ok.stderr  # 3 flat nights
     with Store.open(None, tmp_path) as store:
         (kept,) = triage.acks(store, "nightly")
         assert kept.run_id == run and kept.series.point == '{"bs": "64k"}'

@@ -247,3 +247,13 @@ def acknowledge(store: Store, text: str, who: str, why: str) -> Ack:
     fingerprint = identity_of(dataclasses.asdict(row)).lab_fingerprint
     key = SeriesKey(row.scenario_name, fingerprint, metric, point_key(chosen))
     return add_ack(store, key, row.run_id, who, why.strip())
+
+
+def change_of(store: Store, ack: Ack, limit: int = 120) -> SeriesChange | None:
+    """The detected change point an acknowledgement names (None: none near its run yet)."""
+    from vbench.analysis.history import load_history
+
+    hist = load_history(store, ack.series.scenario, [ack.series.metric], limit=limit,
+                        lab=ack.series.lab_fingerprint or None)
+    return next((c for c in find_changes(store, hist)
+                 if c.key == ack.series and c.ack is not None and c.ack.at == ack.at), None)

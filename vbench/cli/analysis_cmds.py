@@ -327,16 +327,21 @@ def ack(change: str, why: str, who: str | None, store_url: str | None,
     --changes` names it): it becomes the new normal and never alerts again."""
     import getpass
 
-    from vbench.analysis.nightly import acknowledge
+    from vbench.analysis.nightly import NEAR, acknowledge, change_of
 
     store, _ = open_store(store_url, results_dir)
     try:
         done = acknowledge(store, change, who or getpass.getuser(), why)
+        found = change_of(store, done)
     finally:
         store.close()
     click.echo(f"acknowledged {done.run_id}:{done.series.metric} ({done.series.scenario}, "
                f"lab {done.series.lab_fingerprint or '-'}, point {done.series.point}) "
                f"by {done.who}: {done.why}")
+    if found is None:  # a step too young to be a change point yet, or a wrong run
+        click.echo(f"note: no change point of this series lies within {NEAR} runs of "
+                   f"{done.run_id} yet (one needs 3 runs after it); the acknowledgement "
+                   "applies to the one found there later", err=True)
 
 
 COMMANDS = [compare, history, baseline, ack]
