@@ -3,7 +3,7 @@
 A change point is named by its series — scenario, lab fingerprint ("" when the run has
 none), metric, point (the point's labels as sorted JSON text) — and the first run after
 it. Detection moves a change by a night or two as nights are added, so readers match a
-stored row to a detected change by series and nearness (vbench/analysis/triage_rules.py),
+stored row to a detected change by series and nearness (vbench/analysis/nightly.py),
 not by equality of the run id.
 
 These functions use the store's own transactions (``Store._write`` / ``_read``): they
