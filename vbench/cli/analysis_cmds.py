@@ -172,6 +172,7 @@ def trend_report(
 @click.command()
 @click.argument("scenario")
 @history_filters
+@click.pass_context
 @click.option("--changes", is_flag=True,
               help="Only the change points of every series (per lab fingerprint): when a "
               "figure moved, by how much, how surely, the testbed differences between the "
@@ -179,6 +180,7 @@ def trend_report(
 @store_options
 @json_option
 def history(
+    ctx: click.Context,
     scenario: str,
     store_url: str | None,
     results_dir: Path | None,
@@ -194,6 +196,10 @@ def history(
     from vbench.report.verdict_view import answer_json
 
     if changes:
+        from vbench.analysis.nightly_check import HISTORY_RUNS
+
+        if ctx.get_parameter_source("limit") == click.core.ParameterSource.DEFAULT:
+            filters["limit"] = HISTORY_RUNS  # the runs the nightly check looks back over
         _history_changes(scenario, store_url, results_dir, as_json, filters)
         return
     store, _ = open_store(store_url, results_dir)
