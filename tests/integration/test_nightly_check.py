@@ -151,15 +151,22 @@ def test_ack_refuses_what_names_no_change(tmp_path: Path) -> None:
 
     from bench.nightly_store import build
 
-    n = Nights(nights=3, change_at=None, points=({"bs": "4k"}, {"bs": "64k"}))
+    n = Nights(nights=22, change_at=None, points=({"bs": "4k"}, {"bs": "64k"}))
     build(tmp_path, n)
     run = n.run_id(1)
 
-    def ack(change: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "vbench", "ack", change, "--why", "x",
-                               "--results", str(tmp_path)], capture_output=True, text=True,
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vbench", *args, "--results",
+                               str(tmp_path)], capture_output=True, text=True,
                               env={**os.environ, "VBENCH_HOME": str(tmp_path),
                                    "VBENCH_STORE": ""})
+
+    def ack(change: str) -> subprocess.CompletedProcess[str]:
+        return cli("ack", change, "--why", "x")
+
+    # --changes looks back over the nightly check's 120 runs unless told (history: 20).
+    assert "22 runs in 1 lab" in cli("history", "nightly", "--changes").stdout
+    assert "5 runs in 1 lab" in cli("history", "nightly", "--changes", "--limit", "5").stdout
 
     cases = {
         run: "is no change id",
@@ -174,7 +181,7 @@ def test_ack_refuses_what_names_no_change(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
     ok = ack(f"{run[:8]}:total_iops@bs=64k")  # a unique prefix of the run id will do
     assert ok.returncode == 0, ok.stderr
-    assert "no change point of this series lies within 2 runs" in ok.stderr  # 3 flat nights
+    assert "no change point of this series lies within 2 runs" in ok.stderr  # flat nights
     with Store.open(None, tmp_path) as store:
         (kept,) = triage.acks(store, "nightly")
         assert kept.run_id == run and kept.series.point == '{"bs": "64k"}'
