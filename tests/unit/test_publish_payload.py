@@ -121,6 +121,10 @@ def test_facts_read_figures_from_the_summary() -> None:
      "holds a credential"),
     ({"webhooks": [{"url": "http://h", "headers": {"X-Api-Key": "k"}}]}, "holds a credential"),
     ({"webhooks": [{"url": "http://h", "timeout": 0}]}, "greater than 0"),
+    # A password in a literal URL was shown in `vbench run`'s output and kept in
+    # publish.json ('published: pushgateway http://vb:pw@gw:9091').
+    ({"pushgateway": {"url": "http://vb:pw@g:9091"}}, "user:password@ in a URL"),
+    ({"webhooks": [{"url": "https://tok@h/x"}]}, "user:password@ in a URL"),
 ])
 def test_the_publish_section_refuses_mistakes(section: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message):

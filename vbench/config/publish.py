@@ -28,6 +28,11 @@ def _http_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/]+", value):
         raise ValueError("expected an http:// or https:// URL, or a secret reference "
                          "(${env:NAME}, ${file:PATH})")
+    if "@" in re.split(r"[/?#]", value.split("://", 1)[1], maxsplit=1)[0]:
+        # Shown in messages and kept in publish.json and the run's lab.yaml as written.
+        raise ValueError("a user:password@ in a URL is a credential: give the pushgateway's "
+                         "username and password (a reference), or the whole URL as a secret "
+                         "reference (${env:NAME}, ${file:PATH})")
     return value
 
 
