@@ -20,7 +20,13 @@ does without the detector: a fixed warm-up guess of 10 % of the length. "false l
 the stationary kind, how often a warm-up configured at 10 % of the length would be flagged
 as ended too early (the series "settled" more than one batch after it).
 
-    .venv/bin/python -m bench.warmup_detect [--series 400] [--seed 25]
+With ``--online`` the same kinds go through the live rule of ``phases.warmup: auto``
+(``warmup_end``: fed one observation at a time, as the fio driver does, with a cap at
+half the series): where it ended against the truth, how often it ended before the
+series settled, how often it ran to the cap, and the bias that reaches the measurement —
+the mean of the 60 s after the end against the settled level.
+
+    .venv/bin/python -m bench.warmup_detect [--series 400] [--seed 25] [--online]
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vbench.analysis.warmup import BATCH, mser
+from vbench.analysis.warmup import BATCH, mser, warmup_end
 
 LEVEL = 1000.0
 Made = tuple[np.ndarray, int | None]  # the series and its true settling second
@@ -121,12 +127,52 @@ def run(series: int, seed: int) -> None:
           f"{statistics.median(all_base) * 100:>16.1f}%")
 
 
+def _online_end(y: np.ndarray, cap: int) -> tuple[int, bool]:
+    """Where the live rule ends the warm-up of ``y`` (observations), and whether at the cap."""
+    for n in range(1, len(y) + 1):
+        answer = warmup_end(y[:n], n >= cap)
+        if answer.end:
+            return n, answer.settled_at is None
+    return len(y), True
+
+
+def run_online(series: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"live rule (phases.warmup: auto), {series} series per kind, seed {seed}, "
+          "cap at half the length")
+    print(f"{'kind':<12} {'at cap':>7} {'before truth':>13} {'end - truth med':>16} "
+          f"{'bias after med':>15} {'bias p90':>9} {'ms/series':>10}")
+    for name, make in KINDS.items():
+        capped, early, late, bias, spent = 0, 0, [], [], 0.0
+        for _ in range(series):
+            n = int(rng.integers(120, 601))
+            y, truth = make(rng, n)
+            t0 = time.perf_counter()
+            end, at_cap = _online_end(y, n // 2)
+            spent += time.perf_counter() - t0
+            capped += at_cap
+            if truth is not None:
+                early += end < truth
+                late.append(end - truth)
+                # The settled level without noise: LEVEL (every kind settles there).
+                bias.append(abs(float(np.mean(y[end:end + 60])) - LEVEL) / LEVEL)
+        med = f"{statistics.median(late):.0f} s" if late else "—"
+        bmed = f"{statistics.median(bias) * 100:.2f}%" if bias else "—"
+        b90 = f"{np.percentile(bias, 90) * 100:.2f}%" if bias else "—"
+        print(f"{name:<12} {capped / series * 100:>6.1f}% {early / series * 100:>12.1f}% "
+              f"{med:>16} {bmed:>15} {b90:>9} {spent / series * 1e3:>10.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--series", type=int, default=400, help="series per kind")
     ap.add_argument("--seed", type=int, default=25)
+    ap.add_argument("--online", action="store_true", help="the live rule of warmup: auto")
     args = ap.parse_args()
-    run(args.series, args.seed)
+    if args.online:
+        run_online(args.series, args.seed)
+    else:
+        run(args.series, args.seed)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ from vbench.analysis.warmup import BATCH, SETTLED_BATCHES, observation_interval
 
 pytestmark = pytest.mark.e2e
 
-# Room for 60 observations (1/3 s each): a loaded machine's noisier rates still settle
-# well within it; a quiet one ends at 20 (about 7 s).
+# Room for 80 observations (0.25 s each): a loaded machine's noisier rates still settle
+# within it; a quiet one ends at about 40 (10 s).
 CAP = 20.0
 
 
@@ -49,7 +49,7 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     res = vbench("run", str(s), "--lab", str(lab))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
-    step = observation_interval(CAP)  # 1/3 s: the cap leaves room for 60 observations
+    step = observation_interval(CAP)  # 0.25 s: the cap leaves room for 80 observations
     ended = [e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]
     assert len(ended) == 2, ended  # one per trial
     for e in ended:
@@ -60,7 +60,7 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     for trial in doc["trials"]:
         ph = trial["phases"]
         warm = ph["steady_start"] - ph["warmup_start"]
-        # At least the 20 observations MSER-5 needs (fio's 1/3 s intervals).
+        # At least the 40 observations the rule ends on (fio's 0.25 s intervals).
         assert warm >= SETTLED_BATCHES * BATCH * step, ph
     run_dir = Path(doc["run"]["run_dir"])
     # The measured fio ran the steady window only, no ramp: its figures are the trial's.
@@ -106,7 +106,7 @@ def test_ctrl_c_in_an_automatic_warm_up_stops_it_and_resume_runs_the_trial_again
     assert proc.returncode == 130, out + err
     assert not fio_started(lab, "")(), "a fio of this test outlived Ctrl-C"
     run_id = run_id_of(out + err)
-    # Trial 2's warm-up did not end (it needs 20 observations, ~7 s of fio's time): the
+    # Trial 2's warm-up did not end (it needs 40 observations, 10 s of fio's time): the
     # interrupt came inside it.
     assert len([e for e in log_events(vbench_home) if e.get("event") == "fio_warmup_auto"]) == 1
     before = show(run_id)["trials"]

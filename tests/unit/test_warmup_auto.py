@@ -1,5 +1,5 @@
 """``phases.warmup: auto``: the detector that ends a warm-up live (MSER-5 on the
-observations so far, at least SETTLED_BATCHES batches after the cut, else the cap), the
+observations so far, at least SETTLED_BATCHES flat batches after the cut, else the cap), the
 scenario key, the driver check, fio's status snapshots, and the per-trial report line."""
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def test_a_series_settled_from_the_start_ends_after_the_fewest_observations() ->
     rng = random.Random(1)
     series = [_noisy(rng, 1000, 0.02) for _ in range(200)]
     n, answer = _ended_at(series, 200)
-    assert n == SETTLED_BATCHES * BATCH  # 20: MSER-5 needs 4 batches, all settled
-    assert answer.settled_at is not None and answer.settled_at <= BATCH
+    # 40 at the earliest (8 batches after the cut); a batch or two more when MSER cuts
+    # a little in or the short fit wobbles.
+    assert SETTLED_BATCHES * BATCH <= n <= SETTLED_BATCHES * BATCH + 3 * BATCH
+    assert answer.settled_at is not None and answer.settled_at <= 2 * BATCH
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -62,6 +64,19 @@ def test_an_exponential_warm_up_ends_after_the_transient_not_before(seed: int) -
     assert n < 100  # and the warm-up did not run to anything like the cap
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_slow_rise_is_not_taken_for_noise(seed: int) -> None:
+    # 40 % low at first, closing with a time constant of 30 observations, 3 % noise: a
+    # rise a short window cannot tell from noise. Ending at 4 batches after MSER's cut
+    # (the first version of this rule) left up to 8 % of bias in the minute after the
+    # warm-up; 8 flat batches leave it within 1.5 %.
+    rng = random.Random(seed)
+    series = [_noisy(rng, 1000 * (1 - 0.4 * math.exp(-i / 30)), 0.03) for i in range(400)]
+    n, _answer = _ended_at(series, 400)
+    after = series[n:n + 60]
+    assert abs(sum(after) / len(after) - 1000) / 1000 < 0.015, n
+
+
 def test_a_step_ends_the_warm_up_only_once_enough_follows_the_step() -> None:
     # Half the rate for the first 12 observations (a cache filling), then the level.
     rng = random.Random(3)
@@ -69,9 +84,9 @@ def test_a_step_ends_the_warm_up_only_once_enough_follows_the_step() -> None:
     n, answer = _ended_at(series, 300)
     assert answer.settled_at is not None and 10 <= answer.settled_at <= 15
     assert n >= answer.settled_at + SETTLED_BATCHES * BATCH
-    # The detector cannot foresee a step after it ended: a flat start ends at 20.
-    late = [_noisy(rng, 500 if i < 30 else 1000, 0.01) for i in range(300)]
-    assert _ended_at(late, 300)[0] == SETTLED_BATCHES * BATCH
+    # The detector cannot foresee a step after it ended: a flat start ends long before.
+    late = [_noisy(rng, 500 if i < 150 else 1000, 0.01) for i in range(300)]
+    assert _ended_at(late, 300)[0] < 100
 
 
 def test_a_drifting_series_runs_to_the_cap_and_says_it_did_not_settle() -> None:
@@ -90,9 +105,10 @@ def test_too_few_observations_at_the_cap_is_the_cap_too() -> None:
 
 
 def test_observations_are_per_second_unless_the_cap_is_short() -> None:
+    # Room for 80 observations in the cap: twice the 40 the rule can end on.
     assert observation_interval(300) == 1.0
-    assert observation_interval(60) == 1.0
-    assert observation_interval(30) == 0.5
+    assert observation_interval(80) == 1.0
+    assert observation_interval(40) == 0.5
     assert observation_interval(5) == 0.25  # the finest
 
 

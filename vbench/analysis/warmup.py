@@ -245,12 +245,17 @@ def settled_marks(found: Sequence[TraceSettling]) -> dict[str, float]:
 # -- phases.warmup: auto -------------------------------------------------------------------
 # The detector ends the warm-up while the workload runs: after each new observation the
 # warm-up so far is cut by MSER-5, and it ends once the part after the cut is long
-# enough to be believed (SETTLED_BATCHES batch means, with no trend: mser's own check),
-# or at the cap (the documented fallback: the whole cap was the warm-up, "not settled").
-SETTLED_BATCHES = 4
+# enough to be believed and flat, or at the cap (the documented fallback: the whole cap
+# was the warm-up, "not settled"). Live, a slow rise looks like noise for a while, so
+# the rule is stricter than the after-the-fact one (bench/warmup_detect.py --online
+# measured it: with 4 batches and mser's own trend check it ended before an exponential
+# warm-up had settled in 81 % of series, leaving a median bias of 3.5 % in the minute
+# after; with these, 11 % and 0.75 %, the noise floor):
+SETTLED_BATCHES = 8  # batch means after the cut, at least; and no fewer than before it
+LIVE_TREND_T = 2.0  # a slope this many standard errors from 0 still moves
 # Observations per second: one a second (the per-second series) when the cap leaves room
-# for 60 of them, finer for a short cap, so MSER-5 has enough batches before the cap.
-OBSERVATIONS_BY_CAP = 60
+# for twice the fewest the rule can end on, finer for a short cap.
+OBSERVATIONS_BY_CAP = 2 * SETTLED_BATCHES * BATCH
 FINEST_INTERVAL = 0.25
 DEFAULT_CAP = 300.0  # phases.warmup_cap when none is given (docs/scenarios.md)
 
@@ -271,17 +276,30 @@ def observation_interval(cap: float) -> float:
 
 def warmup_end(values: Sequence[float], cap_reached: bool) -> WarmupEnd:
     """End an automatic warm-up after these observations (``values``, one per interval
-    since the workload started)? When MSER-5 finds where the series settled and at least
-    ``SETTLED_BATCHES`` batches follow it without a trend; else at the cap (fallback)."""
+    since the workload started)? When MSER-5 finds where the series settled, at least
+    ``SETTLED_BATCHES`` batches (and no fewer observations than before the cut) follow
+    it, and they are flat: no slope ``LIVE_TREND_T`` standard errors from 0, and a
+    fitted change under ``MIN_SHIFT`` of their mean. Else at the cap (the fallback)."""
     found = mser(values)
     whole = len(values) // BATCH * BATCH  # mser judges whole batches only
-    if found.index is not None and whole - found.index >= SETTLED_BATCHES * BATCH:
-        return WarmupEnd(True, found.index, "settled")
-    why = found.reason or (f"settled at observation {found.index}, too few observations "
-                           "after it yet")
+    why = found.reason
+    if found.index is not None:
+        rest = whole - found.index
+        if rest < max(SETTLED_BATCHES * BATCH, found.index):
+            why = f"settled at observation {found.index}, too few observations after it yet"
+        elif not _flat(np.asarray(values[found.index:whole], dtype=float)):
+            why = f"settled at observation {found.index}, but what follows still moves"
+        else:
+            return WarmupEnd(True, found.index, "settled")
     if cap_reached:
         return WarmupEnd(True, None, f"the cap: not settled ({why})")
     return WarmupEnd(False, None, why)
+
+
+def _flat(rest: np.ndarray) -> bool:
+    b = rest[np.isfinite(rest)]
+    b = b[: len(b) // BATCH * BATCH].reshape(-1, BATCH).mean(axis=1)
+    return _trend(b) < LIVE_TREND_T and _change(b) < MIN_SHIFT
 
 
 @dataclass(frozen=True)
