@@ -339,6 +339,7 @@ def render_trend(history: History, selection: Sequence[str] = (),
     if not runs:
         body.append(f'<p class="sub">No stored run matches ({escape("; ".join(selection))}).'
                     "</p>")
+        body.append(extras.sections)  # a site's list of runs: failed ones have reports too
     else:
         chosen = f"; {'; '.join(selection)}" if selection else ""
         body.append(f'<p class="sub">{len(runs)} run{"s" if len(runs) != 1 else ""}, '

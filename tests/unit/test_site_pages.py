@@ -1,0 +1,26 @@
+"""`vbench site`'s pages as written from a real SQLite store (vbench/report/site.py): what a
+reviewer reaches from them. The browsing itself is tests/integration/test_site_chromium.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.analysis_runs import T0, add_run, scenario_doc
+from vbench.report.site import run_path, slug, write_site
+from vbench.results.store import Store
+
+
+def test_a_scenario_whose_runs_all_failed_still_links_each_runs_report(tmp_path: Path) -> None:
+    # A new nightly failing from its first night has no completed run for the trend
+    # charts; its page said only "No stored run matches" and linked no report.
+    with Store.open(f"sqlite:///{tmp_path}/t.db", tmp_path) as store:
+        for night in range(2):
+            add_run(store, f"20270{night + 1}01-020000-0000000{night}",
+                    [({}, {"ops": [1.0]})], scenario=scenario_doc("fresh"),
+                    started=T0 + night * 86400, status="failed", failed=[(0, 0)])
+        write_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "scenarios" / f"{slug('fresh')}.html").read_text()
+    for night in range(2):
+        run_id = f"20270{night + 1}01-020000-0000000{night}"
+        assert f'href="../{run_path(run_id)}"' in page
+        assert (tmp_path / "site" / run_path(run_id)).is_file()
