@@ -239,6 +239,10 @@ def test_lab_tune_proposes_applies_and_undoes(sim: Sim) -> None:
         "override)" in res.stdout
     assert "propose: host DC0_C0_H0: power policy high-performance (now balanced)" in res.stdout
     assert _overrides(sim) == []  # a proposal changes nothing
+    # The scenario's existing VM is the run's: lab check counts it among no "other VMs".
+    check = vbench("lab", "check", str(sim.lab), "--scenario", str(s)).stdout
+    other = next(ln for ln in check.splitlines() if "hygiene other_vms" in ln)
+    assert "DC0_C0_RP0_VM0" not in other and "DC0_C0_RP0_VM1" in other
     # vcsim has no host power system: the power-policy change fails, and says so.
     failed = vbench("lab", "tune", str(sim.lab), "--scenario", str(s), "--apply")
     assert failed.returncode == 3 and "power policy high-performance" in failed.stderr

@@ -251,6 +251,10 @@ def read_all(lab: Lab, sessions: Any, vcenters: Sequence[str], placements: Seque
             inv = inventories[vc] = Inventory.load(session)
         hosts, clusters = named_places(lab, placements, point_objects, vc)
         refs = [v.ref for v in vms if v.vcenter == vc and v.ref is not None]
+        # `vm: existing` VMs are the run's from the start (not "other VMs" in preflight).
+        existing = {n for p in placements if p.vcenter == vc for n in p.spec.existing or ()}
+        refs += [o.ref for o in inv.candidates("vm") if o.name in existing
+                 and all(o.ref != r for r in refs)]
         out.append(read_facts(session, vc, run_hosts(inv, hosts, clusters), refs))
     return out
 
