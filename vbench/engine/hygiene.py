@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +71,7 @@ class RunHygiene:
         self.run_dir: Path | None = None
         self._attempts: dict[tuple[int, int], int] = {}
         self.on_change: Callable[[], None] = lambda: None  # the testbed is stored again
+        self.log: Callable[..., None] = lambda *_a, **_k: None  # the run's log, once it has one
 
     # --- before the run ----------------------------------------------------------------
     def facts(self, with_vms: bool) -> list[LabFacts]:
@@ -96,6 +98,7 @@ class RunHygiene:
     def after_provision(self, run_dir: Path, log: Callable[..., None]) -> None:
         """Tune (when asked), then judge again with the run's VMs; kept in the testbed."""
         self.run_dir = run_dir
+        self.log = log
         if self.spec.tune:
             journal = TuneJournal.in_dir(run_dir)
             for facts in self.facts(with_vms=True):
@@ -104,8 +107,12 @@ class RunHygiene:
                 for line in apply_changes(self.vsphere.sessions.get(vc), propose(facts, self.spec),
                                           journal, waiter(watcher), log):
                     self.notice(f"lab tune: {line}")
+        asked = time.monotonic()
         self.findings = [f for facts in self.facts(with_vms=True)
                          for f in judge(facts, self.spec)]
+        log("lab_hygiene", findings=len(self.findings),
+            not_ok=sum(f.level != "ok" for f in self.findings),
+            seconds=round(time.monotonic() - asked, 3))
         self._publish()
         refuse(self.findings)
 
@@ -147,7 +154,10 @@ class RunHygiene:
         if not self.watch.watch or result.status != "ok" or None in steady:
             return result
         try:
+            asked = time.monotonic()
             found = self._disturbances((float(steady[0] or 0), float(steady[1] or 0)))
+            self.log("trial_watched", point=result.point, trial=result.trial,
+                     disturbances=len(found), seconds=round(time.monotonic() - asked, 3))
         except Exception as exc:  # vCenter not answering must not cost a measured trial
             self._unread(result, exc)
             return result
