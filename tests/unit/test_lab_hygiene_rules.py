@@ -285,3 +285,14 @@ def test_which_events_concern_the_run() -> None:
     assert _from_event(elsewhere, objects, shown, 0.0, None) is None
     mine = event(vim.event.VmMigratedEvent, "vb-run-web-1", "esx1", user="vbench")
     assert _from_event(mine, objects, shown, 0.0, "vbench") is None
+
+
+def test_a_resumed_runs_own_vms_are_not_other_vms() -> None:
+    from vbench.engine.hygiene import without_own
+
+    facts = r.LabFacts("vc1", other_vms=(r.OtherVm("vb-20260101-000000-abcd1234-web-1", "h1"),
+                                          r.OtherVm("vb-20250101-000000-ffff0000-web-1", "h1"),
+                                          r.OtherVm("db1", "h1")))
+    kept = without_own(facts, "20260101-000000-abcd1234").other_vms
+    assert [v.name for v in kept] == ["vb-20250101-000000-ffff0000-web-1", "db1"]
+    assert without_own(facts, "") == facts

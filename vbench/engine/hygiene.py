@@ -34,6 +34,7 @@ from vbench.vsphere.hygiene_events import Disturbance, disturbance_text, read_di
 from vbench.vsphere.hygiene_rules import Finding, LabFacts, failures, guest_clocks, judge
 from vbench.vsphere.hygiene_tune import TuneJournal, apply_changes, propose, undo_pending
 from vbench.vsphere.journal import items
+from vbench.vsphere.specs import vm_name
 
 if TYPE_CHECKING:
     from vbench.config.lab import Lab
@@ -83,12 +84,14 @@ class RunHygiene:
                              if f.vcenter_offset is not None})
         return facts
 
-    def preflight(self) -> list[Finding]:
-        """Judge the lab before anything is created; raise on a failed check."""
+    def preflight(self, run_id: str = "") -> list[Finding]:
+        """Judge the lab before anything is created; raise on a failed check. A resumed
+        run's VMs an earlier session left (``vb-<run_id>-…``) are not other VMs."""
         spec = self.spec
         if spec.tune:  # the tuning after provisioning settles these two
             spec = spec.model_copy(update={"drs": "ignore", "power_policy": "ignore"})
-        found = [f for facts in self.facts(with_vms=False) for f in judge(facts, spec)]
+        facts = [without_own(f, run_id) for f in self.facts(with_vms=False)]
+        found = [f for fs in facts for f in judge(fs, spec)]
         for f in found:
             if f.level == "warn":
                 self.notice(finding_line(f))
@@ -236,6 +239,16 @@ class RunHygiene:
                 fh.write(json.dumps(entry) + "\n")
         self._publish()
         self.on_change()
+
+
+def without_own(facts: LabFacts, run_id: str) -> LabFacts:
+    """``facts`` without the VMs of run ``run_id`` among the other VMs (those an earlier,
+    killed session of a resumed run left: the run removes them before it starts)."""
+    if not run_id:
+        return facts
+    mine = vm_name(run_id, "")
+    return replace(facts, other_vms=tuple(v for v in facts.other_vms
+                                          if not v.name.startswith(mine)))
 
 
 def disturbed_action(watch: DisturbanceSpec, tries: int) -> str:

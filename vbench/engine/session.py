@@ -192,7 +192,7 @@ def _run(live: _Live, results_dir: Path) -> None:
     check_nodes(plan.scenario, live.session.lab.model)  # a lab hook's node, first too
     live.vsphere.preflight()
     if live.hygiene is not None:
-        live.hygiene.preflight()
+        live.hygiene.preflight(live.run_id)
     run_id = live.run_id
     live.rundir = rundir = RunDir(results_dir, run_id)
     live.signals = RunSignals(live.cancel, live.notice,
