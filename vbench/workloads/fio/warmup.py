@@ -122,11 +122,9 @@ def run_warmup(
         if ctx.cancel.wait(step):
             stop()
             raise Interrupted("fio run interrupted during warm-up")
-        for g in guests:
-            _alive(g, procs[g.name], stop)
-            found, used = snapshots(_new_output(g, f"{dir_of(g)}/{RESULT}", read[g.name]))
-            read[g.name] += used
-            rates.add(g.name, found)
+        for name, (found, used) in _read_all(guests, procs, dir_of, read, stop).items():
+            read[name] += used
+            rates.add(name, found)
         # fio's clock decides the cap; the wall clock only guards against a fio that
         # stopped reporting (a hung device).
         capped = rates.runtime() >= cap or time.monotonic() - started >= cap + WALL_GRACE
@@ -148,18 +146,38 @@ def _keep(ctx: TrialContext, values: Sequence[float], step: float, answer: Warmu
         "reason": answer.reason, "iops": [round(v, 3) for v in values]}, indent=1) + "\n")
 
 
+def _read_all(
+    guests: Sequence[Guest], procs: Mapping[str, RemoteProcess],
+    dir_of: Callable[[Guest], str], read: Mapping[str, int], stop: Callable[[], None],
+) -> dict[str, tuple[list[Snapshot], int]]:
+    """What every guest's warm-up fio wrote since the last look, read on all guests at
+    once (a study's 32 guests in turn would lag behind fio's interval)."""
+    from vbench.guest.fanout import on_each
+
+    got: dict[str, tuple[list[Snapshot], int]] = {}
+
+    def look(g: Guest) -> None:
+        _alive(g, procs[g.name])
+        got[g.name] = snapshots(_new_output(g, f"{dir_of(g)}/{RESULT}", read[g.name]))
+
+    failed = on_each(guests, look)
+    if failed:
+        stop()
+        raise failed[0][1]
+    return got
+
+
 def _new_output(guest: Guest, path: str, offset: int) -> str:
     """What fio wrote to ``path`` after its first ``offset`` bytes ("" before it exists)."""
     res = guest.run(["tail", "-c", f"+{offset + 1}", "--", path], timeout=60, check=False)
     return res.stdout if res.status == 0 else ""
 
 
-def _alive(guest: Guest, proc: RemoteProcess, stop: Callable[[], None]) -> None:
+def _alive(guest: Guest, proc: RemoteProcess) -> None:
     """The warm-up fio runs until stopped (its runtime is past the cap): an exit is a
     failure (a bad job, a full device)."""
     if not proc.is_running():
         from vbench.workloads.guest_trial import log_tail
 
-        tail = log_tail(proc)
-        stop()
-        raise GuestError(guest.name, f"the warm-up fio exited before its warm-up ended{tail}")
+        raise GuestError(guest.name, "the warm-up fio exited before its warm-up ended"
+                         + log_tail(proc))
