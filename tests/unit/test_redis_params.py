@@ -115,3 +115,10 @@ def test_more_instances_per_guest_than_ports_is_an_error() -> None:
     assert placement_findings(p, {"servers": 2, "clients": 1}) == []  # 4 per guest fit
     many = params(twemproxy_instances=3, twemproxy_ports="22121-22122")
     assert [f.path for f in placement_findings(many, {"servers": 1})] == ["twemproxy_instances"]
+
+
+def test_a_keyspace_beyond_the_keys_twelve_digits_is_refused() -> None:
+    # Found by tests/unit/test_fuzz_configs.py: 400 nines reached the plan's estimate of
+    # the preload and crashed it (OverflowError) instead of a located error.
+    with pytest.raises(ValidationError, match="less than or equal to 1000000000000"):
+        RedisParams(keyspace=int("9" * 400))

@@ -167,7 +167,8 @@ class RedisParams(Params):
     loop_requests: int = Field(
         100000, ge=1, description="requests per iteration when running for a duration (-l)"
     )
-    keyspace: int = Field(100000, ge=1, description="-r: keys key:000000000000 … key:N-1")
+    keyspace: int = Field(100000, ge=1, le=10**12,  # the keys' 12 digits
+                          description="-r: keys key:000000000000 … key:N-1")
     value_size: int = Field(1, ge=1, le=512 * 1024 * 1024, description="-d: value bytes")
     mix: dict[str, float] = Field(
         default_factory=lambda: {"get": 75.0, "set": 25.0},
