@@ -113,3 +113,33 @@ def _popen(err_file: Path, *args: str) -> subprocess.Popen[str]:
 def _run_id_of_log(home: Path) -> str:
     """The first run's id (its results folder is named by it; ids sort by start time)."""
     return sorted(p.parent.name for p in (home / "results").glob("*/log.jsonl"))[0]
+
+
+def test_an_aa_series_keeps_its_lab_until_its_last_run_ends(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    # Each A/A run gave the lease back as it ended: a run queued with --wait took the
+    # lab between two of them, and the next A/A run was refused ('in use by run …').
+    store = f"sqlite:///{vbench_home / 'results' / 'vbench.db'}"
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = write_scenario(tmp_path / "s.yaml", groups=1, warmup="0s", steady="1s", repeat=1,
+                       factors="  bs: [4k]\n")
+    aa = _popen(tmp_path / "aa.err", "run", str(s), "--lab", str(lab), "--aa", "3",
+                "--store", store)
+    queued: subprocess.Popen[str] | None = None
+    try:
+        wait_for_log(vbench_home, "phase_mark", 120, aa, mark="steady_start")
+        queued = _popen(tmp_path / "queued.err", "run", str(s), "--lab", str(lab), "--wait",
+                        "--store", store)
+        aa.communicate(timeout=300)
+        assert aa.returncode == 0, (tmp_path / "aa.err").read_text()[-3000:]
+        queued.communicate(timeout=180)
+        assert queued.returncode == 0, (tmp_path / "queued.err").read_text()[-3000:]
+    finally:
+        for proc in (aa, queued):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(60)
+    runs = json.loads(vbench("ls", "--json", "--store", store).stdout)
+    by_start = sorted(runs, key=lambda r: r["started"])
+    assert [("aa" in r["tags"]) for r in by_start] == [True, True, True, False], by_start

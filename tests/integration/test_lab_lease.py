@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from vbench.results.lease import Holder, LabBusy, lease_holders, take_lease
+from vbench.results.lease import Holder, LabBusy, kept_leases, lease_holders, take_lease
 from vbench.results.store import Store
 from vbench.testing import wait_for
 
@@ -161,3 +161,33 @@ def test_a_queued_taker_gives_up_after_its_longest_wait(store: Store, store_url:
                              "(--wait-max)")
     finally:
         first.release()
+
+
+def test_a_series_of_runs_keeps_its_lab_and_names_its_current_run(
+        store: Store, store_url: str, tmp_path: Path) -> None:
+    # `vbench run --aa`: back to back, nobody in between; `lab who` names the run on.
+    def intruder(other: Store) -> str:
+        found: list[str] = []  # another run of this process, in a thread of its own
+
+        def attempt() -> None:
+            try:
+                take_lease(other, lambda: me("intruder")).release()
+                found.append("taken")
+            except LabBusy as exc:
+                found.append(str(exc))
+
+        t = threading.Thread(target=attempt)
+        t.start()
+        t.join(60)
+        return found[0]
+
+    with Store.open(store_url, tmp_path) as other:
+        with kept_leases():
+            take_lease(store, lambda: me("aa-1")).release()
+            assert "in use by run aa-1 " in intruder(other)
+            second = take_lease(store, lambda: me("aa-2"))
+            assert [h.run_id for h in lease_holders(other, FP)] == ["aa-2"]
+            second.release()
+            assert "in use by run aa-2 " in intruder(other)
+        assert lease_holders(other, FP) == []
+        take_lease(other, lambda: me("after")).release()

@@ -16,6 +16,7 @@ from vbench.engine.finish import FinishOptions, RunResult, finish_run
 from vbench.engine.runner import ProgressSink
 from vbench.engine.session import RunRequest, RunSession, execute
 from vbench.errors import ConfigError
+from vbench.results.lease import kept_leases
 from vbench.results.store import Store
 from vbench.results.triage import set_noise
 
@@ -55,13 +56,14 @@ def run_aa(request: RunRequest, store: Store, results_dir: Path, count: int,
     not end ok, then measure and store the noise when at least MIN_RUNS completed."""
     req = dataclasses.replace(request, tags=(*request.tags, AA_TAG))
     done: list[RunResult] = []
-    for _ in range(count):
-        session = RunSession.load(req, store)
-        outcome, rundir = execute(session, store, results_dir, progress=progress())
-        done.append(finish_run(store, outcome, rundir, options))
-        on_run(done[-1])
-        if done[-1].status != "ok":
-            break
+    with kept_leases():  # back to back: no queued run gets the lab between two of them
+        for _ in range(count):
+            session = RunSession.load(req, store)
+            outcome, rundir = execute(session, store, results_dir, progress=progress())
+            done.append(finish_run(store, outcome, rundir, options))
+            on_run(done[-1])
+            if done[-1].status != "ok":
+                break
     ids = [r.run_id for r in done if r.status == "ok"]
     row = store.get_run(done[-1].run_id)
     if len(ids) < MIN_RUNS or len(ids) < len(done):

@@ -106,10 +106,19 @@ class LabBusy(LabError):
 class Lease:
     """A held lease; :meth:`release` (or leaving the ``with`` block) gives it back."""
 
-    def __init__(self, holder: Holder, release: Callable[[], None]) -> None:
+    def __init__(self, holder: Holder, release: Callable[[], None],
+                 record: Callable[[Holder], None] | None = None) -> None:
         self.holder = holder
         self.waited = 0.0  # seconds it queued behind another holder
         self._release: Callable[[], None] | None = release
+        self._record = record  # writes another holder where `lab who` reads it
+
+    def hand_on(self, holder: Holder) -> None:
+        """The next run of a series holding this lease (:func:`kept_leases`) is named as
+        its holder, with its own run id and start."""
+        if self._record is not None:
+            self._record(holder)
+        self.holder = holder
 
     def release(self) -> None:
         if self._release is not None:
@@ -136,7 +145,55 @@ def take_lease(
     is described as of the moment it wins). Held by another: :class:`LabBusy`, or with
     ``wait`` try again until free, calling ``on_wait(holder, waited_s)`` at once and every
     ``report_every`` seconds, for at most ``max_wait`` seconds (then :class:`LabBusy`);
-    ``cancel`` set (Ctrl-C) ends the wait with Interrupted."""
+    ``cancel`` set (Ctrl-C) ends the wait with Interrupted. Inside :func:`kept_leases`
+    a lab already leased by this process is kept, named after the new holder."""
+    kept_here: dict[str, Lease] | None = getattr(_series, "kept", None)
+    if kept_here is not None:
+        me = describe()
+        held = kept_here.get(me.fingerprint)
+        if held is not None:
+            held.hand_on(me)
+            return Lease(me, lambda: None)
+        lease = _take(store, describe, wait, on_wait, cancel, report_every, max_wait)
+        kept_here[me.fingerprint] = lease
+        kept = Lease(lease.holder, lambda: None)  # given back when the series ends
+        kept.waited = lease.waited
+        return kept
+    return _take(store, describe, wait, on_wait, cancel, report_every, max_wait)
+
+
+# The leases a series of runs holds (kept_leases), by fingerprint, in the thread that
+# runs the series (its runs are taken there, one after the other); no attribute outside.
+_series = threading.local()
+
+
+@contextlib.contextmanager
+def kept_leases() -> Iterator[None]:
+    """Runs inside (in this thread) keep their labs' leases until the block ends: a
+    series of runs on one lab (``vbench run --aa``: back to back) lets no other run in
+    between them."""
+    if getattr(_series, "kept", None) is not None:
+        yield  # already inside a series: its outermost block gives them back
+        return
+    _series.kept = {}
+    try:
+        yield
+    finally:
+        held: dict[str, Lease] = _series.kept
+        del _series.kept
+        for lease in held.values():
+            lease.release()
+
+
+def _take(
+    store: Store,
+    describe: Callable[[], Holder],
+    wait: bool,
+    on_wait: Callable[[Holder | None, float], None] | None,
+    cancel: threading.Event | None,
+    report_every: float,
+    max_wait: float | None,
+) -> Lease:
     backend = _backend(store)
     start, told, vanished = time.monotonic(), None, 0
     while True:
@@ -212,10 +269,13 @@ class _FileLeases:
         except BlockingIOError:
             f.close()
             return None
-        f.seek(0)
-        f.truncate()
-        f.write(json.dumps(asdict(me)))
-        f.flush()
+        def record(holder: Holder) -> None:
+            f.seek(0)
+            f.truncate()
+            f.write(json.dumps(asdict(holder)))
+            f.flush()
+
+        record(me)
 
         def release() -> None:
             with contextlib.suppress(OSError):
@@ -223,7 +283,7 @@ class _FileLeases:
                 f.truncate()  # a free lab's file names nobody
             f.close()  # closing the file drops the flock
 
-        return Lease(me, release)
+        return Lease(me, release, record)
 
     def holders(self, fingerprint: str | None) -> list[Holder]:
         paths = ([self._path(fingerprint)] if fingerprint
@@ -269,14 +329,11 @@ class _PgLeases:
     def try_take(self, me: Holder) -> Lease | None:
         conn: Connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         # The description rides in the statement's comment: pg_stat_activity shows it as
-        # this session's last query for as long as the lock is held. psycopg turns '%%'
-        # back into '%'; '*/' cannot end the comment early.
-        note = json.dumps(asdict(me)).replace("*/", "*\\/").replace("%", "%%")
+        # this session's last query for as long as the lock is held.
         keys = {"space": LEASE_SPACE, "key": pg_key(me.fingerprint)}
         try:
             got = conn.exec_driver_sql(
-                f"SELECT pg_try_advisory_lock(%(space)s, %(key)s) /* {_MARK} {note} */",
-                keys).scalar()
+                f"SELECT pg_try_advisory_lock(%(space)s, %(key)s) {_note(me)}", keys).scalar()
         except BaseException:
             conn.invalidate()
             conn.close()
@@ -294,7 +351,10 @@ class _PgLeases:
                 conn.invalidate()  # the session ends, and any lock it still held
                 conn.close()
 
-        return Lease(me, release)
+        def record(holder: Holder) -> None:  # the session's last statement names it
+            conn.exec_driver_sql(f"SELECT %(space)s, %(key)s {_note(holder)}", keys)
+
+        return Lease(me, release, record)
 
     def holders(self, fingerprint: str | None) -> list[Holder]:
         sql = ("SELECT a.pid, a.query, a.client_addr::text, "
@@ -312,6 +372,13 @@ class _PgLeases:
         with self.engine.connect() as conn:
             rows = conn.exec_driver_sql(sql + " ORDER BY a.backend_start", params).all()
         return [_pg_holder(row, fingerprint) for row in rows]
+
+
+def _note(holder: Holder) -> str:
+    """The holder in an SQL comment. psycopg turns '%%' back into '%'; '*/' cannot end
+    the comment early."""
+    text = json.dumps(asdict(holder)).replace("*/", "*\\/").replace("%", "%%")
+    return f"/* {_MARK} {text} */"
 
 
 def _pg_holder(row: Any, fingerprint: str | None) -> Holder:
