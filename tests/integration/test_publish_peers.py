@@ -195,3 +195,36 @@ def test_pushgateway_basic_auth_is_resolved_and_kept_out_of_the_run_dir(
     assert 'vbench_figure{point="bs=4k",metric="total_iops",unit="IO/s"} 1234.5' in text
     kept = (tmp_path / "publish.json").read_text()
     assert "pgw-s3cret" not in kept and "${env:VBENCH_TEST_PGW_PASSWORD}" in kept
+
+
+def test_a_webhook_url_by_reference_stays_out_of_the_error_that_echoes_its_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Servers answer a wrong route with its path ('Cannot POST /hooks/T01/<token>'): the
+    # token of a URL given by reference was kept in publish.json and printed by `run`.
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(404)
+            self.end_headers()
+            self.wfile.write(f"Cannot POST {self.path}".encode())
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Echo)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("VBENCH_TEST_HOOK_URL", f"http://127.0.0.1:{server.server_port}"
+                           "/hooks/T01/xq7Tok3n?key=k9Zsecret")
+        spec = Publish.model_validate({"webhooks": [
+            {"url": "${env:VBENCH_TEST_HOOK_URL}", "name": "chat"}]})
+        [outcome] = publish_run(tmp_path, spec, facts("run-1", "s"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome.error is not None and outcome.error.startswith("HTTP 404 Not Found: ")
+    for secret in ("xq7Tok3n", "k9Zsecret"):
+        assert secret not in outcome.error
+        assert secret not in (tmp_path / "publish.json").read_text()

@@ -25,12 +25,27 @@ def _value(value: str, where: str, secrets: list[str]) -> str:
     return resolved
 
 
+def _url_parts(url: str) -> list[str]:
+    """What of a URL given by reference a server may echo apart (a 404 names the path
+    it was sent): its user info, path and query, each kept out of errors as well."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    return [p for p in (parts.netloc.rpartition("@")[0], parts.path, parts.query)
+            if len(p) > 1]
+
+
 def send(record: dict[str, Any]) -> str | None:
     """Deliver ``record`` (see :func:`vbench.publish.deliveries`); None when the target
     took it, else why not, on one line."""
     spec, secrets = record["spec"], []
     try:
         url = _value(spec["url"], f"{record['name']}: url", secrets)
+        if secrets:  # the URL is a secret: so is each part a server may echo
+            secrets += _url_parts(url)
         if record["kind"] == "pushgateway":
             auth = None
             if spec.get("username") is not None:
@@ -57,7 +72,7 @@ def send(record: dict[str, Any]) -> str | None:
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
-    for s in secrets:
+    for s in sorted(secrets, key=len, reverse=True):  # the whole before its parts
         if s:
             text = text.replace(s, "***")
     return " ".join(text.split())
