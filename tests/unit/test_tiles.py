@@ -200,3 +200,22 @@ def test_a_lab_short_of_nodes_for_the_tiles_says_where_the_count_comes_from(
     assert [str(i) for i in exc.value.issues] == [
         f"{p}:4:16: topology.web.count: needs 6 guests but lab {lab} offers 5 "
         "(n0, n1, n2, n3, n4) for group 'web' (2 per tile × 3 tiles)"]
+
+
+def test_a_tiles_clones_are_clones_to_the_drivers_checks(tmp_path: Path) -> None:
+    # fio's `disk:1` needs a clone with data disks: a tile's group (storage-2) is its
+    # scenario group's clones, not lab nodes (the plan refused it as "a lab node").
+    from vbench.config.load import load_lab
+    from vbench.engine.plan import build_plan
+
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(yaml.safe_dump({"version": 1, "name": "l", "vcenters": {"vc": {
+        "url": "https://127.0.0.1:1/sdk", "user": "u", "password": "${env:VB_NONE}"}}}))
+    p = tmp_path / "s.yaml"
+    p.write_text(BUNDLE.replace("  web: {count: 2}\n  db: {count: 1}\n",
+                                "  web: {count: 1, vm: {template: t, disks: [{size: 1g}]}}\n"
+                                "  db: {count: 1, vm: {template: t}}\n")
+                 .replace("{rw: randread, size: 8m}", "{rw: randread, size: 8m, "
+                                                      "filename: 'disk:1'}"))
+    plan = build_plan(load_scenario(p), load_lab(lab))
+    assert plan.groups["web"] == ("web-1", "web-2", "web-3")

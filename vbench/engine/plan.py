@@ -374,9 +374,10 @@ def _lab_guests(
     provisioned = _vcenters_or_none(sc, lab.model)
     known: dict[str, PlannedGuest] = {}
     for g, names in groups.items():
-        vm = sc.topology[g].vm if g in sc.topology else None
+        base = g if g in sc.topology else g.rsplit("-", 1)[0]  # a tile's group (web-2)
+        vm = sc.topology[base].vm if base in sc.topology else None
         for n in names:
-            if vm is not None and g in provisioned:
+            if vm is not None and base in provisioned:
                 disks = sum(d.count for d in vm.disks) if vm.existing is None else None
                 kind = "clone" if vm.existing is None else "existing VM"
             else:
