@@ -7,6 +7,8 @@ import random
 import pytest
 
 from vbench.analysis.changepoints import changes_of
+from vbench.analysis.history import History, HistoryRun, HistorySeries
+from vbench.analysis.stats import summarize
 
 
 def _noisy(levels: list[float], cv: float = 0.02, seed: int = 7) -> list[float]:
@@ -84,3 +86,60 @@ def test_welch_p_is_scipys() -> None:
         a, b = rng.normal(10, 2, int(rng.integers(3, 30))), rng.normal(11, 4, 7)
         assert welch_p(a, b) == pytest.approx(ttest_ind(a, b, equal_var=False).pvalue,
                                                rel=1e-9)
+
+
+def test_a_rise_from_zero_has_its_level_after_and_is_a_regression_when_lower_is_better(
+) -> None:
+    """An error count that goes from 0 to 5 a night: the level after is 5 (it was NaN,
+    so the change read as no regression and never alerted)."""
+    values = [0.0] * 12 + _noisy([5.0] * 10)
+    (change,) = changes_of(values)
+    assert change.index == 12
+    assert change.before == 0.0
+    assert change.after == pytest.approx(5.0, rel=0.05)
+    assert change.worse("lower") is True and change.worse("higher") is False
+
+
+def _history(values: list[float | None], lower_better: bool = False,
+             failed_at: int | None = None) -> History:
+    """One series of ``values`` in one lab, a run a night; run ``failed_at`` (if any)
+    has no figure."""
+    runs = tuple(HistoryRun(f"r{i:02d}", 1000.0 + i, "failed" if i == failed_at else "ok",
+                            (), "", False, "lab", "local", "fp1")
+                 for i in range(len(values)))
+    summaries = tuple(None if v is None else summarize([v]) for v in values)
+    series = HistorySeries("errors" if lower_better else "total_iops", "",
+                           "lower" if lower_better else "higher", {"bs": "4k"}, "bs=4k",
+                           summaries)
+    return History("nightly", runs, (series.metric,), ("bs",), (series,))
+
+
+def test_a_change_from_zero_is_strict_json_and_has_no_infinite_size() -> None:
+    import json
+
+    from vbench.analysis.nightly import history_changes
+    from vbench.report.changesfmt import changes_json, format_changes
+
+    hist = _history([0.0] * 12 + [5.0, 5.1, 4.9, 5.0, 5.2, 4.8], lower_better=True)
+    (found,) = history_changes(hist, lambda *_: (0.05, None))
+    assert found.regression is True
+    out = json.loads(json.dumps(changes_json(hist, [found]), allow_nan=False))
+    assert out["changes"][0]["relative"] is None
+    assert out["changes"][0]["after"] == pytest.approx(5.0, rel=0.05)
+    text = format_changes(hist, [found])
+    assert "inf" not in text and "nan" not in text
+    assert "0 → 5" in text
+
+
+def test_the_run_before_a_change_is_the_last_with_a_figure() -> None:
+    """A night without a figure (a failed run) right before a step: the testbed diff
+    must be taken from the last run measured before it, or the ESXi build the failed
+    night already had is never shown."""
+    from vbench.analysis.nightly import history_changes
+
+    values: list[float | None] = list(_noisy([1000.0] * 12 + [700.0] * 8))
+    values[11] = None  # night 11 failed
+    hist = _history(values, failed_at=11)
+    (found,) = history_changes(hist, lambda *_: (0.05, None))
+    assert found.run_id == "r12"
+    assert found.run_before == "r10"

@@ -48,7 +48,7 @@ class Change:
     index: int  # position (in the series given, gaps counted) of the first value after it
     before: float  # mean of the segment before (since the previous change)
     after: float  # mean of the segment after (up to the next change)
-    relative: float  # (after - before) / |before|
+    relative: float  # (after - before) / |before| (±inf when before is 0)
     p_value: float  # Welch's t-test between the two segments
     n_before: int
     n_after: int
@@ -134,16 +134,19 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(2 * _special.stdtr(df, -abs(t)))
 
 
-def _judge(x: np.ndarray, cuts: Sequence[int], k: int) -> tuple[float, float, float, int, int]:
-    """Change ``k`` between its neighbouring cuts: (p, relative, before, n_before, n_after)."""
+def _judge(x: np.ndarray, cuts: Sequence[int], k: int
+           ) -> tuple[float, float, float, float, int, int]:
+    """Change ``k`` between its neighbouring cuts: (p, relative, before, after, n_before,
+    n_after); relative is infinite when the level before is 0."""
     lo = cuts[k - 1] if k > 0 else 0
     hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
     a, b = x[lo:cuts[k]], x[cuts[k]:hi]
-    before = float(a.mean())
-    rel = (float(b.mean()) - before) / abs(before) if before else math.inf
+    before, after = float(a.mean()), float(b.mean())
+    rel = ((after - before) / abs(before) if before
+           else math.copysign(math.inf, after - before) if after != before else 0.0)
     flat = np.ptp(a) == 0 and np.ptp(b) == 0  # no spread: any difference is certain
     p = (0.0 if a[0] != b[0] else 1.0) if flat else welch_p(a, b)
-    return (p if math.isfinite(p) else 1.0), rel, before, len(a), len(b)
+    return (p if math.isfinite(p) else 1.0), rel, before, after, len(a), len(b)
 
 
 def _merge(x: np.ndarray, cuts: list[int], alpha: float, min_effect: float) -> list[int]:
@@ -170,9 +173,8 @@ def changes_of(
     cuts = _merge(x, _candidates(x, _robust_sigma(x)), alpha, min_effect)
     out = []
     for k, cut in enumerate(cuts):
-        p, rel, before, n_a, n_b = _judge(x, cuts, k)
-        out.append(Change(where[cut], before, before * (1 + rel) if before else math.nan,
-                          rel, p, n_a, n_b))
+        p, rel, before, after, n_a, n_b = _judge(x, cuts, k)
+        out.append(Change(where[cut], before, after, rel, p, n_a, n_b))
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ lies within :data:`NEAR` runs of the change's first run after.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,8 +74,9 @@ class SeriesChange:
         """One line: what moved, by how much, how surely."""
         c = self.change
         kind = {True: "regression", False: "improvement", None: "change"}[self.regression]
+        size = f"{c.relative * 100:+.1f} %" if math.isfinite(c.relative) else "from 0"
         return (f"{self.metric} at {self.title}: {c.before:.4g} → {c.after:.4g} {self.unit} "
-                f"({c.relative * 100:+.1f} %, {kind}, p={c.p_value:.1e}, "
+                f"({size}, {kind}, p={c.p_value:.1e}, "
                 f"{c.n_before} runs before / {c.n_after} after)").replace("  ", " ")
 
 
@@ -108,6 +110,10 @@ def lab_series(hist: History) -> dict[str, list[int]]:
 Floor = Callable[[str, str, Mapping[str, str]], tuple[float, float | None]]
 
 
+def _measured(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
 def _near(stored_run: str, change_pos: int, positions: Mapping[str, int]) -> bool:
     pos = positions.get(stored_run)
     return pos is not None and abs(pos - change_pos) <= NEAR
@@ -128,7 +134,10 @@ def _one_series(
     alerted = [a for a in alerts if a.series == key]
     out = []
     for c in changes_of(values, effect):
-        after, before = runs[c.index], runs[c.index - 1]
+        # The last run measured before it: a night without a figure (a failed run) may
+        # already be on the new testbed, and the diff must show what changed.
+        after = runs[c.index]
+        before = runs[max(j for j in range(c.index) if _measured(values[j]))]
         ack = next((a for a in reversed(mine) if _near(a.run_id, c.index, positions)), None)
         raised = next((a.alerted_run for a in alerted
                        if _near(a.run_id, c.index, positions)), None)

@@ -73,7 +73,7 @@ def alerts_of(regression: RegressionResult | None) -> tuple[Alert, ...]:
         return ()
     out = [Alert("regression", c.metric, c.title or "all", c.message, c.change)
            for c in regression.regressions]
-    out += [Alert("change", c.metric, c.title or "all", c.text(), c.change.relative)
+    out += [Alert("change", c.metric, c.title or "all", c.text(), _num(c.change.relative))
             for c in regression.failing_changes]
     return tuple(out)
 

@@ -3,6 +3,7 @@ lab, as plain text and as JSON. Times in UTC (as textfmt)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,7 +69,8 @@ def change_json(c: SeriesChange) -> dict[str, Any]:
         "lab_fingerprint": c.lab_fingerprint, "metric": c.metric, "unit": c.unit,
         "better": c.better, "point": c.title, "labels": dict(c.labels),
         "run_id": c.run_id, "run_before": c.run_before, "started": c.started,
-        "before": ch.before, "after": ch.after, "relative": ch.relative,
+        "before": ch.before, "after": ch.after,
+        "relative": ch.relative if math.isfinite(ch.relative) else None,  # from 0: no ratio
         "p_value": ch.p_value, "runs_before": ch.n_before, "runs_after": ch.n_after,
         "regression": c.regression, "min_effect": c.min_effect, "noise": c.noise,
         "state": c.state, "alerted_run": c.alerted_run,
