@@ -124,6 +124,24 @@ def test_series_never_span_two_labs(tmp_path: Path) -> None:
         assert find_changes(store, hist) == ()
 
 
+def test_the_pairwise_check_pools_only_nights_of_its_own_lab(tmp_path: Path) -> None:
+    """Two labs run the same scenario into one store, 30 % apart and each flat: every
+    night of each lab is checked against its own lab's last three nights (the other
+    lab's nights made each a 'regression' or an 'improvement' of ±30 %)."""
+    fast = Nights(nights=12, change_at=None, seed=1)
+    slow = Nights(nights=12, change_at=0, factor=0.7, seed=2,
+                  lab={"name": "other", "local": {"addresses": ["127.0.0.3"]}})
+    rng = random.Random(0)
+    with Store.open(f"sqlite:///{tmp_path}/vbench.db", tmp_path) as store:
+        for night in range(12):
+            for n in (fast, slow):
+                reg = _night(store, n, night, rng)
+                assert reg.baseline is None or set(reg.baseline.run_ids) <= {
+                    n.run_id(k) for k in range(night)}, (night, n.seed)
+                assert not any(c.status in ("regression", "improved") and abs(c.change) > 0.2
+                               for c in reg.checks), (night, n.seed, reg.verdict())
+
+
 def test_measured_lab_noise_is_the_floor_of_the_minimum_effect(tmp_path: Path) -> None:
     n = Nights(nights=24, change_at=12, factor=0.9)  # a 10 % step
     rng = random.Random(n.seed)

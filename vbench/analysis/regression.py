@@ -171,6 +171,10 @@ def incompatibility(run: RunRow, other: RunRow) -> str | None:
     if comp.a.lab_kind != comp.b.lab_kind:
         # A simulated or throttled lab is no reference for a real one, and the reverse.
         return f"the lab differs: {comp.a.lab_kind.text} → {comp.b.lab_kind.text}"
+    if baseline_scope(other.lab) != baseline_scope(run.lab):
+        # Two labs of one store are two series: another lab's nights are no baseline.
+        theirs, mine = baseline_scope(other.lab) or "-", baseline_scope(run.lab) or "-"
+        return f"another lab: {theirs} (this run: {mine})"
     hw = [d for d in fact_differences(_as_dict(other), _as_dict(run)) if d.hardware]
     if hw:
         d = hw[0]
