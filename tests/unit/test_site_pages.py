@@ -3,6 +3,7 @@ reviewer reaches from them. The browsing itself is tests/integration/test_site_c
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.analysis_runs import T0, add_run, scenario_doc
@@ -24,3 +25,19 @@ def test_a_scenario_whose_runs_all_failed_still_links_each_runs_report(tmp_path:
         run_id = f"20270{night + 1}01-020000-0000000{night}"
         assert f'href="../{run_path(run_id)}"' in page
         assert (tmp_path / "site" / run_path(run_id)).is_file()
+
+
+def test_a_run_resumed_since_the_last_write_gets_its_report_again(tmp_path: Path) -> None:
+    # `vbench run --resume` keeps the run id: an interrupted night resumed to ok kept its
+    # 'interrupted' report on the site (only new, unfinished and newest runs were redone).
+    site, days_ago = tmp_path / "site", time.time() - 3 * 86400  # both ended before now
+    with Store.open(f"sqlite:///{tmp_path}/t.db", tmp_path) as store:
+        night1 = add_run(store, "20270101-020000-00000001", [({}, {"ops": [1.0, 1.1]})],
+                         scenario=scenario_doc("nightly"), status="interrupted",
+                         started=days_ago)
+        add_run(store, "20270102-020000-00000002", [({}, {"ops": [1.0, 1.1]})],
+                scenario=scenario_doc("nightly"), started=days_ago + 86400)
+        assert write_site(store, site).reports_written == 2
+        assert write_site(store, site).reports_written == 1  # the newest only
+        store.finish_run(night1, "ok", time.time())  # resumed, and ended again just now
+        assert write_site(store, site).reports_written == 2

@@ -69,8 +69,8 @@ def _publish(store: Any, run_id: str, again: bool) -> list[Any]:
 @click.option("--limit", type=click.IntRange(min=1), default=30, show_default=True,
               help="The newest runs of each scenario the site shows.")
 @click.option("--fresh", is_flag=True,
-              help="Render every run's report again (default: only new and unfinished runs'"
-              " and each scenario's newest).")
+              help="Render every run's report again (default: only new and unfinished runs',"
+              " those that ended since (resumed) and each scenario's newest).")
 @store_options
 def site(directory: Path, limit: int, fresh: bool, store_url: str | None,
          results_dir: Path | None) -> None:

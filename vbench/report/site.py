@@ -6,7 +6,8 @@ change points and acknowledgements marked on them and listed, each run linked to
 report); each run has its report (``runs/<run id>/report.html``, as `vbench report` writes
 it, with a link back). Every link is relative and nothing is loaded from a network, so the
 folder can be copied to a file share and browsed there. Writing it again only renders the
-reports of runs that are new or were still running (``fresh`` renders all).
+reports of runs that are new, were still running or ended since (a resumed run), and each
+scenario's newest (``fresh`` renders all).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _scenario(store: Store, root: Path, name: str, runs: Sequence[RunRow], limit
     verdict = ("", "")
     for i, row in enumerate(runs):
         path = root / run_path(row.run_id)
-        if i == 0 or fresh or row.status not in FINAL or not path.is_file():
+        if i == 0 or fresh or row.status not in FINAL or _stale(path, row):
             verdict_i = _write_report(store, row.run_id, path)
             written += 1
             if i == 0:
@@ -117,6 +118,15 @@ def _scenario(store: Store, root: Path, name: str, runs: Sequence[RunRow], limit
         tuple(sorted({str((r.lab or {}).get("name") or "?") for r in runs})), len(changes),
         sum(1 for c in changes if c.regression and c.ack is None))
     return page, written
+
+
+def _stale(report: Path, row: RunRow) -> bool:
+    """The report is missing, or older than the run's end: a resumed run keeps its id
+    and ends again."""
+    try:
+        return report.stat().st_mtime < (row.ended or 0.0)
+    except FileNotFoundError:
+        return True
 
 
 def _write_report(store: Store, run_id: str, path: Path) -> tuple[str, str]:
