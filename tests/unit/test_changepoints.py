@@ -143,3 +143,14 @@ def test_the_run_before_a_change_is_the_last_with_a_figure() -> None:
     (found,) = history_changes(hist, lambda *_: (0.05, None))
     assert found.run_id == "r12"
     assert found.run_before == "r10"
+
+
+def test_a_metric_without_figures_is_said_to_have_no_data_not_no_change() -> None:
+    from dataclasses import replace
+
+    from vbench.report.changesfmt import changes_json, format_changes
+
+    hist = _history(_noisy([1000.0] * 12))
+    hist = replace(hist, metrics=(*hist.metrics, "total_iosp"))
+    assert "total_iosp: no data in these runs" in format_changes(hist, [])
+    assert changes_json(hist, [])["no_data"] == ["total_iosp"]

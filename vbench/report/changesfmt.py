@@ -59,7 +59,15 @@ def format_changes(hist: History, found: Sequence[SeriesChange]) -> str:
                 f"{len(mine) or 'no'} change point{'s' if len(mine) != 1 else ''}"]
         for c in mine:
             out += change_lines(c)
+    # A metric with no figure is no flat series: say so (a typo in --metric otherwise
+    # read as "no change points").
+    out += [f"{m}: no data in these runs" for m in missing_metrics(hist)]
     return "\n".join(out) + "\n"
+
+
+def missing_metrics(hist: History) -> list[str]:
+    """The metrics asked for that no run of ``hist`` has a figure of."""
+    return [m for m in hist.metrics if not hist.for_metric(m)]
 
 
 def change_json(c: SeriesChange) -> dict[str, Any]:
@@ -88,6 +96,7 @@ def changes_json(hist: History, found: Sequence[SeriesChange]) -> dict[str, Any]
         "labs": [{"lab": hist.runs[w[-1]].lab, "lab_fingerprint": fp, "runs": len(w)}
                  for fp, w in lab_series(hist).items()],
         "changes": [change_json(c) for c in found],
+        "no_data": missing_metrics(hist),
     }
 
 
