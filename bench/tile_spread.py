@@ -9,7 +9,10 @@ guests (one private sshd on 8 loopback addresses) with 4 fio workloads per tile
 N tiles, and reads back:
 
 - per tile and trial: the start spread (median and max over tiles × trials);
-- per trial: the spread over every workload of every tile (``workload_window`` events);
+- per trial: the spread over every workload of every tile (``workload_window`` events),
+  and the launch spread: first to last moment the controller saw a workload's tool
+  started (its ``warmup_start`` mark) — what the controller adds, before the tools' own
+  start-up;
 - the controller: CPU seconds of the ``vbench run`` process (``os.wait4``) against its
   wall time — the share of one core it took (it must stay a small share, or the
   controller becomes a neighbour itself).
@@ -86,6 +89,7 @@ def _spreads(home: Path, run_id: str) -> dict[str, Any]:
                     if "tile" in str(labels)]
     log = home / "results" / run_id / "log.jsonl"
     starts: dict[tuple[int, int], list[float]] = {}
+    launched: dict[tuple[int, int], list[float]] = {}  # the controller saw the tool start
     trial: tuple[int, int] = (0, 0)
     for line in log.read_text().splitlines():
         e = json.loads(line)
@@ -93,17 +97,20 @@ def _spreads(home: Path, run_id: str) -> dict[str, Any]:
             trial = (int(e["point"]), int(e["trial"]))
         if e.get("event") == "workload_window" and "workload" in e:
             starts.setdefault(trial, []).append(float(e["start"]))
-    whole = [max(s) - min(s) for s in starts.values() if s]
-    return {"tile": tile_spreads, "trial": whole,
+        if e.get("event") == "workload_mark" and e.get("mark") == "warmup_start":
+            launched.setdefault(trial, []).append(float(e["at"]))
+    return {"tile": tile_spreads, "trial": [max(s) - min(s) for s in starts.values() if s],
+            "launch": [max(s) - min(s) for s in launched.values() if s],
             "instances": max((len(s) for s in starts.values()), default=0)}
 
 
 def _line(name: str, r: dict[str, Any]) -> str:
     t, w = r["tile"], r["trial"]
     cpu, share = f"{r['cpu']:.2f} s", f"{r['cpu'] / r['wall']:.2f}"
+    launch = statistics.median(r["launch"]) * 1e3
     return (f"| {name} | {r['instances']} | {len(t)} | {statistics.median(t) * 1e3:.0f} ms | "
             f"{max(t) * 1e3:.0f} ms | {statistics.median(w) * 1e3:.0f} ms | "
-            f"{max(w) * 1e3:.0f} ms | {cpu} | {r['wall']:.1f} s | {share} |")
+            f"{max(w) * 1e3:.0f} ms | {launch:.0f} ms | {cpu} | {r['wall']:.1f} s | {share} |")
 
 
 def main() -> None:
@@ -128,8 +135,8 @@ def main() -> None:
     print(f"load average (1 min) before and after: {load[0]:.1f}, {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs; {args.trials} trials per run, steady {args.steady}")
     print("| tiles × workloads | instances | tile spreads | median | max | trial spread "
-          "median | max | controller CPU | wall | cores |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "median | max | launch spread median | controller CPU | wall | cores |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for tiles, r in results.items():
         print(_line(f"{tiles} × {len(WORKLOADS)}", r))
 
