@@ -142,6 +142,31 @@ def test_the_pairwise_check_pools_only_nights_of_its_own_lab(tmp_path: Path) -> 
                                for c in reg.checks), (night, n.seed, reg.verdict())
 
 
+def test_an_acknowledged_change_does_not_explain_a_further_drop(tmp_path: Path) -> None:
+    """A fixed baseline (vbench baseline set), a step acknowledged, then a second step
+    down: the acknowledged change explained every pairwise regression against the old
+    baseline, so the new one did not fail until its own change point was confirmed three
+    nights later. It fails the night it happens, once."""
+    first = Nights(change_at=10, factor=0.7)
+    second = Nights(change_at=0, factor=0.5)  # the same runs, from night 18 on 50 %
+    rng = random.Random(3)
+    failed = []
+    with Store.open(f"sqlite:///{tmp_path}/vbench.db", tmp_path) as store:
+        for night in range(24):
+            rid = add_night(store, first if night < 18 else second, night, rng)
+            if night == 3:
+                store.set_baseline(rid)
+            if night == 15:
+                acknowledge(store, f"{first.run_id(10)}:total_iops", "ana", "ESXi patch")
+            data = report_data_of(StoredRun.load(store, rid))
+            reg = check_regression_of(store, data.stored, data.analyzed().figures, "auto")
+            remember_alerts(store, data, reg)
+            failed.append(reg.regressed)
+            if 15 <= night < 18:  # on the acknowledged level: known, not failing
+                assert reg.checks[0].triage.startswith("change "), night
+    assert [i for i, f in enumerate(failed) if f] == [10, 18]
+
+
 def test_measured_lab_noise_is_the_floor_of_the_minimum_effect(tmp_path: Path) -> None:
     n = Nights(nights=24, change_at=12, factor=0.9)  # a 10 % step
     rng = random.Random(n.seed)

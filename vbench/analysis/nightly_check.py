@@ -83,11 +83,23 @@ def _triage_of(c: SeriesChange) -> str:
     return f"change {c.change_id}, alerted by the check of run {c.alerted_run}"
 
 
+def _beyond(c: SeriesChange, tonight: float | None) -> bool:
+    """Tonight is worse than the change's level after it by more than the change's
+    minimum effect: a further step, which that change (acknowledged or alerted) does not
+    explain."""
+    after = c.change.after
+    if tonight is None or not after:
+        return False
+    worse = after - tonight if c.better == "higher" else tonight - after
+    return worse / abs(after) > c.min_effect
+
+
 def _pairwise(check: RegressionCheck, found: Sequence[SeriesChange], since: int,
               pos: Mapping[str, int], earlier: Sequence[Alert], key: SeriesKey) -> str:
     """The triage of a pairwise regression ("" : it fails tonight)."""
     explains = [c for c in found if c.metric == check.metric and c.regression
-                and dict(c.labels) == dict(check.labels) and pos[c.run_id] > since]
+                and dict(c.labels) == dict(check.labels) and pos[c.run_id] > since
+                and not _beyond(c, check.current.mean)]
     if explains:
         c = explains[-1]
         return _triage_of(c) if c.state == ACKNOWLEDGED or c.alerted_run not in (
