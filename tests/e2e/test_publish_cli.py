@@ -58,3 +58,25 @@ def test_a_run_publishes_and_a_failed_webhook_is_sent_by_vbench_publish(
 
 def show_dir(run_id: str) -> str:
     return json.loads(vbench("show", run_id, "--json").stdout)["run"]["run_dir"]
+
+
+def test_a_run_an_error_stops_is_published_as_failed_and_keeps_its_exit_code(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    # A lab hook that fails stops the run (exit 3) before its finish steps: it was not
+    # published, so the dashboards kept showing the night before as the last, ok one.
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    node = next(iter(local_guests)).name
+    with webhook_server() as hook:
+        doc = yaml.safe_load(lab.read_text())
+        doc["publish"] = {"webhooks": [{"url": hook.url, "name": "ci"}]}
+        lab.write_text(yaml.safe_dump(doc))
+        s = write_scenario(tmp_path / "s.yaml", groups=1, warmup="0s", steady="1s",
+                           repeat=1, factors=f"  knob:\n    hook: {{node: {node}, "
+                           "run: ['false'], undo: ['true']}\n    levels: [a]\n")
+        res = vbench("run", str(s), "--lab", str(lab), timeout=300)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert res.stderr.rstrip().splitlines()[-1].startswith("error: "), res.stderr
+    assert "published: webhook ci" in res.stderr
+    [(_, body)] = hook.received
+    assert (body["status"], body["exit_code"], body["lab"]) == ("failed", 3, "e2e")

@@ -420,9 +420,7 @@ def _print_result(result: RunResult, console: Any, as_json: bool) -> None:
     if result.report is not None:
         say(f"report: {result.report}")
     for o in result.published:  # a target that failed does not change the exit code
-        say(f"published: {o.target}" if o.sent else
-            f"not published: {o.target}: {o.error}; kept in {result.run_dir}/publish.json, "
-            f"`vbench publish {result.run_id}` sends it again")
+        say(o.line(result.run_dir, result.run_id))
     say(result.last_line)
     if as_json:
         click.echo(json.dumps(result.doc, indent=2, default=str))

@@ -226,22 +226,45 @@ def publish(store: Store, result: RunResult) -> RunResult:
     """Send the run to its lab's publishing targets (the stored lab's ``publish:``). A
     target that fails, or anything else going wrong here, never fails the run: it is
     kept in publish.json for `vbench publish RUN`, and said."""
-    from vbench.config.publish import Publish
     from vbench.publish import Outcome
 
-    lab = result.run.record.get("lab") or {}
-    if not lab.get("publish"):
-        return result
     try:
-        if not Publish.model_validate(lab["publish"]).wants(result.run.record.get("tags")
-                                                             or ()):
-            return result  # publish.tags: not a run this lab publishes
+        if not _publishes(result.run.record):
+            return result
         outcomes = tuple(publish_stored(result.run, result.data, result.exit_code,
                                         str(result.report) if result.report else None))
     except Exception as exc:  # publishing must not cost the run its end
         result.rundir.log("publish_failed", level="warning", error=str(exc))
         outcomes = (Outcome("publish", False, f"{type(exc).__name__}: {exc}"),)
     return dataclasses.replace(result, published=outcomes)
+
+
+def _publishes(record: dict[str, Any]) -> bool:
+    """Whether the run's lab publishes it: a ``publish:`` section whose tags it has."""
+    from vbench.config.publish import Publish
+
+    spec = (record.get("lab") or {}).get("publish")
+    return bool(spec) and Publish.model_validate(spec).wants(record.get("tags") or ())
+
+
+def publish_stopped(store: Store, rundir: RunDir, exit_code: int,
+                    say: Callable[[str], None] | None) -> None:
+    """Publish a stored run that an error stopped (no finish step ran for it): its
+    targets learn that the night failed, not only the night after. Never raises: the
+    run's own error is what its command reports."""
+    from vbench.report.build import report_data_of
+
+    try:
+        run = StoredRun.load(store, rundir.run_id)
+        if not _publishes(run.record):
+            return
+        outcomes = publish_stored(run, report_data_of(run), exit_code, None)
+    except Exception as exc:
+        rundir.log("publish_failed", level="warning", error=str(exc))
+        return
+    for o in outcomes:
+        if say is not None:
+            say(o.line(rundir.path, rundir.run_id))
 
 
 def publish_stored(run: StoredRun, data: ReportData, exit_code: int,

@@ -39,6 +39,13 @@ class Outcome:
     sent: bool
     error: str | None  # the latest attempt's, when not sent
 
+    def line(self, run_dir: Path, run_id: str) -> str:
+        """What `vbench run` says of it."""
+        if self.sent:
+            return f"published: {self.target}"
+        return (f"not published: {self.target}: {self.error}; kept in {run_dir}/{OUTBOX}, "
+                f"`vbench publish {run_id}` sends it again")
+
 
 def deliveries(spec: Publish, facts: RunFacts) -> list[dict[str, Any]]:
     """What to send where: one record per target, its spec as the lab wrote it (secret
