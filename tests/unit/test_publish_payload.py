@@ -111,6 +111,25 @@ def test_facts_read_figures_from_the_summary() -> None:
     assert body["tags"] == ["nightly"] and body["figures"][0]["labels"] == {"bs": "4k"}
 
 
+def test_points_sharing_a_title_are_told_apart_on_the_pushgateway() -> None:
+    # A `label:` template that names not every factor gives two points one title: the
+    # Pushgateway refused the whole push (HTTP 400 'collected metric ... was collected
+    # before with the same name and label values'), so nothing of the run was published.
+    doc = {"run_id": "r1", "scenario_name": "s", "status": "ok", "points": [
+        {"title": "VM", "labels": {"config": "VM", "n": n}, "figures": {
+            "ops": {"unit": "ops/s", "n": 1, "mean": float(n)}}} for n in ("8", "16")]
+        + [{"title": "Native", "labels": {"config": "Native", "n": "8"}, "figures": {
+            "ops": {"unit": "ops/s", "n": 1, "mean": 1.0}}}]}
+    alerts = [Alert("regression", "ops", "VM", "-9 %", -0.09, {"config": "VM", "n": "16"})]
+    facts = facts_of(doc, {"lab": {"name": "lab1"}}, 1, None, alerts)
+    assert [f.point for f in facts.figures] == ["VM (config=VM,n=8)", "VM (config=VM,n=16)",
+                                                "Native"]
+    assert [a.point for a in facts.alerts] == ["VM (config=VM,n=16)"]
+    series = [line.rsplit(" ", 1)[0] for line in prometheus_text(facts).splitlines()
+              if not line.startswith("#")]
+    assert len(series) == len(set(series))
+
+
 @pytest.mark.parametrize(("section", "message"), [
     ({"pushgateway": {"url": "http://g:9091", "port": 1}}, "unknown key"),
     ({"pushgateway": {"url": "g:9091"}}, "expected an http:// or https:// URL"),

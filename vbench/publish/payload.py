@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class Alert:
     point: str
     text: str
     change: float | None = None  # relative, in the metric's unit direction (+0.05 = +5 %)
+    labels: Mapping[str, str] = field(default_factory=dict)  # the point's factor levels
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,10 @@ def alerts_of(regression: RegressionResult | None) -> tuple[Alert, ...]:
     or alerted on an earlier night, is not an alert again."""
     if regression is None:
         return ()
-    out = [Alert("regression", c.metric, c.title or "all", c.message, c.change)
-           for c in regression.regressions]
-    out += [Alert("change", c.metric, c.title or "all", c.text(), _num(c.change.relative))
-            for c in regression.failing_changes]
+    out = [Alert("regression", c.metric, c.title or "all", c.message, c.change,
+                 dict(c.labels)) for c in regression.regressions]
+    out += [Alert("change", c.metric, c.title or "all", c.text(), _num(c.change.relative),
+                  dict(c.labels)) for c in regression.failing_changes]
     return tuple(out)
 
 
@@ -85,6 +86,8 @@ def facts_of(doc: Mapping[str, Any], record: Mapping[str, Any], exit_code: int,
     verdict = doc.get("verdict") or {}
     answers = verdict.get("answers") or []
     lab = record.get("lab") or {}
+    titles = [str(p.get("title") or "all") for p in doc.get("points") or ()]
+    shared = {t for t in titles if titles.count(t) > 1}
     return RunFacts(
         run_id=str(doc.get("run_id") or record.get("run_id")),
         scenario=str(doc.get("scenario_name") or record.get("scenario_name") or ""),
@@ -98,9 +101,20 @@ def facts_of(doc: Mapping[str, Any], record: Mapping[str, Any], exit_code: int,
         started=_num(record.get("started")),
         ended=_num(record.get("ended")),
         report=report,
-        figures=tuple(_figures(doc)),
-        alerts=tuple(alerts),
+        figures=tuple(replace(f, point=_told_apart(f.point, f.labels, shared))
+                      for f in _figures(doc)),
+        alerts=tuple(replace(a, point=_told_apart(a.point, a.labels, shared))
+                     for a in alerts),
     )
+
+
+def _told_apart(title: str, labels: Mapping[str, str], shared: set[str]) -> str:
+    """A point's name on the Pushgateway: its title, with its levels when another point
+    has the same title (a `label:` template naming not every factor), as one push may not
+    hold two series with the same labels."""
+    if title not in shared or not labels:
+        return title
+    return f"{title} ({','.join(f'{k}={v}' for k, v in labels.items())})"
 
 
 def _figures(doc: Mapping[str, Any]) -> list[PointFigure]:
