@@ -191,3 +191,16 @@ def test_a_series_of_runs_keeps_its_lab_and_names_its_current_run(
             assert "in use by run aa-2 " in intruder(other)
         assert lease_holders(other, FP) == []
         take_lease(other, lambda: me("after")).release()
+
+
+def test_a_lab_name_with_comment_marks_is_leased_and_named(store: Store, store_url: str,
+                                                           tmp_path: Path) -> None:
+    # PostgreSQL nests /* */ comments: a '/*' in the lab's name (free text) left the
+    # comment that carries the holder open, and the statement failed.
+    odd = "lab /* a */ b */ 100% \\*/"
+    lease = take_lease(store, lambda: Holder.me(odd, FP, "run-1", "s"))
+    try:
+        [held] = lease_holders(store, FP)
+        assert (held.lab, held.run_id) == (odd, "run-1")
+    finally:
+        lease.release()

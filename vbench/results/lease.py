@@ -375,9 +375,11 @@ class _PgLeases:
 
 
 def _note(holder: Holder) -> str:
-    """The holder in an SQL comment. psycopg turns '%%' back into '%'; '*/' cannot end
-    the comment early."""
-    text = json.dumps(asdict(holder)).replace("*/", "*\\/").replace("%", "%%")
+    """The holder in an SQL comment. No '/' or '*' of a name is left (JSON escapes them):
+    PostgreSQL nests comments, so a '/*' would leave it open and a '*/' end it early;
+    psycopg turns '%%' back into '%'."""
+    text = (json.dumps(asdict(holder)).replace("/", "\\u002f").replace("*", "\\u002a")
+            .replace("%", "%%"))
     return f"/* {_MARK} {text} */"
 
 
@@ -385,8 +387,7 @@ def _pg_holder(row: Any, fingerprint: str | None) -> Holder:
     pid, query, addr, started = row
     text = str(query or "")
     if _MARK in text:
-        found = Holder.from_json(text.split(_MARK, 1)[1].rsplit("*/", 1)[0].strip()
-                                 .replace("*\\/", "*/"))
+        found = Holder.from_json(text.split(_MARK, 1)[1].rsplit("*/", 1)[0].strip())
         if found is not None:
             return found
     # Not readable by this role (another user's session): what the server tells it, the
