@@ -70,7 +70,7 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
         job = json.loads(path.read_text())["jobs"][0]
         assert "ramp_time" not in job["job options"]
         assert 900 <= job["job_runtime"] <= 1100, job["job_runtime"]
-    kept = [json.loads(p.read_text()) for p in sorted(run_dir.glob("raw/*/fio-warmup-auto.json"))]
+    kept = [json.loads(p.read_text()) for p in sorted(run_dir.glob("raw/*/warmup-auto.json"))]
     assert len(kept) == 2 and all(k["reason"] == "settled" for k in kept), kept
     assert all(len(k["iops"]) >= SETTLED_BATCHES * BATCH for k in kept)
     # rate_iops 400 caps each direction of the randrw job: what the detector saw (reads
@@ -80,6 +80,10 @@ def test_an_automatic_warm_up_ends_when_fio_settles_and_the_window_follows_it(
     lines = [w for w in warnings if w.startswith("warm-up (auto, cap 20 s) at ")]
     assert len(lines) == 1 and "trial 1 " in lines[0] and "trial 2 " in lines[0], warnings
     assert "the cap" not in lines[0]
+    # The report draws what the detector saw, the settling point and the end.
+    html = (run_dir / "report.html").read_text()
+    assert "automatic warm-up at bs=4k, trial 1" in html
+    assert "MSER-5 found it settled at the dashed line (cap 20 s)" in html
     plan = vbench("plan", str(s), "--lab", str(lab))
     assert "warm-up auto (≤ 20s, ended by the detector)" in plan.stdout, plan.stdout
 

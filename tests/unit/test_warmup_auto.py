@@ -203,3 +203,30 @@ def test_each_trials_warm_up_is_read_from_its_phase_marks_and_the_cap_flagged() 
         "settled)",
         "warm-up (auto, cap 60 s) at bs=64k: trial 1 21.0 s",
     ]
+
+
+def test_the_chart_draws_the_observations_the_settling_point_and_the_end() -> None:
+    from vbench.report.warmup_chart import warmup_svg
+
+    doc = {"interval_s": 0.5, "cap_s": 60, "settled_at": 12, "reason": "settled",
+           "iops": [500.0] * 12 + [1000.0] * 40}
+    svg = warmup_svg(doc, "automatic warm-up at bs=4k, trial 1", "c1")
+    assert svg.count("<polyline") == 1  # the observations
+    assert svg.count('stroke-dasharray="5 3"') == 1  # where MSER-5 found it settled
+    assert "settled 6.0 s" in svg  # observation 12 at 0.5 s each
+    capped = warmup_svg({**doc, "settled_at": None}, "t", "c2")
+    assert "stroke-dasharray" not in capped and "settled" not in capped
+
+
+def test_the_kept_observations_are_read_back_from_the_trials_raw_directory(
+    tmp_path: Path,
+) -> None:
+    from vbench.analysis.warmup import AUTO_WARMUP_FILE
+    from vbench.report.warmup_chart import kept_warmup
+
+    (tmp_path / "raw" / "2-3").mkdir(parents=True)
+    (tmp_path / "raw" / "2-3" / AUTO_WARMUP_FILE).write_text(json.dumps(
+        {"interval_s": 1.0, "settled_at": 0, "iops": [1.0, 2.0]}))
+    assert kept_warmup(tmp_path, 2, 3) == {"interval_s": 1.0, "settled_at": 0,
+                                           "iops": [1.0, 2.0]}
+    assert kept_warmup(tmp_path, 2, 4) is None and kept_warmup(None, 2, 3) is None

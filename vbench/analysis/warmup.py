@@ -257,7 +257,9 @@ LIVE_TREND_T = 2.0  # a slope this many standard errors from 0 still moves
 # for twice the fewest the rule can end on, finer for a short cap.
 OBSERVATIONS_BY_CAP = 2 * SETTLED_BATCHES * BATCH
 FINEST_INTERVAL = 0.25
-DEFAULT_CAP = 300.0  # phases.warmup_cap when none is given (docs/scenarios.md)
+# raw/<point>-<trial>/: the observations a driver's automatic warm-up kept (the report
+# draws them: vbench/report/warmup_chart.py).
+AUTO_WARMUP_FILE = "warmup-auto.json"
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from vbench.report.steady_chart import steady_charts
 from vbench.report.svg import PALETTE
 from vbench.report.tables import guest_table, result_tables
 from vbench.report.verdict_view import html_context
+from vbench.report.warmup_chart import warmup_charts
 from vbench.resources import data_dir
 
 DEFAULT_TEMPLATE = "default.html.j2"
@@ -224,7 +225,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "regression": regression_section(view.data.regression),
         "findmax": findmax_section(findmax_reports(
             run, view.data.points, view.data.trials, analysis.figures)),
-        "charts": [*steady_charts(view.data, ids.next), *lead.headline],
+        "charts": [*steady_charts(view.data, ids.next), *warmup_charts(view.data, ids.next),
+                   *lead.headline],
         "derived_charts": derived_figs,
         "extra_charts": lead.extra,
         "series_charts": series["charts"],

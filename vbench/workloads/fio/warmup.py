@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vbench.analysis.warmup import WarmupEnd, observation_interval, warmup_end
+from vbench.analysis.warmup import AUTO_WARMUP_FILE, WarmupEnd, observation_interval, warmup_end
 from vbench.errors import GuestError, Interrupted
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 JOB = "warmup.fio"
 RESULT = "warmup.json"
 LOG = "warmup.log"
-KEPT = "fio-warmup-auto.json"  # raw/<point>-<trial>/: the observations the detector saw
+KEPT = AUTO_WARMUP_FILE  # raw/<point>-<trial>/: the observations the detector saw
 WALL_GRACE = 60.0  # seconds past the cap a fio that stopped reporting is waited for
 _DIRECTIONS = ("read", "write", "trim")
 _START = '{\n  "fio version"'
