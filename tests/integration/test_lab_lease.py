@@ -204,3 +204,14 @@ def test_a_lab_name_with_comment_marks_is_leased_and_named(store: Store, store_u
         assert (held.lab, held.run_id) == (odd, "run-1")
     finally:
         lease.release()
+
+
+def test_a_long_lab_name_still_names_its_holder(store: Store) -> None:
+    # PostgreSQL shows 1 kB of a session's statement: a long (or non-ASCII) lab name cut
+    # the holder's description short, and `lab who` called the run an unknown session.
+    lease = take_lease(store, lambda: Holder.me("ラボ" * 150, FP, "run-1", "s" * 300))
+    try:
+        [held] = lease_holders(store, FP)
+        assert held.run_id == "run-1" and held.lab.startswith("ラボラボ")
+    finally:
+        lease.release()

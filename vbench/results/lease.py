@@ -56,9 +56,10 @@ class Holder:
 
     @classmethod
     def me(cls, lab: str, fingerprint: str, run_id: str, scenario: str = "") -> Holder:
-        # The scenario's name is cut: PostgreSQL keeps 1 kB of a session's last statement.
-        return cls(lab, fingerprint, run_id, os.getpid(), socket.gethostname(), time.time(),
-                   scenario[:200])
+        # Names are cut: PostgreSQL keeps 1 kB of a session's last statement, which
+        # carries this (a '/', '*' or non-ASCII character there takes 6 bytes).
+        return cls(lab[:60], fingerprint, run_id, os.getpid(), socket.gethostname()[:60],
+                   time.time(), scenario[:60])
 
     def text(self, now: float | None = None) -> str:
         """``run R (pid 1234 on host h, since 2026-11-27 05:41:02 UTC, 3 min ago)``."""
