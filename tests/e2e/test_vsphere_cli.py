@@ -264,6 +264,11 @@ def test_orphans_are_listed_and_removed_with_yes(simlab: SimLab) -> None:
     with started_run(scenario, simlab.lab) as proc:
         run_dir = _run_dir_when(simlab, "created")
         wait_for(lambda: len(simlab.ours()) == 2, 60, "both clones")
+        # Killed once its guests run fio, not during their power-on: vcsim 0.46 panics
+        # (index out of range in VirtualMachine.customize) in ~2 of 5 runs when the client
+        # of a customizing power-on dies — a simulator crash, not what this test is about
+        # (a kill during power-on is test_kill_9_with_a_power_on_on_the_wire_then_cleanup's).
+        wait_for(lambda: _fio_running(run_dir), 90, "fio to start")
         # While the run is alive its VMs are not orphans.
         live = vbench("cleanup", "--orphans", "--older-than", "0s", "--lab", str(simlab.lab))
         assert "no orphans" in live.stdout, live.stdout
