@@ -316,12 +316,13 @@ def test_every_public_function_of_the_engine_verdict_module_is_used_by_vbench() 
 
 
 def test_a_simulated_vcenter_is_recognised_in_one_place() -> None:
-    """verdict_build.simulated_text (AnswerInputs.simulated) is the one check: a second
-    copy (answer_kit's on_simulator) could drift from it."""
+    """analysis/simulator.is_simulator is the one check (verdict_build.simulated_text,
+    AnswerInputs.simulated and the lab tuning ask it): a second copy (answer_kit's
+    on_simulator, hygiene_tune's own string) could drift from it."""
     root = Path(__file__).resolve().parents[2] / "vbench"
     holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if "govmomi simulator" in p.read_text())
-    assert holders == ["analysis/verdict_build.py"]
+    assert holders == ["analysis/simulator.py"]
 
 
 def test_the_verdict_ranks_a_derived_figure_as_the_report_does(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from vbench.analysis.direction import directions_of
 from vbench.analysis.figures import present
 from vbench.analysis.qos import QosResult
 from vbench.analysis.run_analysis import RunAnalysis
+from vbench.analysis.simulator import is_simulator
 from vbench.analysis.stats import summarize
 from vbench.analysis.verdict import (
     ANSWERED,
@@ -256,9 +257,6 @@ def qos_view(qos: QosResult, answers: Sequence[Answer]) -> QosView:
                    tuple(f"{c.criterion} at {c.point_title}: {c.message}" for c in unexpected))
 
 
-SIMULATOR_PRODUCT = "govmomi simulator"  # in vcsim's about.fullName, kept in the testbed
-
-
 def simulated_text(run: Mapping[str, Any]) -> str | None:
     """Which simulated vCenter(s) the run measured, when it reached one (vcsim): those
     its lab starts as simulators (``simulator:``), and those whose product name in the
@@ -270,7 +268,7 @@ def simulated_text(run: Mapping[str, Any]) -> str | None:
     sims = [str(n) for n, vc in (lab.get("vcenters") or {}).items()
             if isinstance(vc, Mapping) and vc.get("simulator") is not None]
     for vc in [testbed.get("vcenter"), *(testbed.get("vcenters") or ())]:
-        if isinstance(vc, Mapping) and SIMULATOR_PRODUCT in str(vc.get("product") or ""):
+        if isinstance(vc, Mapping) and is_simulator(vc.get("product")):
             sims.append(str(vc.get("name") or "?"))
     if not sims:
         return None

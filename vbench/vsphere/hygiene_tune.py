@@ -23,6 +23,7 @@ from typing import Any
 
 from pyVmomi import vim, vmodl
 
+from vbench.analysis.simulator import is_simulator
 from vbench.config.hygiene import LabHygiene
 from vbench.errors import LabError, VbenchError
 from vbench.results.journal_file import AppendJournal
@@ -31,7 +32,6 @@ from vbench.vsphere.hygiene_rules import STILL_DRS, LabFacts, policy_name
 from vbench.vsphere.inventory import Inventory, NotInInventory
 
 TUNE_FILE = "tune.jsonl"
-SIMULATOR = "govmomi simulator"  # vcsim's about.fullName
 # A failed vCenter call changed nothing (one call, or one task, per change): not pending.
 PENDING = ("applying", "applied", "undo_failed")
 SHORT_NAMES = {v: k for k, v in {"static": "high-performance", "dynamic": "balanced",
@@ -114,7 +114,7 @@ def _set(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any], value:
         cluster = inv.find("cluster", rec["target"]).ref
         vm = inv.find("vm", rec["vm"]).ref
         spec = _drs_spec(vm, value, add=applying and rec.get("current") is None,
-                         simulator=SIMULATOR in str(session.content.about.fullName))
+                         simulator=is_simulator(session.content.about.fullName))
         task = session.call(lambda: cluster.ReconfigureComputeResource_Task(spec, True))
         wait(task, f"cluster {rec['target']}", f"DRS override for {rec['vm']}")
         return
