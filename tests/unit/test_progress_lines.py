@@ -92,3 +92,36 @@ def test_live_display_shows_one_estimate_of_the_time_left(plan: Plan) -> None:
         assert task.fields["left"] != "?"
     finally:
         progress.end_run()
+
+
+def test_a_trial_line_names_the_workloads_that_failed_in_it(
+    plan: Plan, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A `workloads:` trial stays ok when one workload fails (<name>.ok = 0): its line said
+    # only "ok · writer.total_iops …" (the first headline the trial still had).
+    tile = (("tile", "2"),)
+    samples = (Sample("writer.total_iops", 1990.0, "IO/s", "fio"),
+               Sample("writer.ok", 1.0, "", "vbench", None, (("tile", "1"),)),
+               Sample("writer.ok", 1.0, "", "vbench", None, tile),
+               Sample("cache.ok", 1.0, "", "vbench", None, (("tile", "1"),)),
+               Sample("cache.ok", 0.0, "", "vbench", None, tile),
+               Sample("cache.ok", 0.5, "", "vbench"), Sample("writer.ok", 1.0, "", "vbench"))
+    progress = RichProgress(Console(file=io.StringIO()))
+    progress.start_run(plan)
+    progress.start_trial(plan.points[0], 1)
+    progress.end_trial(TrialResult(0, 1, "ok", PhaseTimes(), samples))
+    untiled = (Sample("cache.ok", 0.0, "", "vbench"), Sample("writer.ok", 1.0, "", "vbench"))
+    progress.start_trial(plan.points[0], 2)
+    progress.end_trial(TrialResult(0, 2, "ok", PhaseTimes(), untiled))
+    lines = capsys.readouterr().err.splitlines()
+    assert ": ok · cache-2 failed · run left" in lines[0], lines[0]
+    assert ": ok · cache failed · run left" in lines[1], lines[1]
+    out = io.StringIO()
+    live = RichProgress(Console(file=out, force_terminal=True, width=120))
+    live.start_run(plan)
+    try:
+        live.start_trial(plan.points[0], 1)
+        live.end_trial(TrialResult(0, 1, "ok", PhaseTimes(), samples))
+    finally:
+        live.end_run()
+    assert "trial 1: cache-2 failed" in out.getvalue()

@@ -55,6 +55,23 @@ def headline_text(result: TrialResult, metrics: Sequence[str]) -> str | None:
     return None
 
 
+def failed_workloads(result: TrialResult) -> list[str]:
+    """The workloads of a ``workloads:`` trial that failed (``<name>.ok`` = 0), each named
+    with its tile (``cache-2``): the trial itself stays ok, so its line must say so."""
+    from vbench.config.tiles import OK_METRIC, TILE_LABEL
+
+    oks = [s for s in result.samples if s.guest is None and s.metric.endswith(f".{OK_METRIC}")]
+    tiled = {s.metric for s in oks if s.labels}
+    out = []
+    for s in oks:
+        if s.value != 0.0 or (not s.labels and s.metric in tiled):
+            continue  # the mean over the tiles: each tile's own is named
+        name = s.metric[: -len(OK_METRIC) - 1]
+        tile = dict(s.labels).get(TILE_LABEL)
+        out.append(f"{name}-{tile}" if tile else name)
+    return out
+
+
 @dataclass(frozen=True)
 class Kept:
     """What a resumed run keeps of its earlier sessions: its finished trials (ok or
@@ -188,6 +205,7 @@ class RichProgress(ProgressSink):
         # The trial's own point: a search schedule creates points the plan does not list.
         where = (point_text(self._point, self._plan) if self._point is not None
                  else f"point {result.point + 1}")
+        failed = failed_workloads(result)
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, left=self._left())
             if result.status != "ok":
@@ -195,6 +213,10 @@ class RichProgress(ProgressSink):
                     f"[red]{where} trial {result.trial} {result.status}:[/] {result.error}",
                     highlight=False, markup=True,
                 )
+            elif failed:
+                self._progress.console.print(
+                    f"[red]{where} trial {result.trial}: {', '.join(failed)} failed[/] "
+                    "(the run log's workload_failed says why)", highlight=False, markup=True)
             return
         # One plain line per trial (cron, CI): when, where, what it measured, time left.
         figure = headline_text(result, self._headlines) if result.status == "ok" else None
@@ -202,6 +224,8 @@ class RichProgress(ProgressSink):
                 f"{result.status}")
         if figure:
             line += f" · {figure}"
+        if failed:
+            line += f" · {', '.join(failed)} failed"
         if result.error:
             line += f" — {result.error}"
         print(f"{line} · run left ≈ {self._left()}", file=sys.stderr, flush=True)
