@@ -3,6 +3,7 @@ reviewer reaches from them. The browsing itself is tests/integration/test_site_c
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -41,3 +42,21 @@ def test_a_run_resumed_since_the_last_write_gets_its_report_again(tmp_path: Path
         assert write_site(store, site).reports_written == 1  # the newest only
         store.finish_run(night1, "ok", time.time())  # resumed, and ended again just now
         assert write_site(store, site).reports_written == 2
+
+
+def test_every_run_a_trend_page_links_has_its_report(tmp_path: Path) -> None:
+    # The trend charts take the newest --limit *completed* runs, the reports were written
+    # for the newest --limit runs of any status: with a failed night among them, the
+    # oldest charted run was linked and its report missing (a broken link on the share).
+    with Store.open(f"sqlite:///{tmp_path}/t.db", tmp_path) as store:
+        for night, status in enumerate(("ok", "failed", "ok")):
+            add_run(store, f"2027010{night + 1}-020000-0000000{night}",
+                    [({}, {"ops": [1.0, 1.1]})], scenario=scenario_doc("nightly"),
+                    started=T0 + night * 86400, status=status)
+        write_site(store, tmp_path / "site", limit=2)
+    site = tmp_path / "site"
+    page = (site / "scenarios" / f"{slug('nightly')}.html").read_text()
+    linked = re.findall(r'href="\.\./(runs/[^"]+)"', page)
+    assert "runs/20270101-020000-00000000/report.html" in linked  # charted, oldest
+    for href in linked:
+        assert (site / href).is_file(), href

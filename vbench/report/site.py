@@ -81,32 +81,35 @@ def write_site(store: Store, root: Path, limit: int = 30, fresh: bool = False,
     root.mkdir(parents=True, exist_ok=True)
     pages, written, kept = [], 0, 0
     for name in sorted(rows):
-        mine = rows[name][:limit]
-        page, n_written = _scenario(store, root, name, mine, limit, fresh)
+        page, n_written = _scenario(store, root, name, rows[name], limit, fresh)
         pages.append(page)
         written += n_written
-        kept += len(mine) - n_written
+        kept += page.runs - n_written
         if say is not None:
-            say(f"{name}: {len(mine)} run{'s' if len(mine) != 1 else ''}, "
+            say(f"{name}: {page.runs} run{'s' if page.runs != 1 else ''}, "
                 f"{n_written} report{'s' if n_written != 1 else ''} written")
     (root / "index.html").write_text(render_index(pages), encoding="utf-8")
     return Site(root, tuple(pages), written, kept)
 
 
-def _scenario(store: Store, root: Path, name: str, runs: Sequence[RunRow], limit: int,
+def _scenario(store: Store, root: Path, name: str, every: Sequence[RunRow], limit: int,
               fresh: bool) -> tuple[ScenarioPage, int]:
+    """The scenario's page and its runs' reports: its newest ``limit`` runs, and older
+    ones its trend charts show (they take the newest ``limit`` completed runs)."""
     from vbench.analysis.history import load_history
 
+    hist = load_history(store, name, (), limit=limit)
+    charted = {r.run_id for r in hist.runs}
+    runs = [r for i, r in enumerate(every) if i < limit or r.run_id in charted]
     written = 0
     verdict = ("", "")
     for i, row in enumerate(runs):
         path = root / run_path(row.run_id)
         if i == 0 or fresh or row.status not in FINAL or _stale(path, row):
-            verdict_i = _write_report(store, row.run_id, path)
+            verdict_i = _write_report(store, row, path)
             written += 1
             if i == 0:
                 verdict = verdict_i
-    hist = load_history(store, name, (), limit=limit)
     changes = _changes(store, hist)
     href = f"scenarios/{slug(name)}.html"
     (root / href).parent.mkdir(parents=True, exist_ok=True)
@@ -120,26 +123,33 @@ def _scenario(store: Store, root: Path, name: str, runs: Sequence[RunRow], limit
     return page, written
 
 
+def _stamp(row: RunRow) -> str:
+    """What a report was rendered from, in its first line: a run resumed since (same id)
+    has ended again, with another status or end."""
+    return f"<!-- vbench site: {row.status} {row.ended!r} -->"
+
+
 def _stale(report: Path, row: RunRow) -> bool:
-    """The report is missing, or older than the run's end: a resumed run keeps its id
-    and ends again."""
+    """The report is missing, or was rendered before the run ended as it has now."""
     try:
-        return report.stat().st_mtime < (row.ended or 0.0)
-    except FileNotFoundError:
+        with report.open(encoding="utf-8") as f:
+            return _stamp(row) not in f.readline()
+    except (FileNotFoundError, UnicodeDecodeError):
         return True
 
 
-def _write_report(store: Store, run_id: str, path: Path) -> tuple[str, str]:
+def _write_report(store: Store, row: RunRow, path: Path) -> tuple[str, str]:
     """The run's report at ``path`` (with a way back to the index); its verdict's status
     and first line."""
     from vbench.report.build import report_data_of
     from vbench.report.html import render_html
     from vbench.results.stored import StoredRun
 
-    data = report_data_of(StoredRun.load(store, run_id))
+    data = report_data_of(StoredRun.load(store, row.run_id))
     html = render_html(data)
     nav = ('<nav class="site"><a href="../../index.html">all scenarios</a></nav>')
     html = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, html, count=1)
+    html = html.replace("\n", f"{_stamp(row)}\n", 1)  # the DOCTYPE's line
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     v = data.verdicted()
