@@ -21,6 +21,7 @@ from vbench.workloads.base import Params, PlannedCommand, TrialContext, Workload
 class _P(Params):
     fail_in: str = ""  # the step that raises: run | collect | teardown
     value: float = 1.0
+    window_start: float = 0.0  # when set: the tool's own steady window starts then
 
 
 class _Tool(Workload):
@@ -42,6 +43,9 @@ class _Tool(Workload):
         self._maybe_fail("run")
         self.go.wait(10)
         ctx.mark("steady_start")
+        start = self.params.window_start  # type: ignore[attr-defined]
+        if start:
+            ctx.workload_window(start, start + 10.0)
         ctx.mark("steady_end")
 
     def collect(self, ctx: TrialContext) -> list[Sample]:
@@ -127,3 +131,22 @@ def test_a_failing_teardown_is_logged_and_the_trial_goes_on(tmp_path: Path) -> N
         == [("b-2", "teardown")]
     tiled = {(s.metric, s.labels) for s in samples}
     assert ("a.ops", (("tile", "2"),)) in tiled and ("a.ops", ()) in tiled  # tile, mean
+
+
+def test_the_trials_start_spread_spans_every_tile_not_their_mean(tmp_path: Path) -> None:
+    # Tile 1's tools started 0.1 s apart, tile 2's 0.2 s apart, tile 2 0.3 s after tile 1:
+    # the trial's start_spread is 0.5 s (it was stored as the tiles' mean, 0.15 s).
+    _, ctx, _marks, _events, go = _bundle(tmp_path)  # the context; members below
+    starts = {("a", 1): 100.0, ("b", 1): 100.1, ("a", 2): 100.3, ("b", 2): 100.5}
+    members = []
+    for (name, tile), start in starts.items():
+        tool = _Tool(_P(window_start=start))
+        tool.go = go
+        members.append(Member(Instance(name, tile), _Tool, tool, {}))
+    bundle = Bundle(BundleParams(tuple(members)))
+    go.set()
+    bundle.prepare(ctx)
+    bundle.run(ctx)
+    spreads = {s.labels: s.value for s in bundle.collect(ctx) if s.metric == "start_spread"}
+    assert spreads == {(("tile", "1"),): pytest.approx(0.1), (("tile", "2"),): pytest.approx(0.2),
+                       (): pytest.approx(0.5)}

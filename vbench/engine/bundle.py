@@ -273,11 +273,18 @@ class _TrialState:
                               SOURCE, None, tuple(tile.items())))
             if ok:
                 out.extend(_renamed(s, m.instance) for s in self.kept[m])
-        for tile, seconds in self.phases.spreads(
-                {m.instance.name: m.instance.tile for m in self.live()}).items():
+        live = {m.instance.name: m.instance.tile for m in self.live()}
+        for tile, seconds in self.phases.spreads(live).items():
             labels = () if tile is None else ((TILE_LABEL, str(tile)),)
             out.append(Sample(SPREAD_METRIC, seconds, "s", SOURCE, None, labels))
-        return [*out, *_tile_means(out)]
+        means = [s for s in _tile_means(out) if s.metric != SPREAD_METRIC]
+        if any(tile is not None for tile in live.values()):
+            # The trial's own spread, over every workload of every tile: a mean of the
+            # tiles' spreads would hide the worst tile and the tiles' offsets.
+            whole = self.phases.spreads(dict.fromkeys(live)).get(None)
+            if whole is not None:
+                means.append(Sample(SPREAD_METRIC, whole, "s", SOURCE))
+        return [*out, *means]
 
 
 def _tile_means(samples: Sequence[Sample]) -> list[Sample]:
