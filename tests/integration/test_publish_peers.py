@@ -228,3 +228,20 @@ def test_a_webhook_url_by_reference_stays_out_of_the_error_that_echoes_its_path(
     for secret in ("xq7Tok3n", "k9Zsecret"):
         assert secret not in outcome.error
         assert secret not in (tmp_path / "publish.json").read_text()
+
+
+def test_a_target_whose_url_cannot_be_sent_to_does_not_stop_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # httpx's InvalidURL is no HTTPError: it left send(), so the targets after it were
+    # never tried and publish.json was not written (each retry failed the same way).
+    monkeypatch.setenv("VBENCH_TEST_TYPO_URL", "http://127.0.0.1:port/x")  # read when sent
+    with webhook_server() as hook:
+        spec = Publish.model_validate({"webhooks": [
+            {"url": "${env:VBENCH_TEST_TYPO_URL}", "name": "typo"},
+            {"url": hook.url, "name": "ci"}]})
+        outcomes = publish_run(tmp_path, spec, facts("run-1", "s"))
+    assert [(o.target, o.sent) for o in outcomes] == [("webhook typo", False),
+                                                      ("webhook ci", True)]
+    assert (outcomes[0].error or "").startswith("InvalidURL: ")
+    assert [b["run_id"] for _, b in hook.received] == ["run-1"]
+    assert [r["sent"] for r in read_outbox(tmp_path)] == [False, True]

@@ -144,6 +144,7 @@ def test_points_sharing_a_title_are_told_apart_on_the_pushgateway() -> None:
     # publish.json ('published: pushgateway http://vb:pw@gw:9091').
     ({"pushgateway": {"url": "http://vb:pw@g:9091"}}, "user:password@ in a URL"),
     ({"webhooks": [{"url": "https://tok@h/x"}]}, "user:password@ in a URL"),
+    ({"webhooks": [{"url": "http://h:port/x"}]}, "not a URL vbench can send to"),
 ])
 def test_the_publish_section_refuses_mistakes(section: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message):

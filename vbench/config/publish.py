@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
@@ -28,6 +29,10 @@ def _http_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/]+", value):
         raise ValueError("expected an http:// or https:// URL, or a secret reference "
                          "(${env:NAME}, ${file:PATH})")
+    try:
+        urlsplit(value).port  # noqa: B018 - raises on a port that is no number 0-65535
+    except ValueError as exc:
+        raise ValueError(f"not a URL vbench can send to: {exc}") from None
     if "@" in re.split(r"[/?#]", value.split("://", 1)[1], maxsplit=1)[0]:
         # Shown in messages and kept in publish.json and the run's lab.yaml as written.
         raise ValueError("a user:password@ in a URL is a credential: give the pushgateway's "

@@ -62,7 +62,8 @@ def send(record: dict[str, Any]) -> str | None:
         response = httpx.request(**request, timeout=float(spec["timeout"]))
     except SecretError as exc:
         return str(exc)
-    except httpx.HTTPError as exc:
+    except Exception as exc:  # HTTPError, InvalidURL (not an HTTPError), ...: one target
+        # that cannot be sent to must not stop the others, nor their outbox
         return _scrub(f"{type(exc).__name__}: {exc}", secrets)
     if response.is_success:
         return None
