@@ -123,6 +123,11 @@ def test_score_is_the_sum_of_passing_tiles_geometric_means(tmp_path: Path) -> No
     assert a.text == f"2 of 2 tiles pass at tiles=2; score {2 * tile:.2f} ± 0.00 (n=2)"
     assert a.details[0].startswith("tiles=1: 1 of 1 tiles pass, score 1.00 ± 0.00 (n=2)")
     assert v.qos.status == "pass"
+    # The score is a number too (JSON, compare), not only the answer's text.
+    facts = {f.label: f.value for f in a.facts}
+    assert facts["score at tiles=2"] == pytest.approx(2 * tile)
+    assert facts["score at tiles=1"] == pytest.approx(1.0)
+    assert facts["passing tiles at tiles=2"] == 2.0
 
 
 def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:

@@ -182,8 +182,15 @@ def tiles_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
 
 
 def _facts(points: Sequence[TilePoint]) -> tuple[Fact, ...]:
-    return tuple(Fact(f"passing tiles at {t.title}", f"{len(t.passing)} of {t.tiles}",
-                      float(len(t.passing))) for t in points)
+    """Per point, the passing tiles and the score as numbers (JSON; `vbench compare`
+    puts two runs' side by side)."""
+    out = []
+    for t in points:
+        out.append(Fact(f"passing tiles at {t.title}", f"{len(t.passing)} of {t.tiles}",
+                        float(len(t.passing))))
+        if t.score is not None and t.score.mean is not None:
+            out.append(Fact(f"score at {t.title}", _score_text(t.score), t.score.mean))
+    return tuple(out)
 
 
 def _details(points: Sequence[TilePoint]) -> tuple[str, ...]:
