@@ -143,6 +143,29 @@ def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
     assert v.qos.status == "fail"
 
 
+def test_a_point_no_trial_finished_is_not_measured_rather_than_failing(tmp_path: Path
+                                                                       ) -> None:
+    # An interrupted run: the tiles=2 point has no finished trial, so every check of it
+    # has no data; its line said "0 of 2 tiles pass … tile 1 fails web ran, …".
+    store = Store.open(None, tmp_path)
+    levels = [{"label": str(n), "value": n, "set": {}} for n in (1, 2)]
+    doc = scenario_doc("tiles", tiles={"count": 1}, factors={},
+                       workloads={"web": {"driver": "fio"}},
+                       report={"headline": ["web.ops"], "charts": []})
+    doc["factors"] = {"tiles": {"path": "tiles.count", "levels": levels}}
+    del doc["workload"]
+    one = {"tile": "1"}
+    labelled = [(0, t, m, one, v) for t in (0, 1) for m, v in (("web.ops", 100.0),
+                                                               ("web.ok", 1.0))]
+    add_run(store, "r1", [({"tiles": "1"}, {"web.ops": [100.0, 100.0]}),
+                          ({"tiles": "2"}, {"web.ops": [None, None]})],
+            scenario=doc, labelled=labelled)
+    a = verdict_of(report_data(store, "r1")).answers[0]
+    assert a.text.startswith("1 of 1 tiles pass at tiles=1")
+    assert a.details[1] == "tiles=2: not measured (no trial of it finished)"
+    assert [f.label for f in a.facts] == ["passing tiles at tiles=1", "score at tiles=1"]
+
+
 def test_without_tiles_the_answer_says_where_every_workload_passes(tmp_path: Path) -> None:
     store = Store.open(None, tmp_path)
     levels = [{"label": str(n), "value": n, "set": {}} for n in (100, 1000)]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vbench.analysis.qos import criterion_name
+from vbench.analysis.qos import MISSING, criterion_name
 from vbench.analysis.stats import Summary, summarize
 from vbench.analysis.verdict import ANSWERED, NO_ANSWER, Answer, Fact
 from vbench.config.scenario import QosCriterion
@@ -63,6 +63,7 @@ class TilePoint:
     failing: Mapping[int, tuple[str, ...]]  # tile -> the criteria it failed
     tile_scores: Mapping[int, Summary]  # tile -> its score over trials
     score: Summary | None  # the sum over passing tiles, over trials; None: no reference
+    measured: bool = True  # False: no check has data (the point's trials never finished)
 
 
 def tile_points(inputs: AnswerInputs) -> list[TilePoint]:
@@ -79,6 +80,7 @@ def tile_points(inputs: AnswerInputs) -> list[TilePoint]:
                 tile = int(c.subject.get(TILE_LABEL, "1"))
                 failing.setdefault(tile, []).append(c.criterion)
         passing = tuple(t for t, why in failing.items() if not why)
+        measured = any(c.point == p and c.status != MISSING for c in inputs.analysis.qos.checks)
         per_trial = _tile_trial_scores(inputs, p, count, workloads, refs)
         tile_scores = {t: summarize(list(v.values())) for t, v in per_trial.items()}
         score = None
@@ -88,7 +90,7 @@ def tile_points(inputs: AnswerInputs) -> list[TilePoint]:
                                for tr in trials])
         out.append(TilePoint(p, inputs.point_title(p), count, passing,
                              {t: tuple(w) for t, w in failing.items() if w}, tile_scores,
-                             score))
+                             score, measured))
     return out
 
 
@@ -186,6 +188,8 @@ def _facts(points: Sequence[TilePoint]) -> tuple[Fact, ...]:
     puts two runs' side by side)."""
     out = []
     for t in points:
+        if not t.measured:
+            continue
         out.append(Fact(f"passing tiles at {t.title}", f"{len(t.passing)} of {t.tiles}",
                         float(len(t.passing))))
         if t.score is not None and t.score.mean is not None:
@@ -196,6 +200,9 @@ def _facts(points: Sequence[TilePoint]) -> tuple[Fact, ...]:
 def _details(points: Sequence[TilePoint]) -> tuple[str, ...]:
     out = []
     for t in points:
+        if not t.measured:
+            out.append(f"{t.title}: not measured (no trial of it finished)")
+            continue
         scores = ", ".join(f"tile {i}: {_score_text(s)}" for i, s in sorted(t.tile_scores.items()))
         failing = "; ".join(f"tile {i} fails {', '.join(c)}" for i, c in sorted(t.failing.items()))
         out.append(f"{t.title}: {len(t.passing)} of {t.tiles} tiles pass, score "
@@ -212,7 +219,8 @@ def _workloads_answer(points: Sequence[TilePoint]) -> Answer:
             f"{'s' if len(points) != 1 else ''}")
     if good and len(good) < len(points):
         text += f" ({', '.join(t.title for t in good)})"
-    details = tuple(f"{t.title}: fails {', '.join(t.failing.get(1, ()))}"
+    details = tuple(f"{t.title}: fails {', '.join(t.failing.get(1, ()))}" if t.measured
+                    else f"{t.title}: not measured (no trial of it finished)"
                     for t in points if not t.passing)
     return Answer("workloads", "Workloads", text, ANSWERED if good else NO_ANSWER,
                   details=details, ok=len(good) == len(points),
