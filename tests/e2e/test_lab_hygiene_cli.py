@@ -106,6 +106,20 @@ def _overrides(sim: Sim) -> list[str]:
     return list(_with_session(sim, read))
 
 
+def _set_override(sim: Sim, vm: str, behavior: str) -> None:
+    """A second client sets the VM's DRS override (vcsim cannot remove one)."""
+    def edit(session: Any, inv: Inventory) -> None:
+        cluster = inv.find("cluster", "DC0_C0").ref
+        info = vim.cluster.DrsVmConfigInfo(key=inv.find("vm", vm).ref, enabled=True,
+                                           behavior=behavior)
+        spec = vim.cluster.ConfigSpecEx(drsVmConfigSpec=[
+            vim.cluster.DrsVmConfigSpec(operation="edit", info=info)])
+        with Watcher(session) as w:
+            w.wait_task(cluster.ReconfigureComputeResource_Task(spec, True), "test", "drs")
+
+    _with_session(sim, edit)
+
+
 def test_findings_read_from_vcsim_in_lab_check_and_the_testbed(sim: Sim) -> None:
     scenario = sim.scenario("s.yaml", lab_hygiene={"other_vms": "warn"})
     check = vbench("lab", "check", str(sim.lab), "--scenario", str(scenario))
@@ -256,8 +270,15 @@ def test_lab_tune_proposes_applies_and_undoes(sim: Sim) -> None:
     assert _overrides(sim) == ["DC0_C0_RP0_VM0"]
     again = vbench("lab", "tune", str(sim.lab), "--scenario", str(drs_only))
     assert "nothing to change now" in again.stdout
+    # Another engineer sets their own override since: the undo leaves it (it set it
+    # back to no override before, wiping theirs), and says so.
+    _set_override(sim, "DC0_C0_RP0_VM0", "partiallyAutomated")
     res = vbench("lab", "tune", str(sim.lab), "--undo")
-    assert res.returncode == 0 and _overrides(sim) == []
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "left cluster DC0_C0: DRS override manual for VM DC0_C0_RP0_VM0 " in res.stdout
+    assert ": someone else changed it since, to partiallyAutomated" in res.stdout
+    assert _overrides(sim) == ["DC0_C0_RP0_VM0"]
+    _set_override(sim, "DC0_C0_RP0_VM0", "fullyAutomated")
     assert "nothing to restore" in vbench("lab", "tune", str(sim.lab), "--undo").stdout
 
 

@@ -296,3 +296,18 @@ def test_a_resumed_runs_own_vms_are_not_other_vms() -> None:
     kept = without_own(facts, "20260101-000000-abcd1234").other_vms
     assert [v.name for v in kept] == ["vb-20250101-000000-ffff0000-web-1", "db1"]
     assert without_own(facts, "") == facts
+
+
+def test_the_tune_undo_restores_only_what_is_still_as_vbench_set_it() -> None:
+    from vbench.vsphere.hygiene_tune import undo_step
+
+    assert undo_step(None, "manual", "manual") == "restore"
+    assert undo_step("balanced", "high-performance", "high-performance") == "restore"
+    # Journaled as applying but never made (killed before vCenter was asked): as recorded.
+    assert undo_step(None, "manual", None) == "already"
+    assert undo_step("balanced", "high-performance", "balanced") == "already"
+    # vcsim's undo leaves a fully automated override: the same as none.
+    assert undo_step(None, "manual", "fullyAutomated") == "already"
+    # Someone else changed it since: left as they set it.
+    assert undo_step(None, "manual", "partiallyAutomated") == "left"
+    assert undo_step("balanced", "high-performance", "low-power") == "left"

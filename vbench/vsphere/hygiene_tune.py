@@ -10,7 +10,9 @@ Every change is journaled in a ``tune.jsonl`` (the run directory's, or the lab's
 (``applying``, then ``applied``/``apply_failed``, ``undone`` once restored). The undo
 (:func:`undo_pending`) restores exactly what was recorded: an override the VM did not
 have is removed, one it had is set back; a power policy is set back to the recorded one.
-A VM already gone took its override with it. Records are appended and fsynced, so a run
+Only a change still as vbench made it is set back (:func:`undo_step`): one in the
+recorded state already is not touched, one someone else changed since is left as they
+set it. A VM already gone took its override with it. Records are appended and fsynced, so a run
 killed with kill -9 leaves what `vbench cleanup RUN` needs.
 """
 
@@ -158,9 +160,50 @@ def _why(exc: BaseException) -> str:
         type(exc).__name__
 
 
+def _same(a: str | None, b: str | None) -> bool:
+    # No override is the cluster's default; vcsim's "undo" leaves fullyAutomated.
+    return a == b or {a, b} == {None, "fullyAutomated"}
+
+
+def undo_step(recorded: str | None, wanted: str, now: str | None) -> str:
+    """What the undo does to one change, by the object's state now: ``restore`` it
+    (it is what vbench set), ``already`` (it is the recorded state: a change journaled
+    as applying but never made, or restored by hand), or ``left`` (someone else changed
+    it since: vbench does not overwrite what it did not set). Pure."""
+    if _same(now, wanted):
+        return "restore"
+    return "already" if _same(now, recorded) else "left"
+
+
+def _now(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any]) -> str | None:
+    """The recorded object's state now: the VM's DRS override (None: none), or the
+    host's power policy name."""
+    if rec["kind"] == "drs_override":
+        cluster = inv.find("cluster", rec["target"]).ref
+        moid = inv.find("vm", rec["vm"]).moid
+        for ov in session.call(lambda: cluster.configurationEx.drsVmConfig) or ():
+            if str(ov.key._moId) == moid:
+                return "disabled" if ov.enabled is False else str(ov.behavior or "")
+        return None
+    host = inv.find("host", rec["target"]).ref
+    policy = session.call(lambda: host.config.powerSystemInfo.currentPolicy)
+    return policy_name(getattr(policy, "shortName", None))
+
+
+def _undo_one(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any],
+              wait: Wait) -> str:
+    """Restore one journaled change when it is still what vbench set; what was done."""
+    now = _now(session, inv, rec)
+    step = undo_step(rec.get("current"), rec["wanted"], now)
+    if step == "restore":
+        _set(session, inv, rec, rec.get("current"), wait, applying=False)
+    return step if step != "left" else f"someone else changed it since, to {now or 'none'}"
+
+
 def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJournal,
                  wait_of: Callable[[str], Wait]) -> tuple[list[str], list[str]]:
-    """Restore every change not yet undone, newest first: (done lines, error lines)."""
+    """Restore every change not yet undone, newest first: (done lines, error lines).
+    Only a change still as vbench made it is set back (:func:`undo_step`)."""
     done, errors = [], []
     inventories: dict[str, Inventory] = {}
     for rec in reversed(journal.pending()):
@@ -170,8 +213,7 @@ def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJourn
             session = session_of(rec["vcenter"])
             inv = inventories.get(rec["vcenter"]) or Inventory.load(session)
             inventories[rec["vcenter"]] = inv
-            _set(session, inv, rec, rec.get("current"), wait_of(rec["vcenter"]),
-                 applying=False)
+            step = _undo_one(session, inv, rec, wait_of(rec["vcenter"]))
         except NotInInventory:
             # The run's VM is gone, and its override went with it.
             journal.append({**rec, "state": "undone", "note": "object gone"})
@@ -179,8 +221,13 @@ def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJourn
             continue
         except (VbenchError, vmodl.MethodFault) as exc:
             journal.append({**rec, "state": "undo_failed", "error": _why(exc)})
-            errors.append(f"lab tune undo: {what}: {_why(exc)}")
+            errors.append(f"lab tune undo on vcenter {rec['vcenter']}: {what}: {_why(exc)}")
             continue
-        journal.append({**rec, "state": "undone"})
-        done.append(f"restored {what}")
+        if step == "restore":
+            journal.append({**rec, "state": "undone"})
+            done.append(f"restored {what}")
+        else:  # not pending any more: nothing of vbench's is left to set back
+            note = "already as recorded" if step == "already" else step
+            journal.append({**rec, "state": "undone", "note": note})
+            done.append(f"{'restored' if step == 'already' else 'left'} {what}: {note}")
     return done, errors
