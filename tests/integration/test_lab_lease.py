@@ -215,3 +215,17 @@ def test_a_long_lab_name_still_names_its_holder(store: Store) -> None:
         assert held.run_id == "run-1" and held.lab.startswith("ラボラボ")
     finally:
         lease.release()
+
+
+def test_one_sqlite_store_reached_by_two_paths_has_one_queue(tmp_path: Path) -> None:
+    # The lock folder sat beside the path as given: the same database through a symlink
+    # to its file had a queue of its own, and two runs shared the lab.
+    real = tmp_path / "data" / "vbench.db"
+    real.parent.mkdir()
+    (tmp_path / "alias.db").symlink_to(real)
+    with Store.open(f"sqlite:///{real}", tmp_path) as one, \
+         Store.open(f"sqlite:///{tmp_path / 'alias.db'}", tmp_path) as two, \
+         take_lease(one, lambda: me("run-1")):
+        with pytest.raises(LabBusy, match="in use by run run-1 "):
+            take_lease(two, lambda: me("run-2"))
+        assert [h.run_id for h in lease_holders(two, FP)] == ["run-1"]

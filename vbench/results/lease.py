@@ -240,7 +240,8 @@ def _backend(store: Store) -> _FileLeases | _PgLeases | _NoLeases:
     database = engine.url.database or ""
     if database in ("", ":memory:"):
         return _NoLeases()  # a store in memory is one process's: nobody to queue behind
-    return _FileLeases(Path(database).with_name(Path(database).name + ".leases"))
+    real = Path(database).resolve()  # one queue per database file, whatever its path
+    return _FileLeases(real.with_name(real.name + ".leases"))
 
 
 class _NoLeases:
