@@ -22,7 +22,8 @@ from vbench.analysis.changepoints import Change, changes_of
 from vbench.analysis.comparable import compare_runs
 from vbench.analysis.figures import FactDiff, fact_differences
 from vbench.analysis.history import History, HistoryRun, HistorySeries
-from vbench.results.store import Store
+from vbench.results.identity import identity_of
+from vbench.results.store import RunRow, Store
 from vbench.results.triage import Ack, Alert, SeriesKey, point_key
 
 NEAR = 2  # runs: a stored ack or alert names the same change within this distance
@@ -64,6 +65,10 @@ class SeriesChange:
     def regression(self) -> bool | None:
         return self.change.worse(self.better)
 
+    def of_series(self, metric: str, labels: Mapping[str, str]) -> bool:
+        """Is it a change of this metric at the point with these labels?"""
+        return self.metric == metric and dict(self.labels) == dict(labels)
+
     @property
     def state(self) -> str:
         if self.ack is not None:
@@ -97,6 +102,19 @@ def split_change_id(text: str) -> tuple[str, str, dict[str, str] | None]:
         return run, metric, None
     labels = dict(p.split("=", 1) for p in point.split(",") if "=" in p)
     return run, metric, labels
+
+
+def fingerprint_of(run: RunRow) -> str:
+    """The lab fingerprint a stored run's series are keyed on."""
+    return identity_of(dataclasses.asdict(run)).lab_fingerprint
+
+
+def measured_noise(store: Store, fingerprint: str, scenario: str
+                   ) -> dict[tuple[str, str], float]:
+    """(metric, point key) -> the lab's measured noise (`vbench run --aa`)."""
+    from vbench.results.triage import noise
+
+    return {(n.metric, n.point): n.cv for n in noise(store, fingerprint, scenario)}
 
 
 def lab_series(hist: History) -> dict[str, list[int]]:
@@ -189,7 +207,6 @@ def floor_of(store: Store, scenario: str, stored_scenario: Mapping[str, object],
     """The minimum effect of a series: the scenario's (``report.min_effect`` per metric,
     else ``default``), raised to the lab's measured noise for the series when higher."""
     from vbench.analysis.compare import min_effects
-    from vbench.results.triage import noise
 
     effects = min_effects(stored_scenario)
     measured: dict[str, dict[tuple[str, str], float]] = {}
@@ -197,8 +214,7 @@ def floor_of(store: Store, scenario: str, stored_scenario: Mapping[str, object],
     def floor(fingerprint: str, metric: str, labels: Mapping[str, str]
               ) -> tuple[float, float | None]:
         if fingerprint not in measured:
-            measured[fingerprint] = {(n.metric, n.point): n.cv
-                                     for n in noise(store, fingerprint, scenario)}
+            measured[fingerprint] = measured_noise(store, fingerprint, scenario)
         cv = measured[fingerprint].get((metric, point_key(labels)))
         effect = effects.get(metric, default)
         return (max(effect, cv) if cv is not None else effect), cv
@@ -232,7 +248,6 @@ def find_changes(store: Store, hist: History) -> tuple[SeriesChange, ...]:
 def acknowledge(store: Store, text: str, who: str, why: str) -> Ack:
     """`vbench ack CHANGE --why …`: the change id resolved against the store."""
     from vbench.errors import ConfigError
-    from vbench.results.identity import identity_of
     from vbench.results.triage import add_ack
 
     try:
@@ -253,8 +268,7 @@ def acknowledge(store: Store, text: str, who: str, why: str) -> Ack:
                if isinstance(d, Mapping)}
     if metric not in derived and store.aggregate_frame([row.run_id], [metric]).empty:
         raise ConfigError(f"run {row.run_id} has no figure of metric {metric!r}")
-    fingerprint = identity_of(dataclasses.asdict(row)).lab_fingerprint
-    key = SeriesKey(row.scenario_name, fingerprint, metric, point_key(chosen))
+    key = SeriesKey(row.scenario_name, fingerprint_of(row), metric, point_key(chosen))
     return add_ack(store, key, row.run_id, who, why.strip())
 
 

@@ -23,26 +23,22 @@ from vbench.analysis.nightly import (
     ACKNOWLEDGED,
     NEAR,
     SeriesChange,
+    fingerprint_of,
     floor_of,
     history_changes,
+    measured_noise,
     with_testbeds,
 )
 from vbench.analysis.regression import REGRESSION, RegressionCheck, RegressionResult
-from vbench.results.identity import identity_of
 from vbench.results.store import RunRow, Store
-from vbench.results.triage import Alert, SeriesKey, acks, alerts, noise, point_key
+from vbench.results.triage import Alert, SeriesKey, acks, alerts, point_key
 
 HISTORY_RUNS = 120  # nights of this lab a nightly check looks back over
 
 
-def fingerprint_of(run: RunRow) -> str:
-    return identity_of(dataclasses.asdict(run)).lab_fingerprint
-
-
 def noise_floor(store: Store, run: RunRow) -> Callable[[str, Mapping[str, str]], float | None]:
     """The lab's measured noise of each series of ``run`` (None: not measured)."""
-    measured = {(n.metric, n.point): n.cv
-                for n in noise(store, fingerprint_of(run), run.scenario_name)}
+    measured = measured_noise(store, fingerprint_of(run), run.scenario_name)
     return lambda metric, labels: measured.get((metric, point_key(labels)))
 
 
@@ -67,7 +63,7 @@ def _last_regressions(hist: History, found: Sequence[SeriesChange], run_id: str
     """Per series, its last change when it is a regression tonight still sits after."""
     out = []
     for s in hist.series:
-        mine = [c for c in found if c.metric == s.metric and dict(c.labels) == dict(s.labels)]
+        mine = [c for c in found if c.of_series(s.metric, s.labels)]
         if mine and mine[-1].regression and _on_new_level(mine[-1], s.means[-1]):
             out.append(mine[-1])
     return out
@@ -97,8 +93,8 @@ def _beyond(c: SeriesChange, tonight: float | None) -> bool:
 def _pairwise(check: RegressionCheck, found: Sequence[SeriesChange], since: int,
               pos: Mapping[str, int], earlier: Sequence[Alert], key: SeriesKey) -> str:
     """The triage of a pairwise regression ("" : it fails tonight)."""
-    explains = [c for c in found if c.metric == check.metric and c.regression
-                and dict(c.labels) == dict(check.labels) and pos[c.run_id] > since
+    explains = [c for c in found if c.of_series(check.metric, check.labels) and c.regression
+                and pos[c.run_id] > since
                 and not _beyond(c, check.current.mean)]
     if explains:
         c = explains[-1]

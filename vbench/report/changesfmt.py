@@ -70,6 +70,11 @@ def missing_metrics(hist: History) -> list[str]:
     return [m for m in hist.metrics if not hist.for_metric(m)]
 
 
+def testbed_json(c: SeriesChange) -> list[dict[str, Any]]:
+    """The testbed facts that differ between the runs either side of a change."""
+    return [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed]
+
+
 def change_json(c: SeriesChange) -> dict[str, Any]:
     ch = c.change
     return {
@@ -84,7 +89,7 @@ def change_json(c: SeriesChange) -> dict[str, Any]:
         "state": c.state, "alerted_run": c.alerted_run,
         "ack": None if c.ack is None else {"who": c.ack.who, "at": c.ack.at,
                                            "why": c.ack.why, "run_id": c.ack.run_id},
-        "testbed": [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed],
+        "testbed": testbed_json(c),
         "experiment": list(c.setup),
     }
 
@@ -135,8 +140,7 @@ def alert_sections(reg: Any) -> list[dict[str, Any]]:
     names = sorted({r.variant for r in hist.runs})
     out = []
     for i, c in enumerate(reg.changes):
-        series = next((s for s in hist.series if s.metric == c.metric
-                       and dict(s.labels) == dict(c.labels)), None)
+        series = next((s for s in hist.series if c.of_series(s.metric, s.labels)), None)
         if series is None:
             continue
         before = next(r.started for r in hist.runs if r.run_id == c.run_before)
@@ -146,7 +150,7 @@ def alert_sections(reg: Any) -> list[dict[str, Any]]:
             "id": c.change_id, "text": c.text(), "state": state_text(c),
             "new": c in reg.failing_changes,
             "svg": Markup(chart_svg(hist, series, f"change-{i}", names, [mark])),
-            "testbed": [{"fact": d.key, "before": d.a, "after": d.b} for d in c.testbed],
+            "testbed": testbed_json(c),
             "runs": (c.run_before, c.run_id),
         })
     return out
