@@ -13,12 +13,19 @@ Measured in the same run, each the median of ``--repeat``:
 - ``per-run reads``: the same figures read run by run with ``Store.samples_frame``
   (the obvious way, and the baseline the ratio is given against).
 
-    .venv/bin/python -m bench.history [--runs 200] [--repeat 3] [--keep DIR]
+- with ``--before TREE`` (an older checkout, e.g. ``git archive COMMIT | tar -x -C
+  TREE``): the whole command by this tree and by TREE in alternating fresh processes,
+  wall and CPU (user + system) each, and the ratio per round (a load that changes
+  during the run changes both sides of a round).
+
+    .venv/bin/python -m bench.history [--runs 200] [--repeat 3] [--keep DIR] [--before TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -94,11 +101,37 @@ def per_run(store: Store, runs: int) -> None:
         summarize_points(store.samples_frame(r.run_id), WANTED)
 
 
+def _cpu_run(cmd: list[str], tree: Path | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``cmd`` in a fresh process importing vbench from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    # cwd too: `python -m` puts the working directory first on sys.path.
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=tree)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def against(cmd: list[str], tree: Path, repeat: int) -> None:
+    """Alternating rounds: this tree's command, then the older tree's."""
+    rounds = [(_cpu_run(cmd, None), _cpu_run(cmd, tree)) for _ in range(repeat)]
+    med = statistics.median
+    for i, name in enumerate(("this tree", f"before ({tree})")):
+        print(f"cli by {name}: {med(r[i][0] for r in rounds):.2f} s wall, "
+              f"{med(r[i][1] for r in rounds):.2f} s CPU (medians of {repeat})")
+    print(f"this tree / before, per round (median): wall × "
+          f"{med(r[0][0] / r[1][0] for r in rounds):.2f}, CPU × "
+          f"{med(r[0][1] / r[1][1] for r in rounds):.2f} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build the store here and keep it")
+    ap.add_argument("--before", type=Path, help="an older checkout to compare the command with")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="vbench-bench-history-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -117,9 +150,6 @@ def main() -> None:
         h = load_history(store, "nightly-bench", WANTED, limit=args.runs)
         assert len(h.runs) == args.runs and len(h.series) == len(WANTED) * len(POINTS)
 
-    history()  # warm-up: imports
-    lib = timed(history, args.repeat)
-    naive = timed(lambda: per_run(store, args.runs), args.repeat)
     cmd = [
         sys.executable,
         "-m",
@@ -131,6 +161,13 @@ def main() -> None:
         "--store",
         f"sqlite:///{root}/history.db",
     ]
+    if args.before:
+        against(cmd, args.before, args.repeat)
+        store.close()
+        return
+    history()  # warm-up: imports
+    lib = timed(history, args.repeat)
+    naive = timed(lambda: per_run(store, args.runs), args.repeat)
     cli = timed(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
     floor = timed(
         lambda: subprocess.run(

@@ -196,6 +196,19 @@ def test_history_answers_older_runs_from_their_stored_verdicts_only(tmp_path: Pa
     assert [found[r] is not None for r in ids] == [False, False, True, True]
 
 
+def test_many_runs_are_read_in_one_query(tmp_path: Path) -> None:
+    """history's verdicts read the run records in bulk (it read them one query a run):
+    every known id by exact id, an unknown one left out."""
+    store = Store.open(None, tmp_path)
+    ids = [f"r{i}" for i in range(3)]
+    for i, run_id in enumerate(ids):
+        add_run(store, run_id, [({}, {"ops": [1.0]})], scenario=scenario_doc("m"),
+                started=1.8e9 + i)
+    rows = store.runs_of([*ids, "nosuch", "r"])
+    assert sorted(rows) == ids
+    assert all(rows[r].run_id == r and rows[r].scenario_name for r in ids)
+
+
 def test_answer_figures_show_plain_units_as_the_tables_do() -> None:
     """A coefficient of variation is stored as a 'ratio', a share as a 'fraction': the
     answer prints them as the summary table does (bare, and as a percentage), never

@@ -229,8 +229,9 @@ def verdicts_of(store: Store, run_ids: Sequence[str],
     missing ones computed (and stored) for the newest ``compute_at_most``, else None."""
     out: dict[str, Verdict | None] = {}
     budget = compute_at_most
+    rows = store.runs_of(list(run_ids))  # one query, not one per run
     for run_id in reversed(list(run_ids)):
-        row = store.get_run(run_id)
+        row = rows.get(run_id) or store.get_run(run_id)
         found = read_stored(row.run_dir, row.status)
         if found is None and budget > 0:
             budget -= 1
