@@ -128,6 +128,10 @@ def test_score_is_the_sum_of_passing_tiles_geometric_means(tmp_path: Path) -> No
     assert facts["score at tiles=2"] == pytest.approx(2 * tile)
     assert facts["score at tiles=1"] == pytest.approx(1.0)
     assert facts["passing tiles at tiles=2"] == 2.0
+    # The headline figures are the answer's point's (they were the one-tile point's: the
+    # best web.ops, while the answer read "at tiles=2").
+    assert [(f.metric, f.where, f.value) for f in v.headline] == [
+        ("web.ops", "tiles=2", pytest.approx(85.0)), ("db.ops", "tiles=2", None)]
 
 
 def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:

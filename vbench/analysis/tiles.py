@@ -176,8 +176,12 @@ def tiles_answer(inputs: AnswerInputs) -> tuple[Answer, ...]:
                        facts=_facts(points), details=_details(points), ok=False),)
     text = (f"{len(best.passing)} of {best.tiles} tiles pass at {best.title}; "
             f"score {_score_text(best.score)}")
+    # The headline figures at the answer's point (the default headline's point is the one
+    # with the best first figure: one tile, where each tile has the cluster to itself).
+    figures = tuple(inputs.figure(best.point, m) for m in inputs.headline)
     return (Answer("tiles", "Consolidation", text, ANSWERED, facts=_facts(points),
-                   details=_details(points), ok=len(best.passing) == best.tiles,
+                   figures=figures, details=_details(points),
+                   ok=len(best.passing) == best.tiles,
                    how_to_read="A tile passes when every workload of it meets its QoS; the "
                    "score sums the passing tiles' scores (geometric mean of each workload's "
                    "throughput relative to its reference)."),)
