@@ -159,29 +159,35 @@ def execute(
     are written here."""
     live = _Live.open(session, store, cancel or threading.Event(), progress)
     lease = _take_lease(live)  # before anything touches the lab; given back after clean-up
-    stopped: int | None = None  # the exit code of an error that stops the run
     try:
-        _run(live, results_dir)
-    except BaseException as exc:
-        interrupted = isinstance(exc, Interrupted | KeyboardInterrupt) or live.cancel.is_set()
-        live.status = "interrupted" if interrupted else "failed"
-        stopped = exc.exit_code if isinstance(exc, VbenchError) and not interrupted else None
-        raise
-    finally:
-        try:
-            _close(live)
-        finally:
-            lease.release()
-            if stopped is not None and live.rundir is not None:  # stored: say it failed
-                from vbench.engine.finish import publish_stopped
+        _run_and_close(live, lease, results_dir)
+    except VbenchError as exc:
+        if live.status == "failed" and live.rundir is not None:  # stored: say it failed
+            from vbench.engine.finish import publish_stopped
 
-                publish_stopped(live.store, live.rundir, stopped, live.notice)
+            publish_stopped(live.store, live.rundir, exc.exit_code, live.notice)
+        raise
     outcome, rundir = live.outcome, live.rundir
     assert outcome is not None and rundir is not None
     if live.status == "interrupted" and outcome.status != "interrupted":
         # Ctrl-C during the final clean-up: it finished, the run counts as interrupted.
         outcome.status, outcome.exit_code = live.status, EXIT_INTERRUPTED
     return outcome, rundir
+
+
+def _run_and_close(live: _Live, lease: Lease, results_dir: Path) -> None:
+    """The run, then its final clean-up and the lease given back, whatever ends it."""
+    try:
+        _run(live, results_dir)
+    except BaseException as exc:
+        interrupted = isinstance(exc, Interrupted | KeyboardInterrupt) or live.cancel.is_set()
+        live.status = "interrupted" if interrupted else "failed"
+        raise
+    finally:
+        try:
+            _close(live)
+        finally:
+            lease.release()
 
 
 def _run(live: _Live, results_dir: Path) -> None:
