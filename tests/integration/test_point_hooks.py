@@ -3,6 +3,7 @@ schedule's order and point hooks are entered and exited on every path."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -131,3 +132,39 @@ def test_cleanup_of_a_hook_whose_undo_fails_says_one_line(
     assert "\n" not in line and line.startswith("hook latency=5ms on node wan: ")
     assert line.endswith("exited 2: no such qdisc")
     assert HookJournal(tmp_path).pending()[0]["state"] == "undo_failed"
+
+
+def test_an_attempt_run_again_is_set_aside_not_read_as_the_kept_one(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    """A trial check asking for the trial again (a disturbed trial under `disturbance:
+    retry`): the kept attempt's raw files are the only ones in raw/0-1/; the first
+    attempt's are under attempts/0-1.1/ (a file only it wrote — the esxtop capture of a
+    host its VM left, here a marker — was read as the kept attempt's before)."""
+    from vbench.results.records import TrialResult
+
+    seen: list[int] = []
+
+    def check(point: PlannedPoint, result: TrialResult) -> TrialResult | None:
+        seen.append(result.trial)
+        if len(seen) > 1:
+            return result
+        (engine.rundir.raw_dir(point.index, result.trial) / "first-only.txt").write_text("x")
+        return None
+
+    engine, store = _engine(tmp_path, local_guests, "", trial_check=check)
+    outcome = _run(engine)
+    assert outcome.status == "ok" and seen[:2] == [1, 1]
+    run_dir = engine.rundir.path
+    kept = run_dir / "raw" / "0-1"
+    assert not (kept / "first-only.txt").exists()
+    assert (run_dir / "attempts" / "0-1.1" / "raw" / "first-only.txt").is_file()
+    # Both attempts measured with fio: each has its own files.
+    assert sorted(p.name for p in kept.rglob("*.json")) == sorted(
+        p.name for p in (run_dir / "attempts" / "0-1.1" / "raw").rglob("*.json"))
+    # Only the kept attempt is stored: one row per trial of the 2 x 2 plan.
+    assert sorted((t.point, t.trial) for t in store.trials(outcome.run_id)) == [
+        (0, 1), (0, 2), (1, 1), (1, 2)]
+    retry = [json.loads(x) for x in (run_dir / "log.jsonl").read_text().splitlines()
+             if '"trial_retry"' in x]
+    assert retry[0]["set_aside"] == "attempts/0-1.1"

@@ -148,12 +148,17 @@ class Engine:
 
     def _checked(self, point: PlannedPoint, trial: int, result: TrialResult) -> TrialResult:
         """The trial as the trial check keeps it, run again while it asks (a disturbed
-        trial under `disturbance: retry`); only the kept attempt is stored."""
+        trial under `disturbance: retry`); only the kept attempt is stored, and the files
+        of the others are set aside (``attempts/``), not read as the kept one's."""
+        attempt = 0
         while self.trial_check is not None and not self.cancel.is_set():
             kept = self.trial_check(point, result)
             if kept is not None:
                 return kept
-            self.rundir.log("trial_retry", point=point.index, trial=trial)
+            attempt += 1
+            aside = self.rundir.set_aside(point.index, trial, attempt)
+            self.rundir.log("trial_retry", point=point.index, trial=trial,
+                            set_aside=str(aside.relative_to(self.rundir.path)))
             result = self._trial(point, trial)
         return result
 

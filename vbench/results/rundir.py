@@ -9,6 +9,7 @@ Layout::
     controller.json    the vbench process running the run (pid, host): is it still alive?
     guest-processes.jsonl  guests reached and process groups started (vbench.guest.ledger)
     raw/<point>-<trial>/<guest>/...   raw tool outputs
+    attempts/<point>-<trial>.<n>/{raw,series}/  an attempt run again (disturbance: retry)
     environment.json   controller environment
     summary.json       figures per point
     report.html        the rendered report
@@ -187,6 +188,21 @@ class RunDir:
         path = self.path / "raw" / f"{int(point)}-{int(trial)}"
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def set_aside(self, point: int, trial: int, attempt: int) -> Path:
+        """Move an attempt that runs again out of ``raw/`` and ``series/`` (kept, under
+        ``attempts/<point>-<trial>.<attempt>/``): the next attempt writes in their place,
+        and no file only this attempt wrote is read as the kept attempt's."""
+        from vbench.results.collected import SERIES_DIR
+
+        key = f"{int(point)}-{int(trial)}"
+        aside = self.path / "attempts" / f"{key}.{int(attempt)}"
+        for top in ("raw", SERIES_DIR):
+            src = self.path / top / key
+            if src.exists():
+                aside.mkdir(parents=True, exist_ok=True)
+                src.rename(aside / top)
+        return aside
 
     def log(self, event: str, level: str = "info", **fields: Any) -> None:
         """Append one structured line. Safe from many threads; secret-keyed fields are
