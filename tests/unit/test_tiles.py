@@ -4,6 +4,7 @@ workload's QoS per tile, and the score (values chosen so it can be computed by h
 from __future__ import annotations
 
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from vbench.config.tiles import (
 )
 from vbench.engine.verdict import verdict_of
 from vbench.errors import ConfigValidationError
-from vbench.report.build import report_data
+from vbench.report.build import render_report, report_data
 from vbench.results.store import Store
 
 BUNDLE = """version: 1
@@ -145,6 +146,12 @@ def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
     assert "1 of 2 tiles pass" in two and "tile 2 fails web: ops mean ≥ 85" in two
     assert f"score {math.sqrt(0.9 * 0.8):.2f}" in two
     assert v.qos.status == "fail"
+    # JUnit counts the criterion's checks (one per tile and point): it said "1 of 3 points
+    # fail" of a run with two points.
+    root = ET.fromstring(render_report(store, ["r1"], "junit"))
+    case = next(c for c in root.iter("testcase") if c.get("name") == "web: ops mean ≥ 85")
+    failure = case.find("failure")
+    assert failure is not None and failure.get("message") == "1 of 3 checks fail"
 
 
 def test_a_point_no_trial_finished_is_not_measured_rather_than_failing(tmp_path: Path

@@ -300,8 +300,10 @@ def _suite(data: ReportData) -> ET.Element:
         failed = [c for c in checks if not c.passed and c.point not in expected]
         text = "\n".join(f"{c.point_title}{' ' + c.subject_text if c.subject else ''}: "
                          f"{c.status}: {c.message}" for c in checks)
+        # Per tile (or other subject): several checks a point, so count checks.
+        counted = "checks" if any(c.subject for c in checks) else "points"
         _case(suite, f"{name}.qos", criterion,
-              f"{len(failed)} of {len(checks)} points fail" if failed else None, text)
+              f"{len(failed)} of {len(checks)} {counted} fail" if failed else None, text)
     reg = data.regression
     if reg is not None and reg.skipped:
         _case(suite, f"{name}.regression", "baseline", None, reg.note, skipped=reg.note)
