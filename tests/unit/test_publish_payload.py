@@ -139,6 +139,10 @@ def test_points_sharing_a_title_are_told_apart_on_the_pushgateway() -> None:
     ({"webhooks": [{"url": "http://h", "headers": {"Authorization": "Bearer x"}}]},
      "holds a credential"),
     ({"webhooks": [{"url": "http://h", "headers": {"X-Api-Key": "k"}}]}, "holds a credential"),
+    # Kept literally in publish.json and the run's lab.yaml before (not a listed word).
+    ({"webhooks": [{"url": "http://h", "headers": {"X-Auth": "k"}}]}, "holds a credential"),
+    ({"webhooks": [{"url": "http://h", "headers": {"X-Hub-Signature": "s"}}]},
+     "holds a credential"),
     ({"webhooks": [{"url": "http://h", "timeout": 0}]}, "greater than 0"),
     # A password in a literal URL was shown in `vbench run`'s output and kept in
     # publish.json ('published: pushgateway http://vb:pw@gw:9091').

@@ -20,7 +20,8 @@ from vbench.config.types import Duration, OneLine, SecretRef, Strict
 _REF = re.compile(r"^\$\{(env|file):")
 # Header names whose values are credentials: a literal value would put a secret in the
 # lab file (and in every run directory's copy of it).
-_SECRET_HEADERS = re.compile(r"authorization|token|secret|key|password|cookie", re.I)
+_SECRET_HEADERS = re.compile(r"auth|token|secret|key|pass|cookie|credential|signature",
+                             re.I)
 
 
 def _http_url(value: str) -> str:
@@ -78,8 +79,8 @@ class Webhook(LabModel):
                                  "host, or webhook N)")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="extra request headers; a credential header (Authorization, or a name "
-        "with token, key, secret, password, cookie) must be a secret reference")
+        description="extra request headers; a credential header (a name with auth, token, "
+        "key, secret, pass, cookie, credential or signature) must be a secret reference")
     timeout: Duration = Field(10.0, gt=0, description="connect and response timeout")
 
     @model_validator(mode="after")
