@@ -173,7 +173,31 @@ def test_events_and_tasks_are_classified() -> None:
     assert classify_task("VirtualMachine.createSnapshot", "g1")[0] == "snapshot"
     assert classify_task("HostSystem.enterMaintenanceMode", "esx1")[0] == "host"
     assert classify_task("VirtualMachine.reconfigure", "g1") == (
-        "task", "task VirtualMachine.reconfigure on g1")
+        "vm", "task VirtualMachine.reconfigure on g1")
+    assert classify_task("VirtualMachine.clone", "g1") == ("task", "task VirtualMachine.clone "
+                                                           "on g1")
+
+
+def test_an_operation_that_is_an_event_and_a_task_is_said_once() -> None:
+    """vCenter logs a power-off or a reconfiguration as an event and a task: one
+    disturbance (it was two: 'g1 powered off; task VirtualMachine.powerOff on g1',
+    seen on vcsim, whose tasks carry no eventChainId)."""
+    from vbench.vsphere.hygiene_events import said_once
+
+    def d(at: float, kind: str, what: str, about: str = "g1") -> Disturbance:
+        return Disturbance(at, kind, what, "x", None, about)
+
+    off = d(1.0, "vm", "g1 powered off")
+    task = d(1.0, *classify_task("VirtualMachine.powerOff", "g1"))
+    assert said_once([off], [task]) == [off]
+    # Two migrations of the same VM, one event each: the second task is not swallowed
+    # by the first event, a third task with no event is kept.
+    m1, m2 = d(1, "migration", "vMotion of g1"), d(5, "migration", "vMotion of g1")
+    tasks = [d(t, *classify_task("VirtualMachine.relocate", "g1")) for t in (1, 5, 9)]
+    assert said_once([m1, m2], tasks) == [m1, m2, tasks[2]]
+    # Another VM's task is its own.
+    other = d(1, *classify_task("VirtualMachine.powerOff", "g2"), about="g2")
+    assert said_once([off], [other]) == [off, other]
 
 
 def test_disturbance_text_says_what_and_when_in_the_window() -> None:

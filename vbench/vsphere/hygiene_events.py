@@ -5,7 +5,8 @@ After a trial, :func:`read_disturbances` asks vCenter once for the window's even
 each object in turn, and keeps those about the run's VMs, hosts and clusters: migrations
 (vMotion, Storage vMotion, DRS), HA actions, host state changes (maintenance mode,
 disconnection), alarms turning red or yellow, power and reconfiguration of the run's
-VMs, snapshot operations, and any other task on the run's objects. The run's own tasks
+VMs, snapshot operations, and any other task on the run's objects (an operation that is
+an event and a task is said once: :func:`said_once`). The run's own tasks
 (its journal's) are not disturbances; neither are tasks of the run's own user when the
 workload itself works in vCenter. Times are vCenter's, put back on the controller's
 clock by the offset measured before the run (the ``clock`` hygiene check).
@@ -14,7 +15,8 @@ clock by the offset measured before the run (the ``clock`` hygiene check).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -36,6 +38,8 @@ HOST_EVENTS = {
 VM_EVENTS = {"VmPoweredOffEvent": "powered off", "VmResettingEvent": "reset",
              "VmSuspendedEvent": "suspended", "VmReconfiguredEvent": "reconfigured",
              "VmGuestRebootEvent": "guest rebooted"}
+# The descriptionId words of the VM tasks whose events VM_EVENTS names.
+VM_TASK_WORDS = ("poweroff", "reset", "suspend", "reconfig", "reboot")
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,26 @@ def classify_task(description: str, entity: str) -> tuple[str, str]:
         return "snapshot", f"snapshot operation on {entity} ({description})"
     if "maintenance" in low or "reconnect" in low or "disconnect" in low:
         return "host", f"{description} on {entity}"
+    if low.startswith("virtualmachine.") and any(w in low for w in VM_TASK_WORDS):
+        # The task of a VM event (VM_EVENTS): the event says it, the task is the same.
+        return "vm", f"task {description} on {entity}"
     return "task", f"task {description} on {entity}"
+
+
+def said_once(events: Sequence[Disturbance], tasks: Sequence[Disturbance]
+              ) -> list[Disturbance]:
+    """The events, and the tasks no event already says: an operation is one event and
+    one task (a relocation, a power-off, a reconfiguration, maintenance mode); each
+    event stands for one task of its kind on its object. Pure."""
+    unpaired = Counter((d.kind, d.about) for d in events)
+    out = list(events)
+    for t in tasks:
+        key = (t.kind, t.about)
+        if unpaired[key] > 0:
+            unpaired[key] -= 1
+            continue
+        out.append(t)
+    return out
 
 
 def _read_pages(collector: Any, read: Callable[[Any], Any]) -> list[Any]:
@@ -145,18 +168,12 @@ def read_disturbances(
     the names to print for some objects (a run's VM by its guest's name)."""
     begin, end = _stamp(window[0] + offset), _stamp(window[1] + offset)
     shown = shown or {}
-    found: list[Disturbance] = []
-    for e in _events(session, begin, end):
-        d = _from_event(e, objects, shown, offset, ignore_user)
-        if d is not None:
-            found.append(d)
-    # A relocation is an event and a task: said once, by its event.
-    seen = {(d.kind, d.about) for d in found}
-    for t in _tasks(session, begin, end):
-        d = _from_task(t, objects, shown, offset, own_tasks, ignore_user)
-        if d is not None and (d.kind, d.about) not in seen:
-            found.append(d)
-    return sorted(found, key=lambda d: d.at)
+    events = [d for e in _events(session, begin, end)
+              if (d := _from_event(e, objects, shown, offset, ignore_user)) is not None]
+    tasks = [d for t in _tasks(session, begin, end)
+             if (d := _from_task(t, objects, shown, offset, own_tasks, ignore_user))
+             is not None]
+    return sorted(said_once(events, tasks), key=lambda d: d.at)
 
 
 def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offset: float,
