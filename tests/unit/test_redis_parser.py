@@ -178,6 +178,14 @@ def test_bad_input_is_a_parse_error(text: str, message: str) -> None:
         parse_redis_benchmark(text, "bad")
 
 
+def test_a_loop_stopped_before_its_first_row_says_so() -> None:
+    # A looping client (-l) stopped before its first iteration of -n requests ended
+    # leaves only the header: "no test results found" did not say why.
+    with pytest.raises(ParseError, match="no iteration of redis-benchmark's -n requests "
+                       "finished before it was stopped"):
+        parse_redis_benchmark(HEADER, "set.csv", cut_short=True)
+
+
 def test_combine_iterations_is_total_requests_over_total_time() -> None:
     its = [
         RedisBenchTest("GET", 1000.0, avg_ms=1.0, min_ms=0.2, p99_ms=3.0, max_ms=9.0),

@@ -126,6 +126,9 @@ def parse_redis_benchmark(
         fmt, tests = "quiet", _parse_quiet(body, source)
     if not tests:
         said = f"; it printed: {' | '.join(warnings)[:300]}" if warnings else ""
+        if cut_short and fmt == "csv":  # a loop stopped before its first row: say why
+            raise ParseError(f"{source}: no iteration of redis-benchmark's -n requests "
+                             f"finished before it was stopped (only the CSV header){said}")
         raise ParseError(f"{source}: no redis-benchmark test results found{said}")
     return RedisBenchResult(fmt, tuple(tests), tuple(warnings))
 
