@@ -135,3 +135,26 @@ def test_the_plan_says_a_level_takes_min_to_max_trials(tmp_path: Path) -> None:
         build_plan(load_scenario(path)))
     path.write_text(text + "repeat: 2\n")
     assert ", 2 trials per level: " in _search_text(build_plan(load_scenario(path)))
+
+
+def test_one_criterion_certain_to_fail_decides_the_level_whatever_the_others(
+    tmp_path: Path,
+) -> None:
+    # At 750 IO/s against a 400 cap the level fails whatever its latency does: a
+    # latency criterion still uncertain (its mean near its threshold) must not keep the
+    # level asking for trials, nor get it reported noisy at max. Its passing is certain
+    # only when every criterion is certain to hold.
+    store = Store.open(None, tmp_path)
+    add_run(
+        store, "r1",
+        [({"rate": "750"}, {"iops": [749.0, 751.0, 750.0], "lat": [9.0, 11.0, 10.5]}),
+         ({"rate": "300"}, {"iops": [300.0, 301.0, 299.0], "lat": [9.0, 11.0, 10.5]})],
+        scenario=scenario_doc("fm", factors={}),
+    )
+    figures = load_analysis(store, "r1").figures
+    lat = QosCriterion(name="lat", metric="lat", op="<=", threshold=10.0)
+    ok3 = [(0, "ok"), (1, "ok"), (2, "ok")]
+    assert level_certainty(figures, [lat], 0, ok3, 0.95)[-1] is False  # alone: uncertain
+    assert level_certainty(figures, [IOPS, lat], 0, ok3, 0.95) == [False, True, True]
+    # Below the cap the latency decides: not certain while it is not.
+    assert level_certainty(figures, [IOPS, lat], 1, ok3, 0.95) == [False, False, False]

@@ -175,15 +175,17 @@ def level_certainty(
     outside the mean's Student-t interval at ``confidence`` (one value, or a threshold
     inside the interval: not certain); a criterion on another stat (median, a
     percentile, min, max) has no such interval and is certain when the ok trials' own
-    verdicts on it agree. A missing figure is a certain fail (more trials of a figure
-    the tool does not report cannot show it holds), and so are trials none of which
-    is ok (the failure rate decides)."""
+    verdicts on it agree. The level's verdict is certain when one criterion is certain
+    to fail (more trials cannot make the level pass) or every one is certain to hold.
+    A missing figure is a certain fail (more trials of a figure the tool does not report
+    cannot show it holds), and so are trials none of which is ok (the failure rate
+    decides)."""
+    applying = [c for c in criteria if _applies(figures.points.get(point, {}), c.at)]
     out = []
     for k in range(len(trials)):
         ok = [t for t, s in trials[: k + 1] if s == "ok"]
-        out.append(not ok or all(_certain(figures, c, point, ok, confidence)
-                                    for c in criteria if _applies(
-                                        figures.points.get(point, {}), c.at)))
+        known = [_certain(figures, c, point, ok, confidence) for c in applying] if ok else []
+        out.append(not ok or False in known or None not in known)
     return out
 
 
@@ -202,23 +204,28 @@ def mean_certain(values: Sequence[float], threshold: float, confidence: float) -
 
 
 def _certain(figures: RunFigures, c: QosCriterion, point: int, trials: Sequence[int],
-             confidence: float) -> bool:
+             confidence: float) -> bool | None:
+    """The criterion's verdict over ``trials`` when it is certain (True: it holds for
+    every subject; False: it fails for one), None while it is not."""
     data_unit = figures.units.get(c.metric, "")
     unit = c.unit if c.unit is not None else data_unit
+    known: list[bool | None] = []
     for subject in _subjects(c.where):
         per_trial = figures.labelled(point, c.metric, subject)
         xs = [convert(per_trial[t], data_unit, unit) for t in trials
               if per_trial.get(t) is not None]
         values = [x for x in xs if x is not None]
         if not values:
-            continue  # a missing figure: a certain fail
+            return False  # a missing figure: a certain fail
         if c.stat != "mean":
-            if len({holds(x, c.op, c.threshold) for x in values}) > 1:
-                return False
-            continue
-        if not mean_certain(values, c.threshold, confidence):
-            return False
-    return True
+            sides = {holds(x, c.op, c.threshold) for x in values}
+            known.append(sides.pop() if len(sides) == 1 else None)
+        elif mean_certain(values, c.threshold, confidence):
+            mean = sum(values) / len(values)
+            known.append(holds(mean, c.op, c.threshold))
+        else:
+            known.append(None)
+    return False if False in known else (None if None in known else True)
 
 
 def level_outcomes(
