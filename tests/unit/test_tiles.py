@@ -89,10 +89,10 @@ def test_each_workloads_criteria_become_one_check_per_tile() -> None:
     assert not within_tiles({"tiles": "2"}, {"tile": "3"})
 
 
-def _tiles_run(tmp_path: Path, web_qos: list[dict]) -> Store:
+def _tiles_run(tmp_path: Path, web_qos: list[dict], qos: list[dict] | None = None) -> Store:
     store = Store.open(None, tmp_path)
     levels = [{"label": str(n), "value": n, "set": {}} for n in (1, 2)]
-    doc = scenario_doc("tiles", tiles={"count": 1},
+    doc = scenario_doc("tiles", tiles={"count": 1}, qos=qos or [],
                        factors={},
                        workloads={"web": {"driver": "fio", "qos": web_qos},
                                   "db": {"driver": "fio"}},
@@ -152,6 +152,18 @@ def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
     case = next(c for c in root.iter("testcase") if c.get("name") == "web: ops mean ≥ 85")
     failure = case.find("failure")
     assert failure is not None and failure.get("message") == "1 of 3 checks fail"
+
+
+def test_a_run_level_criterion_failing_at_a_point_fails_each_of_its_tiles(tmp_path: Path
+                                                                         ) -> None:
+    # web.ops without a tile is the mean tile's (85 at two tiles): failing there, it is
+    # no tile's own, so neither tile passes; it was put on tile 1 ("1 of 2 tiles pass").
+    store = _tiles_run(tmp_path, [], qos=[{"metric": "web.ops", "op": ">=", "threshold": 90}])
+    a = verdict_of(report_data(store, "r1")).answers[0]
+    assert a.text.startswith("1 of 1 tiles pass at tiles=1")
+    two = next(d for d in a.details if d.startswith("tiles=2"))
+    assert two.startswith("tiles=2: 0 of 2 tiles pass"), two
+    assert "tile 1 fails web.ops mean ≥ 90; tile 2 fails web.ops mean ≥ 90" in two
 
 
 def test_a_point_no_trial_finished_is_not_measured_rather_than_failing(tmp_path: Path

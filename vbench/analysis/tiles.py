@@ -77,8 +77,11 @@ def tile_points(inputs: AnswerInputs) -> list[TilePoint]:
         failing: dict[int, list[str]] = {t: [] for t in range(1, count + 1)}
         for c in inputs.analysis.qos.checks:
             if c.point == p and not c.passed:
-                tile = int(c.subject.get(TILE_LABEL, "1"))
-                failing.setdefault(tile, []).append(c.criterion)
+                # A check of no one tile (a run-level criterion on the mean tile) fails
+                # every tile of the point: it is no more tile 1's than another's.
+                tile = c.subject.get(TILE_LABEL)
+                for t in [int(tile)] if tile is not None else list(failing):
+                    failing.setdefault(t, []).append(c.criterion)
         passing = tuple(t for t, why in failing.items() if not why)
         measured = any(c.point == p and c.status != MISSING for c in inputs.analysis.qos.checks)
         per_trial = _tile_trial_scores(inputs, p, count, workloads, refs)
