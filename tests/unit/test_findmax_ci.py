@@ -158,3 +158,26 @@ def test_one_criterion_certain_to_fail_decides_the_level_whatever_the_others(
     assert level_certainty(figures, [IOPS, lat], 0, ok3, 0.95) == [False, True, True]
     # Below the cap the latency decides: not certain while it is not.
     assert level_certainty(figures, [IOPS, lat], 1, ok3, 0.95) == [False, False, False]
+
+
+def test_the_plans_points_and_estimate_speak_of_the_search_not_of_a_target(
+    tmp_path: Path,
+) -> None:
+    from vbench.cli.run_cmds import _plan_text
+    from vbench.config.load import load_scenario
+    from vbench.engine.plan import build_plan
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "version: 1\nname: fm\ntopology:\n  storage: {count: 1}\nworkload:\n"
+        "  driver: fio\n  params: {rw: randread, size: 8m}\nphases: {steady: 1s}\n"
+        "qos:\n  - {metric: total_iops, op: '<=', threshold: 400}\n"
+        "search: {factor: rate_iops, min: 50, max: 800, trials: 2}\n"
+        "repeat: {min: 3, max: 8, target: {ci_half_width: 5%}}\n")
+    text = _plan_text(build_plan(load_scenario(path)))
+    point = next(line for line in text.splitlines() if line.startswith("  phases:"))
+    # A level runs search.trials (2), then one at a time while uncertain, up to max: no
+    # confidence target is sought and the repeat's min (3) is not its first count.
+    assert point.endswith("; 2–8 trials per level (more while its verdict is uncertain)")
+    # The most already counts every level still uncertain at max: no 'if no level is noisy'.
+    assert "if no level is noisy" not in text

@@ -263,4 +263,6 @@ def _run_text(plan: Plan, kept: Kept | None = None) -> str:
     return (f"running a find-max search over {search.factor} "
             f"({counted(len(plan.points), 'search', 'searches')}; levels chosen as it runs: "
             f"{span(est.outlook.levels)} levels, {span(est.outlook.trials)} trials, "
-            f"estimated {span(est.seconds, format_duration)} if no level is noisy)")
+            f"estimated {span(est.seconds, format_duration)}"
+            # under an adaptive repeat the most counts every level at its max trials
+            + (")" if plan.repeat_max is not None else " if no level is noisy)"))

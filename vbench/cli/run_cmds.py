@@ -95,7 +95,9 @@ def _estimate_text(p: Plan) -> str:
         return f"estimated {span(p.seconds_span, format_duration)}"
     if est is None:
         return f"estimated {format_duration(p.estimated_seconds)}"
-    return f"estimated {span(est.seconds, format_duration)} (if no level is noisy)"
+    # Under an adaptive repeat the most already counts every level at its max trials.
+    noisy = "" if p.repeat_max is not None else " (if no level is noisy)"
+    return f"estimated {span(est.seconds, format_duration)}{noisy}"
 
 
 def _search_text(p: Plan) -> str:
@@ -107,16 +109,35 @@ def _search_text(p: Plan) -> str:
 
     n = len(p.points)
     span = f"{bound_text(s, s.min)}..{bound_text(s, s.max)}"
-    first = s.trials or p.repeat
-    per_level = f"{counted(first, 'trial')} per level"
-    if p.repeat_max is not None and p.repeat_max > first:  # decided by the interval
-        per_level = (f"{first}–{p.repeat_max} trials per level (more while its verdict is "
-                     "uncertain)")
     return (
         f"find-max over {s.factor} in {span}, {counted(n, 'search', 'searches')}"
-        f" (levels chosen from the results as it runs), {per_level}: "
+        f" (levels chosen from the results as it runs), {_per_level(p)}: "
         f"{_size_text(p)}, {_estimate_text(p)}"
     )
+
+
+def _per_level(p: Plan) -> str:
+    """The trials a find-max level takes: ``search.trials`` (or the repeat), and under an
+    adaptive repeat one more at a time while its verdict is uncertain, up to max."""
+    assert p.scenario.search is not None
+    first = p.scenario.search.trials or p.repeat
+    if p.repeat_max is not None and p.repeat_max > first:  # decided by the interval
+        return (f"{first}–{p.repeat_max} trials per level (more while its verdict is "
+                "uncertain)")
+    return f"{counted(first, 'trial')} per level"
+
+
+def _point_trials(p: Plan) -> str:
+    """The trials of one point of the plan: a find-max level's, a fixed count, or an
+    adaptive repeat's range and what ends it."""
+    if p.scenario.search is not None:
+        return _per_level(p)
+    if p.scenario.steady_state is not None:
+        return f"trials 1..{p.repeat}, then rounds up to {p.repeat_max} until steady state"
+    if p.repeat_max is not None:
+        return (f"trials 1..{p.repeat}, then up to {p.repeat_max} until the confidence "
+                "target is met")
+    return f"trials 1..{p.repeat}"
 
 
 @click.command()
@@ -235,11 +256,7 @@ def _plan_text(
         lines.append(
             f"  phases: warm-up {_warmup_text(pt)}, steady {format_duration(pt.steady)}"
             f", cool-down {format_duration(pt.cooldown)}; trial ≈ "
-            f"{format_duration(pt.trial_seconds)}; trials 1..{p.repeat}"
-            + (f", then up to {p.repeat_max} until the confidence target is met"
-               if p.repeat_max is not None and p.scenario.steady_state is None else "")
-            + (f", then rounds up to {p.repeat_max} until steady state"
-               if p.scenario.steady_state is not None else "")
+            f"{format_duration(pt.trial_seconds)}; {_point_trials(p)}"
         )
         if pt.profiles:
             lines.append(f"  lab profile: {', '.join(pt.profiles)}")
