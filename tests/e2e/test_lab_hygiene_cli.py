@@ -163,7 +163,8 @@ def test_host_in_maintenance_fails_preflight(sim: Sim) -> None:
     scenario = sim.scenario("s.yaml")  # host_state: fail is the default
     res = vbench("run", str(scenario), "--lab", str(sim.lab))
     assert res.returncode == 3, res.stdout + res.stderr
-    assert "host_state host DC0_C0_H2: host DC0_C0_H2 in maintenance mode" in res.stderr
+    assert "host_state host DC0_C0_H2 (vcenter vc1): host DC0_C0_H2 in maintenance mode" \
+        in res.stderr
     assert not [n for n in _with_session(sim, lambda _s, inv: [
         o.name for o in inv.candidates("vm")]) if n.startswith("vb-")]  # nothing created
     waived = sim.scenario("w.yaml", lab_hygiene={"host_state": "warn"})

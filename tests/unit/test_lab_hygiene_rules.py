@@ -335,3 +335,46 @@ def test_the_tune_undo_restores_only_what_is_still_as_vbench_set_it() -> None:
     # Someone else changed it since: left as they set it.
     assert undo_step(None, "manual", "partiallyAutomated") == "left"
     assert undo_step("balanced", "high-performance", "low-power") == "left"
+
+
+def test_a_refused_preflight_names_the_vcenter_of_each_failed_check() -> None:
+    """Two vCenters may both have a host esx1 (two vcsims do): the refusal says which."""
+    from vbench.engine.hygiene import finding_line, refuse
+    from vbench.errors import LabError
+
+    facts = r.LabFacts("vc2", hosts=(r.HostFacts("esx1", maintenance=True,
+                                                 connection="connected"),))
+    found = r.judge(facts, SPEC)
+    with pytest.raises(LabError) as err:
+        refuse(list(found))
+    assert "host_state host esx1 (vcenter vc2): host esx1 in maintenance mode" in str(err.value)
+    clock = next(f for f in found if f.check == "clock")
+    assert finding_line(clock).startswith("lab hygiene warn: clock vcenter vc2: ")
+    assert r.finding_from_json(found[0].to_json()) == found[0]
+
+
+def test_the_json_fields_are_documented() -> None:
+    """docs/lab-hygiene.md "In JSON" names every key a finding and an event carry."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "lab-hygiene.md").read_text()
+    section = doc.split("## In JSON", 1)[1].split("\n## ", 1)[0]
+    items = {m.group(1): m.group(2) for m in re.finditer(
+        r"^- `([^`]+)`[^:]*:(.*?)(?=^- |\Z)", section, re.S | re.M)}
+
+    def named(key: str) -> set[str]:
+        text = items[key].split("\n- ")[0]
+        return {n for n in re.findall(r"`(\w+)` \(|`(\w+)`[,.]|`(\w+)` *$", text)
+                for n in n if n}
+
+    finding = r.Finding("drs", "cluster C", "ok", "x", "d", "vc1")
+    assert set(finding.to_json()) <= named("testbed.hygiene[]")
+    event = Disturbance(1.0, "vm", "g powered off", "VmPoweredOffEvent")
+    assert set(event.to_json()) <= named("events[]")
+    from dataclasses import fields
+
+    from vbench.vsphere.hygiene_tune import TuneChange
+
+    tune = {f.name for f in fields(TuneChange)} | {"id", "state", "error", "note"}
+    assert tune <= named("tune.jsonl")

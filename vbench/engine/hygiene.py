@@ -46,14 +46,14 @@ Notice = Callable[[str], None]
 
 
 def finding_line(f: Finding) -> str:
-    return f"lab hygiene {f.level}: {f.check} {f.target}: {f.detail}"
+    return f"lab hygiene {f.level}: {f.check} {f.where}: {f.detail}"
 
 
 def refuse(found: list[Finding]) -> None:
     """LabError naming every failed check (the run's preflight, `lab check`)."""
     bad = failures(found)
     if bad:
-        raise LabError("lab hygiene", "; ".join(f"{f.check} {f.target}: {f.detail}"
+        raise LabError("lab hygiene", "; ".join(f"{f.check} {f.where}: {f.detail}"
                                                 for f in bad)
                        + " (lab_hygiene: in the scenario sets each check; "
                        "docs/lab-hygiene.md)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from vbench.config.hygiene import LabHygiene
@@ -90,10 +90,17 @@ class Finding:
     level: Level
     state: str  # short and stable (compared between runs): "balanced", "fullyAutomated"
     detail: str
+    vcenter: str = ""  # the vCenter that said it ("" for the guests' clocks)
 
     @property
     def id(self) -> str:
         return f"{self.check} {self.target}"
+
+    @property
+    def where(self) -> str:
+        """The target with its vCenter: "host esx1 (vcenter vc1)"."""
+        return f"{self.target} (vcenter {self.vcenter})" if self.vcenter and \
+            not self.target.startswith("vcenter ") else self.target
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, **asdict(self)}
@@ -102,7 +109,8 @@ class Finding:
 def finding_from_json(doc: Mapping[str, Any]) -> Finding:
     return Finding(str(doc.get("check")), str(doc.get("target")),
                    doc.get("level") if doc.get("level") in ("ok", "warn", "fail") else "warn",
-                   str(doc.get("state") or ""), str(doc.get("detail") or ""))
+                   str(doc.get("state") or ""), str(doc.get("detail") or ""),
+                   str(doc.get("vcenter") or ""))
 
 
 def _judged(spec: LabHygiene, check: str, target: str, met: bool, state: str,
@@ -271,7 +279,7 @@ def judge(facts: LabFacts, spec: LabHygiene) -> tuple[Finding, ...]:
         out.append(other_vms(spec, [h.name for h in facts.hosts], facts.other_vms))
     out.append(storage_tasks(spec, facts.vcenter, facts.tasks))
     out.append(clock(spec, facts))
-    return tuple(out)
+    return tuple(replace(f, vcenter=facts.vcenter) for f in out)
 
 
 def failures(findings: Sequence[Finding]) -> list[Finding]:
