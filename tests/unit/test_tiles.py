@@ -222,6 +222,22 @@ def test_a_workloads_criterion_naming_no_metric_of_its_driver_is_located(
         "did you mean write_clat_p99?"]
 
 
+def test_a_workloads_score_naming_no_metric_of_its_driver_is_located(tmp_path: Path
+                                                                     ) -> None:
+    # It validated, and the run gave no score at all (no reference for the typo).
+    from vbench.engine.plan import build_plan
+
+    bad = BUNDLE.replace("    params: {rw: randwrite, size: 8m}\n",
+                         "    params: {rw: randwrite, size: 8m}\n    score: write_iopz\n")
+    p = tmp_path / "s.yaml"
+    p.write_text(bad)
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(p))
+    assert [str(i) for i in exc.value.issues] == [
+        f"{p}:13:12: workloads.db.score: no metric write_iopz in fio's catalogue; "
+        "did you mean write_iops?"]
+
+
 def test_a_factor_of_a_bundle_says_which_workload_it_sets(tmp_path: Path) -> None:
     # Without a path it would write workload.params.bs: a `workload:` the scenario has
     # not (the old message: "workload.driver: required field is missing" at 1:1).

@@ -78,8 +78,8 @@ def _member(sc: Scenario, src: Source, name: str, issues: list[ConfigIssue]
 
 def _qos_issues(sc: Scenario, src: Source, name: str, driver: type[Workload],
                 params: Params) -> list[ConfigIssue]:
-    """A workload's criteria naming a metric its driver does not make, or a unit its
-    figure cannot be converted to: located errors before anything runs."""
+    """A workload's criteria (or its `score`) naming a metric its driver does not make, or
+    a unit its figure cannot be converted to: located errors before anything runs."""
     from vbench.analysis.catalogue import (
         Catalogue,
         look_up,
@@ -103,6 +103,10 @@ def _qos_issues(sc: Scenario, src: Source, name: str, driver: type[Workload],
             problem = unit_problem(c.metric, found.metric.unit, c.unit)
             if problem is not None:
                 out.append(src.issue((*here, "unit"), problem))
+    score = sc.workloads[name].score  # a typo here left the run without a score, silently
+    if score and look_up(score, catalogues).metric is None:
+        out.append(src.issue(("workloads", name, "score"),
+                             unknown_metric_message(score, catalogues)))
     return out
 
 
