@@ -230,3 +230,17 @@ def test_the_kept_observations_are_read_back_from_the_trials_raw_directory(
     assert kept_warmup(tmp_path, 2, 3) == {"interval_s": 1.0, "settled_at": 0,
                                            "iops": [1.0, 2.0]}
     assert kept_warmup(tmp_path, 2, 4) is None and kept_warmup(None, 2, 3) is None
+
+
+def test_a_warm_up_the_detector_ended_near_the_cap_is_not_called_capped() -> None:
+    # Cap 10 s at 0.25 s: the rule's 40 observations take the whole cap on fio's clock,
+    # and the phase marks add fio's start and stop (~1.3 s on the local lab): 11.2 s of
+    # marks for a warm-up the detector ended 'settled'. The observations kept beside the
+    # trial say how it ended; the marks only guess when none were kept.
+    trials = [
+        {"point": 0, "trial": 1, "phases": {"warmup_start": 100.0, "steady_start": 111.2}},
+        {"point": 0, "trial": 2, "phases": {"warmup_start": 200.0, "steady_start": 211.3}},
+        {"point": 0, "trial": 3, "phases": {"warmup_start": 300.0, "steady_start": 311.4}},
+    ]
+    found = auto_warmups(trials, 10.0, settled={(0, 1): True, (0, 2): False})
+    assert [a.capped for a in found] == [False, True, True]

@@ -315,9 +315,14 @@ class AutoWarmup:
 
 
 def auto_warmups(trials: Iterable[Mapping[str, Any]], cap: float,
-                 interval: float | None = None) -> list[AutoWarmup]:
+                 interval: float | None = None,
+                 settled: Mapping[tuple[int, int], bool] | None = None) -> list[AutoWarmup]:
     """Every trial's automatic warm-up from its stored phase marks (so a resumed run and
-    every report read the same): a warm-up within one observation of the cap hit it."""
+    every report read the same). ``settled[(point, trial)]``: whether the detector ended
+    it (the observations the driver kept, AUTO_WARMUP_FILE); the marks also hold the
+    workload's start and stop, so they can pass the cap for a warm-up the detector
+    ended at it. Without a kept answer, a warm-up within one observation of the cap hit
+    it."""
     step = interval if interval is not None else observation_interval(cap)
     out = []
     for t in trials:
@@ -326,8 +331,9 @@ def auto_warmups(trials: Iterable[Mapping[str, Any]], cap: float,
         if start is None or steady is None:
             continue
         seconds = float(steady) - float(start)
-        out.append(AutoWarmup(int(t["point"]), int(t["trial"]), seconds,
-                              seconds >= cap - step))
+        ended = (settled or {}).get((int(t["point"]), int(t["trial"])))
+        capped = seconds >= cap - step if ended is None else not ended
+        out.append(AutoWarmup(int(t["point"]), int(t["trial"]), seconds, capped))
     return sorted(out, key=lambda a: (a.point, a.trial))
 
 

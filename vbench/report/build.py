@@ -96,7 +96,8 @@ def warmup_warnings(run: StoredRun, trials: list[dict[str, Any]], analysis: RunA
     out = []
     cap = run.scenario.auto_warmup_cap
     if cap is not None:
-        auto = auto_warmups((t for t in trials if t.get("status") == "ok"), cap)
+        ok = [t for t in trials if t.get("status") == "ok"]
+        auto = auto_warmups(ok, cap, settled=_kept_settled(run.run_dir, ok))
         out += auto_warmup_lines(auto, cap, {a.point: analysis.figures.title(a.point)
                                              for a in auto})
     driver = _map_of(run.scenario.doc.get("workload")).get("driver")
@@ -105,6 +106,21 @@ def warmup_warnings(run: StoredRun, trials: list[dict[str, Any]], analysis: RunA
         return out
     titles = {p: analysis.figures.title(p) for p in {s.point for s in found}}
     return out + settling_warnings(found, titles)
+
+
+def _kept_settled(run_dir: str | None, trials: list[dict[str, Any]]
+                  ) -> dict[tuple[int, int], bool]:
+    """Per (point, trial): whether the detector ended its automatic warm-up, from the
+    observations the driver kept (none kept: not known)."""
+    from vbench.report.warmup_chart import kept_warmup
+
+    out = {}
+    for t in trials:
+        key = (int(t["point"]), int(t["trial"]))
+        doc = kept_warmup(run_dir, *key)
+        if doc is not None:
+            out[key] = doc.get("settled_at") is not None
+    return out
 
 
 def headline_metrics(run: Mapping[str, Any]) -> tuple[str, ...]:
