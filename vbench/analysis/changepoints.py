@@ -8,8 +8,9 @@ see :class:`_Segmentation`) proposes candidates, then vbench keeps those that ho
 
 1. one-night outliers do not move a series: a value further than 4 robust σ from the
    median of the five nights around it is replaced by that median before detection
-   (the last night is judged against the nights before it, so a step on the very last
-   night is confirmed by the next one — the pairwise check sees it the first night);
+   (the last night by the median of itself and the two nights before it, so a step on
+   the very last night waits for the next ones — the pairwise check sees it the first
+   night — and a step three nights old, the fewest a change needs, is kept);
 2. merge step: while some change is not significant (Welch's t-test between the
    segments on either side, at ``alpha``) or smaller than ``min_effect`` (relative to
    the mean before it), the weakest is dropped and its neighbours re-judged.
@@ -71,14 +72,17 @@ def _robust_sigma(x: np.ndarray) -> float:
 
 def _without_outliers(x: np.ndarray, sigma: float) -> np.ndarray:
     """A Hampel filter: one-night outliers replaced by the median of their neighbourhood
-    (the five nights around; the last night: the four before it)."""
+    (the five nights around; the last night: itself and the two before it)."""
     n = len(x)
     if sigma <= 0 or n < 5:
         return x.copy()
     padded = np.concatenate(([np.nan, np.nan], x, [np.nan, np.nan]))
     windows = np.lib.stride_tricks.sliding_window_view(padded, 5)  # centred on each night
     med = np.nanmedian(windows, axis=1)
-    med[-1] = float(np.median(x[-5:-1]))
+    # The last night against itself and the two before: a step three nights old is
+    # kept (the four before straddled it and clipped its third night), a step on the
+    # last night alone or a last-night outlier is still replaced.
+    med[-1] = float(np.median(x[-3:]))
     return np.where(np.abs(x - med) > OUTLIER_SIGMAS * sigma, med, x)
 
 
