@@ -378,3 +378,33 @@ def test_the_json_fields_are_documented() -> None:
 
     tune = {f.name for f in fields(TuneChange)} | {"id", "state", "error", "note"}
     assert tune <= named("tune.jsonl")
+
+
+def test_a_trial_not_watched_names_the_vcenter_that_did_not_answer() -> None:
+    """Two vCenters: the notice and the testbed say which one's events were not read."""
+    from types import SimpleNamespace as NS
+
+    from vbench.engine.hygiene import RunHygiene
+    from vbench.results.records import PhaseTimes, TrialResult
+
+    def refused(_fn: object) -> None:
+        raise ConnectionRefusedError("connection refused")
+
+    from pyVmomi import vim
+
+    def ok_session() -> NS:
+        return NS(call=lambda fn: [], content=NS(eventManager=None, taskManager=None,
+                                                 rootFolder=vim.Folder("group-d1")))
+
+    sessions = {"vc1": ok_session(), "vc2": NS(call=refused, content=NS(eventManager=None))}
+    vs = NS(scenario=NS(lab_hygiene=None, disturbance=None), vcenters=["vc1", "vc2"],
+            lab=NS(vcenters={"vc1": NS(user="u"), "vc2": NS(user="u")}), journal=None,
+            workload_vcenters=[], vms=[], inventories={}, extra_testbed={},
+            sessions=NS(get=sessions.__getitem__))
+    said: list[str] = []
+    hygiene = RunHygiene(vs, said.append)  # type: ignore[arg-type]
+    result = TrialResult(0, 2, "ok", PhaseTimes(steady_start=100.0, steady_end=110.0))
+    assert hygiene.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
+    assert said == ["point 1 trial 2: vCenter's events not read (vcenter vc2: connection "
+                    "refused); the trial is kept, not watched"]
+    assert vs.extra_testbed["disturbances"][0]["action"] == "unread"

@@ -203,9 +203,14 @@ class RunHygiene:
         own = _own_tasks(vs)
         for vc in vs.vcenters:
             objects, shown = self._objects(vc)
-            out += read_disturbances(vs.sessions.get(vc), window, objects,
-                                     offset=self.offsets.get(vc, 0.0), own_tasks=own,
-                                     ignore_user=user_of[vc] if ignore else None, shown=shown)
+            try:
+                out += read_disturbances(vs.sessions.get(vc), window, objects,
+                                         offset=self.offsets.get(vc, 0.0), own_tasks=own,
+                                         ignore_user=user_of[vc] if ignore else None,
+                                         shown=shown)
+            except Exception as exc:  # said with the vCenter that did not answer
+                why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
+                raise LabError(f"vcenter {vc}", why) from exc
         return sorted(out, key=lambda d: d.at)
 
     def _objects(self, vc: str) -> tuple[set[str], dict[str, str]]:
