@@ -154,6 +154,31 @@ def test_a_tile_failing_its_qos_leaves_the_score(tmp_path: Path) -> None:
     assert failure is not None and failure.get("message") == "1 of 3 checks fail"
 
 
+def test_the_answer_is_the_most_tiles_that_all_pass_as_vmmark_counts(tmp_path: Path
+                                                                     ) -> None:
+    # At 3 tiles two pass and their scores sum higher than 2 passing tiles of 2: that was
+    # the answer ("2 of 3 tiles pass at tiles=3"), a result VMmark does not count.
+    store = Store.open(None, tmp_path)
+    levels = [{"label": str(n), "value": n, "set": {}} for n in (2, 3)]
+    doc = scenario_doc("tiles", tiles={"count": 2}, factors={}, workloads={"web": {
+        "driver": "fio", "reference": 100.0,
+        "qos": [{"metric": "ops", "op": ">=", "threshold": 50}]}},
+        report={"headline": ["web.ops"], "charts": []})
+    doc["factors"] = {"tiles": {"path": "tiles.count", "levels": levels}}
+    del doc["workload"]
+    ops = {0: {1: 100.0, 2: 100.0}, 1: {1: 150.0, 2: 150.0, 3: 10.0}}
+    labelled = [(p, t, m, {"tile": str(tile)}, v) for p, tiles in ops.items()
+                for tile, web in tiles.items() for t in (0, 1)
+                for m, v in (("web.ops", web), ("web.ok", 1.0))]
+    add_run(store, "r1", [({"tiles": "2"}, {"web.ops": [100.0, 100.0]}),
+                          ({"tiles": "3"}, {"web.ops": [310 / 3, 310 / 3]})],
+            scenario=doc, labelled=labelled)
+    a = verdict_of(report_data(store, "r1")).answers[0]
+    assert a.text == "2 of 2 tiles pass at tiles=2; score 2.00 ± 0.00 (n=2)"
+    assert a.ok
+    assert "tiles=3: 2 of 3 tiles pass, score 3.00" in a.details[1]
+
+
 def test_a_run_level_criterion_failing_at_a_point_fails_each_of_its_tiles(tmp_path: Path
                                                                          ) -> None:
     # web.ops without a tile is the mean tile's (85 at two tiles): failing there, it is
