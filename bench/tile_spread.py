@@ -84,7 +84,7 @@ def _spreads(home: Path, run_id: str) -> dict[str, Any]:
     with Store.open(None, home / "results") as store:
         df = store.samples_frame(run_id)
     rows = df[df["metric"] == "start_spread"]
-    # Each tile's own (label tile), not the mean over the tiles stored beside them.
+    # Each tile's own (label tile), not the whole trial's stored unlabelled beside them.
     tile_spreads = [float(v) for v, labels in zip(rows["value"], rows["labels"], strict=True)
                     if "tile" in str(labels)]
     log = home / "results" / run_id / "log.jsonl"
