@@ -553,12 +553,9 @@ def tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
 def _undo_earlier_hooks(lab: Lab, rundir: RunDir) -> None:
     """A resumed run starts from the lab as it was: lab hooks an earlier session of the
     run left applied (killed with kill -9) are undone first, as `vbench cleanup` would."""
-    done, errors = undo_pending(lab, rundir.path)
-    for what in done:
-        rundir.log("hook_undone_on_resume", what=what)
-    if errors:
-        raise LabError("hooks", "an earlier session left a lab hook applied and its undo "
-                       "failed: " + "; ".join(errors))
+    _undone_earlier(undo_pending(lab, rundir.path), rundir, "hook_undone_on_resume", "what",
+                    LabError("hooks", "an earlier session left a lab hook applied and its "
+                             "undo failed: "))
 
 
 def _log_of(live: _Live) -> Callable[..., None]:
@@ -568,12 +565,20 @@ def _log_of(live: _Live) -> Callable[..., None]:
 def _undo_earlier_tune(lab: Lab, rundir: RunDir) -> None:
     """A resumed run starts from the lab as it was: what an earlier, killed session of
     it tuned (lab_hygiene.tune) is restored first, as `vbench cleanup` would."""
-    done, errors = undo_tune(lab, rundir.path)
+    _undone_earlier(undo_tune(lab, rundir.path), rundir, "tune_undone_on_resume", "change",
+                    LabError("lab tune", "an earlier session left the lab tuned and "
+                             "restoring it failed: "))
+
+
+def _undone_earlier(undone: tuple[list[str], list[str]], rundir: RunDir, event: str,
+                    field: str, refused: LabError) -> None:
+    """Log what was undone on resume; raise ``refused`` (its cause + the errors) if any
+    undo failed: the run does not start on a lab left half as an earlier session set it."""
+    done, errors = undone
     for line in done:
-        rundir.log("tune_undone_on_resume", change=line)
+        rundir.log(event, **{field: line})
     if errors:
-        raise LabError("lab tune", "an earlier session left the lab tuned and restoring it "
-                       "failed: " + "; ".join(errors))
+        raise LabError(refused.target, refused.cause + "; ".join(errors))
 
 
 def _stored_seed(rundir: RunDir) -> int | None:

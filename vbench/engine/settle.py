@@ -110,12 +110,7 @@ def _undo_hooks(lab: Lab, run_dir: Path, say: Say) -> tuple[bool, bool]:
     undone)."""
     from vbench.engine.hooks import undo_pending
 
-    done, errors = undo_pending(lab, run_dir)
-    for line in done:
-        say(f"undone {line}", False)
-    for line in errors:
-        say(f"error: {line}", True)
-    return bool(errors), bool(done)
+    return _said(undo_pending(lab, run_dir), say, "undone ")
 
 
 def _undo_tune(lab: Lab, run_dir: Path, say: Say) -> tuple[bool, bool]:
@@ -123,9 +118,14 @@ def _undo_tune(lab: Lab, run_dir: Path, say: Say) -> tuple[bool, bool]:
     restored). Before its VMs are removed: their DRS overrides are undone on them."""
     from vbench.engine.hygiene import undo_tune
 
-    done, errors = undo_tune(lab, run_dir)
+    return _said(undo_tune(lab, run_dir), say, "lab tune: ")
+
+
+def _said(undone: tuple[list[str], list[str]], say: Say, prefix: str) -> tuple[bool, bool]:
+    """One line per undo done (``prefix``) and per error: (one failed, one was done)."""
+    done, errors = undone
     for line in done:
-        say(f"lab tune: {line}", False)
+        say(f"{prefix}{line}", False)
     for line in errors:
         say(f"error: {line}", True)
     return bool(errors), bool(done)
