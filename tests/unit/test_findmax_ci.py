@@ -181,3 +181,24 @@ def test_the_plans_points_and_estimate_speak_of_the_search_not_of_a_target(
     assert point.endswith("; 2–8 trials per level (more while its verdict is uncertain)")
     # The most already counts every level still uncertain at max: no 'if no level is noisy'.
     assert "if no level is noisy" not in text
+
+
+def test_the_reports_trial_count_is_the_trials_each_level_took() -> None:
+    import pandas as pd
+
+    from vbench.report.data import ReportData, ReportView
+
+    # Run 20261127-063504 (local lab, repeat {min 3, max 6}, search.trials 2): levels took
+    # 2 to 7 trials (a noisy level's 6, then its verification); the header said '3–6
+    # trials per point (until the confidence target)', which no level took nor sought.
+    took = {0: 2, 1: 3, 2: 7}
+    trials = [{"point": p, "trial": t, "status": "ok"}
+              for p, n in took.items() for t in range(1, n + 1)]
+    trials.append({"point": 1, "trial": 4, "status": "interrupted"})  # measured nothing
+    run = {"run_id": "r", "status": "ok", "scenario": {
+        "repeat": {"min": 3, "max": 6, "target": {"ci_half_width": 0.05}},
+        "search": {"factor": "rate", "min": 50, "max": 800, "trials": 2}}}
+    points = [{"point": p, "labels": {"rate": str(50 * (p + 1))}} for p in took]
+    view = ReportView(ReportData(run=run, points=points, trials=trials,
+                                 samples=pd.DataFrame()))
+    assert view.trials_text == "2–7 trials per level (more while its verdict was uncertain)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -545,6 +546,14 @@ class ReportView:
             return (f"{rounds} round{'s' if rounds != 1 else ''} per point (until steady "
                     f"state, at most {steady.get('max_rounds', PTS_MAX_ROUNDS)})")
         adaptive = self.scenario.get("repeat")
+        if self.scenario.get("search") and isinstance(adaptive, Mapping):
+            # A find-max level takes search.trials, then more while its verdict is
+            # uncertain (and its verification): the trials the levels took, as stored.
+            took = Counter(int(t["point"]) for t in self.data.trials
+                           if t.get("status") != "interrupted").values()  # it measured nothing
+            lo, hi = (min(took), max(took)) if took else (0, 0)
+            return (f"{lo}–{hi} trials per level (more while its verdict was uncertain)"
+                    if lo != hi else f"{hi} trials per level")
         if isinstance(adaptive, Mapping):  # repeat: {min, max, target}: as many as needed
             lo, hi = adaptive.get("min", "?"), adaptive.get("max", "?")
             return f"{lo}–{hi} trials per point (until the confidence target)"
