@@ -408,3 +408,27 @@ def test_a_trial_not_watched_names_the_vcenter_that_did_not_answer() -> None:
     assert said == ["point 1 trial 2: vCenter's events not read (vcenter vc2: connection "
                     "refused); the trial is kept, not watched"]
     assert vs.extra_testbed["disturbances"][0]["action"] == "unread"
+
+
+def test_an_undo_that_cannot_reach_vcenter_is_said_and_the_rest_goes_on(tmp_path) -> None:
+    """A socket error (vCenter gone) during the undo at a run's end: journaled
+    undo_failed, said with the vCenter, and the next change still undone. It raised
+    ConnectionResetError out of the run's clean-up, before the run's VMs were removed."""
+    from vbench.vsphere.hygiene_tune import TuneJournal, undo_pending
+
+    journal = TuneJournal.in_dir(tmp_path)
+    for n, vc in ((1, "vc1"), (2, "vc2")):
+        journal.append({"id": f"t{n}", "kind": "power_policy", "vcenter": vc,
+                        "target": "esx1", "vm": None, "current": "balanced",
+                        "wanted": "high-performance", "state": "applied"})
+    asked: list[str] = []
+
+    def session_of(vc: str) -> object:
+        asked.append(vc)
+        raise ConnectionResetError(f"{vc} reset the connection")
+
+    done, errors = undo_pending(session_of, journal, lambda vc: lambda *_a: None)
+    assert asked == ["vc2", "vc1"] and done == []
+    assert errors[0] == ("lab tune undo on vcenter vc2: host esx1: power policy "
+                         "high-performance (now balanced): vc2 reset the connection")
+    assert [r["state"] for r in journal.read()][-2:] == ["undo_failed", "undo_failed"]

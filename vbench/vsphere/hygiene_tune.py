@@ -219,7 +219,8 @@ def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJourn
             journal.append({**rec, "state": "undone", "note": "object gone"})
             done.append(f"restored {what} (object gone)")
             continue
-        except (VbenchError, vmodl.MethodFault) as exc:
+        except Exception as exc:  # a vCenter gone (a socket error) too: said,
+            # and the rest of the undo and the run's VM clean-up after it go on
             journal.append({**rec, "state": "undo_failed", "error": _why(exc)})
             errors.append(f"lab tune undo on vcenter {rec['vcenter']}: {what}: {_why(exc)}")
             continue
