@@ -244,3 +244,20 @@ def test_a_warm_up_the_detector_ended_near_the_cap_is_not_called_capped() -> Non
     ]
     found = auto_warmups(trials, 10.0, settled={(0, 1): True, (0, 2): False})
     assert [a.capped for a in found] == [False, True, True]
+
+
+def test_a_cap_too_short_for_the_detector_is_refused_at_warmup_cap(tmp_path: Path) -> None:
+    # 40 observations at 0.25 s at the finest: under a 10 s cap the detector could never
+    # end a warm-up, and every trial would say 'the cap: not settled'.
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(driver="fio", params="{rw: randread, size: 8m}")
+                    .replace("warmup_cap: 40s", "warmup_cap: 8s"))
+    with pytest.raises(ConfigValidationError) as exc:
+        build_plan(load_scenario(path))
+    msg = str(exc.value)
+    assert "s.yaml:8:" in msg and "phases.warmup_cap" in msg, msg
+    assert "8 s is too short for warmup: auto: the detector ends a warm-up on 40 " \
+           "observations at the earliest (10 s at the finest interval); give at least " \
+           "10s, or a fixed warm-up" in msg
+    path.write_text(path.read_text().replace("warmup_cap: 8s", "warmup_cap: 10s"))
+    assert build_plan(load_scenario(path)).points[0].warmup == 10.0

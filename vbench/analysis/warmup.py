@@ -271,6 +271,12 @@ class WarmupEnd:
     reason: str  # why not yet, or why it ended without settling
 
 
+def shortest_auto_warmup() -> float:
+    """The shortest cap under which the detector can end a warm-up: its fewest
+    observations at the finest interval (a shorter cap always ends at the cap)."""
+    return SETTLED_BATCHES * BATCH * FINEST_INTERVAL
+
+
 def observation_interval(cap: float) -> float:
     """Seconds between observations of an automatic warm-up of at most ``cap`` seconds."""
     return min(1.0, max(FINEST_INTERVAL, cap / OBSERVATIONS_BY_CAP))

@@ -474,7 +474,10 @@ def _check_auto_warmup(spec: PointSpec, driver_cls: type[Workload] | None) -> No
     runs (``Workload.auto_warmup``); ``None``: several workloads in one trial."""
     sc = spec.scenario
     assert sc is not None and spec.source is not None
-    if not sc.phases.auto_warmup or (driver_cls is not None and driver_cls.auto_warmup):
+    if not sc.phases.auto_warmup:
+        return
+    if driver_cls is not None and driver_cls.auto_warmup:
+        _check_warmup_cap(spec)
         return
     who = ("several workloads in one trial" if driver_cls is None
            else f"the {sc.workload.driver if sc.workload else '?'} driver")
@@ -482,6 +485,22 @@ def _check_auto_warmup(spec: PointSpec, driver_cls: type[Workload] | None) -> No
         ("phases", "warmup"),
         f"auto needs a driver that reads its own throughput while it runs (fio); "
         f"{who} cannot end its warm-up early: give a duration")])
+
+
+def _check_warmup_cap(spec: PointSpec) -> None:
+    """A cap too short for the detector's fewest observations would end every warm-up
+    at the cap, the detector never heard."""
+    from vbench.analysis.warmup import BATCH, SETTLED_BATCHES, shortest_auto_warmup
+
+    sc = spec.scenario
+    assert sc is not None and spec.source is not None
+    cap, least = sc.phases.planned_warmup, shortest_auto_warmup()
+    if cap < least:
+        raise ConfigValidationError([spec.source.issue(
+            ("phases", "warmup_cap"),
+            f"{cap:g} s is too short for warmup: auto: the detector ends a warm-up on "
+            f"{SETTLED_BATCHES * BATCH} observations at the earliest ({least:g} s at the "
+            f"finest interval); give at least {least:g}s, or a fixed warm-up")])
 
 
 def _check_profiles(scenario: Scenario, lab: Lab, src: Any, lab_file: str) -> None:
