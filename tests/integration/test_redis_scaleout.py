@@ -364,3 +364,21 @@ def test_interrupt_mid_trial_leaves_no_process_behind(
     kinds = {e["what"] for e in done.events("redis_started")}
     assert kinds == {"redis-server", "nutcracker", "haproxy"} and len(groups) >= 6
     assert live_groups(groups) == []
+
+
+def test_a_client_that_measured_nothing_keeps_every_raw_output(
+    local_guests: LocalGuests, tmp_path: Path
+) -> None:
+    # No iteration of 10^9 requests ends in a 1 s steady phase: the first client's CSV
+    # fails the collect. It stopped there, so the other client's CSV and the server's
+    # log, what a reviewer reads to see why, were not fetched.
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    base = {"servers": 1, "clients": 1, "twemproxy": False, "haproxy": False,
+            "keyspace": 10, "loop_requests": 10**9, **free_ports(local_guests)}
+    done = run(tmp_path, scenario(tmp_path / "s.yaml", base, steady="1s"), lab)
+    (trial,) = done.trials
+    assert trial.status == "failed" and "no iteration" in (trial.error or ""), trial.error
+    raw = done.rundir.path / "raw" / "0-1"
+    names = {p.name for p in raw.rglob("*") if p.is_file()}
+    assert {"c01-get.csv", "c01-set.csv"} <= names, names
+    assert [n for n in names if n.startswith("redis-") and n.endswith(".log")], names

@@ -489,20 +489,31 @@ class RedisScaleout(Workload):
         layout = self._require_layout()
         if not self._clients:
             return []  # a trial that failed before its clients ran measured nothing
-        figures = [self._client_figures(ctx, c) for c in layout.clients
-                   if c.id in self._clients]
+        figures: list[ClientFigures] = []
+        failed: list[GuestError] = []
+        for c in layout.clients:  # every client's output fetched, even after one fails
+            if c.id in self._clients:
+                try:
+                    figures.append(self._client_figures(ctx, c))
+                except GuestError as exc:
+                    failed.append(exc)
+        self._fetch_logs(ctx, layout)
+        if failed:
+            raise failed[0]
         seconds = [client_seconds(self.params, f) for f in figures]
         if self._steady_started is not None and seconds and None not in seconds:
             # The clients ran at once: the window is the longest one's own elapsed time.
             longest = max(s for s in seconds if s is not None)
             ctx.workload_window(self._steady_started, self._steady_started + longest)
         sizes = redis_guest.dbsize(ctx.guests[CLIENTS][0], [s.endpoint for s in layout.servers])
+        return samples_for(self.params, layout, figures, sizes)
+
+    def _fetch_logs(self, ctx: TrialContext, layout: topo.Layout) -> None:
         for name, (guest, d) in self._dirs.items():
             for inst in layout.on(name):  # server and proxy logs, for a reviewer
                 with contextlib.suppress(VbenchError, OSError):
                     guest.get(f"{d}/{inst.kind}-{inst.port}.log",
                               ctx.raw_path(name, f"{inst.kind}-{inst.port}.log"))
-        return samples_for(self.params, layout, figures, sizes)
 
     def _client_figures(self, ctx: TrialContext, c: topo.ClientProcess) -> ClientFigures:
         item = self._clients[c.id]
