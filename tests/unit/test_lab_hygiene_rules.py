@@ -161,6 +161,14 @@ def test_events_and_tasks_are_classified() -> None:
                                               "source_host": "esx1"}) == (
         "migration", "vMotion of guest1 from esx1 to esx2")
     assert classify_event("DrsVmMigratedEvent", {"vm": "g"})[0] == "migration"
+    # The host stayed (a Storage vMotion; vcsim records the source host as both): the
+    # VM is not said to have moved to the host it left ("from esx1 to esx1" before).
+    assert classify_event("VmMigratedEvent", {"vm": "g", "host": "esx1", "source_host": "esx1",
+                                              "ds": "ds2", "source_ds": "ds1"}) == (
+        "migration", "vMotion of g on esx1 (datastore ds1 to ds2)")
+    assert classify_event("VmMigratedEvent", {"vm": "g", "host": "esx1", "source_host": "esx1",
+                                              "ds": "ds1", "source_ds": "ds1"})[1] == \
+        "vMotion of g on esx1"
     assert classify_event("EnteredMaintenanceModeEvent", {"host": "esx3"}) == (
         "host", "host esx3 entered maintenance mode")
     assert classify_event("DasHostFailedEvent", {"host": "esx3"})[0] == "ha"

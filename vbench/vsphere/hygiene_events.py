@@ -66,9 +66,7 @@ def classify_event(kind: str, args: Mapping[str, str | None], alarm_to: str | No
     ``source_host``, ``alarm``), or None when it disturbs nothing. Pure."""
     vm, host = args.get("vm"), args.get("host")
     if kind in MIGRATIONS:
-        to = f" to {host}" if host else ""
-        frm = f" from {args['source_host']}" if args.get("source_host") else ""
-        return "migration", f"{MIGRATIONS[kind]} of {vm}{frm}{to}"
+        return "migration", f"{MIGRATIONS[kind]} of {vm}{_moved(args)}"
     if kind.startswith("Das") or "Failover" in kind or kind in (
             "VmRestartedOnAlternateHostEvent", "VmDasBeingResetEvent"):
         return "ha", f"HA {kind.removesuffix('Event')} on {vm or host}"
@@ -79,6 +77,18 @@ def classify_event(kind: str, args: Mapping[str, str | None], alarm_to: str | No
     if kind in VM_EVENTS and vm:
         return "vm", f"{vm} {VM_EVENTS[kind]}"
     return None
+
+
+def _moved(args: Mapping[str, str | None]) -> str:
+    """" from esx1 to esx2", or " on esx1 (datastore ds1 to ds2)" when the host stayed
+    (a Storage vMotion; vcsim also records the source host as the destination: it is
+    never said to have moved a VM to the host it left)."""
+    host, src = args.get("host"), args.get("source_host")
+    ds, src_ds = args.get("ds"), args.get("source_ds")
+    storage = f" (datastore {src_ds} to {ds})" if ds and src_ds and ds != src_ds else ""
+    if host and src and host == src:
+        return f" on {host}{storage}"
+    return (f" from {src}" if src else "") + (f" to {host}" if host else "") + storage
 
 
 def classify_task(description: str, entity: str) -> tuple[str, str]:
@@ -184,7 +194,8 @@ def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offs
     args = {"vm": _name(getattr(e, "vm", None)), "host": _name(getattr(e, "host", None)),
             "source_host": _name(getattr(e, "sourceHost", None)),
             "cluster": _name(getattr(e, "computeResource", None)),
-            "alarm": _name(getattr(e, "alarm", None))}
+            "alarm": _name(getattr(e, "alarm", None)), "ds": _name(getattr(e, "ds", None)),
+            "source_ds": _name(getattr(e, "sourceDatastore", None))}
     if not any(v in objects for v in (args["vm"], args["host"], args["cluster"]) if v):
         return None
     kind = type(e).__name__.rsplit(".", 1)[-1]
