@@ -48,6 +48,18 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     return load_scenario(p).model
 
 
+def test_a_group_named_like_another_groups_tile_is_refused(tmp_path: Path) -> None:
+    # web-2 beside web: tile 2's copy of web and the group web-2 were merged into one
+    # group by the plan (its groups line read "web = w0; web-2 = …").
+    clash = BUNDLE.replace("  db: {count: 1}\n", "  db: {count: 1}\n  db-2: {count: 1}\n")
+    with pytest.raises(ConfigValidationError) as exc:
+        _load(tmp_path, clash)
+    assert [str(i) for i in exc.value.issues] == [
+        f"{tmp_path / 's.yaml'}:6:9: topology.db-2: with `tiles:` 'db-2' names tile 2 of "
+        "group 'db' (its copies are db-1 … db-N): rename this group"]
+    _load(tmp_path, clash.replace("tiles: {count: 3}\n", ""))  # no tiles: no clash
+
+
 def test_groups_are_bound_once_for_every_tile_and_split_in_order(tmp_path: Path) -> None:
     sc = _load(tmp_path, BUNDLE)
     wide = tiled_topology(sc, {"web", "db"})

@@ -73,6 +73,21 @@ def bundle_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
                         f"{WORKLOAD_NAME} (it prefixes metrics: {name}.<metric>)"))
     if scenario.workloads:
         out += _default_paths(scenario)
+    if scenario.tiles is not None:
+        out += _tile_name_clashes(scenario)
+    return out
+
+
+def _tile_name_clashes(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str]]:
+    """A group named like another's tile copy (``web-2`` beside ``web``): the two would
+    be one group to the plan, provisioning and clean-up."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for name in scenario.topology:
+        m = re.fullmatch(r"(.+)-([0-9]+)", name)
+        if m and m.group(1) in scenario.topology:
+            out.append((("topology", name), f"with `tiles:` {name!r} names tile "
+                        f"{int(m.group(2))} of group {m.group(1)!r} (its copies are "
+                        f"{m.group(1)}-1 … {m.group(1)}-N): rename this group"))
     return out
 
 
