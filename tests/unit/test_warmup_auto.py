@@ -261,3 +261,20 @@ def test_a_cap_too_short_for_the_detector_is_refused_at_warmup_cap(tmp_path: Pat
            "10s, or a fixed warm-up" in msg
     path.write_text(path.read_text().replace("warmup_cap: 8s", "warmup_cap: 10s"))
     assert build_plan(load_scenario(path)).points[0].warmup == 10.0
+
+
+def test_the_learned_overhead_of_an_automatic_warm_up_run_counts_the_warm_up_it_took() -> None:
+    # A trial of cap 300 s whose detector ended its warm-up after 16 s: 16 + 3 s of
+    # phases and 4 s of vbench's own work (prepare, collect, teardown). Against the cap
+    # its overhead was -280 s, clamped to none: the plan's estimate forgot the 4 s.
+    from vbench.engine.estimate import learned_from
+    from vbench.results.store import RunRow, TrialRow
+
+    run = RunRow("r", "s", "ok", 1000.0, 1100.0, (), {"phases": {
+        "warmup": "auto", "warmup_cap": 300, "steady": 3, "cooldown": 0}}, {}, None, {},
+        None, None, "1", 1, 2, 0)
+    trials = [TrialRow(0, n, "ok", None, {
+        "prepare_start": t, "warmup_start": t + 1.5, "steady_start": t + 17.5,
+        "teardown_end": t + 23.0}, t, t + 23.0) for n, t in ((1, 1001.0), (2, 1030.0))]
+    learned = learned_from([(run, trials)])
+    assert learned is not None and learned.per_trial == pytest.approx(4.0)

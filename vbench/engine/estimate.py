@@ -80,15 +80,17 @@ def learned_from(runs: Sequence[tuple[RunRow, Sequence[TrialRow]]]) -> Learned |
     setup: list[float] = []
     finish: list[float] = []
     for run, trials in runs:
-        phases = _planned_phases(run.scenario)
-        spans = [(t.phases.get("prepare_start"), t.phases.get("teardown_end"))
-                 for t in trials if t.status == "ok"]  # fmt: skip
-        spans = [(a, b) for a, b in spans if a is not None and b is not None]
+        ok = [t for t in trials if t.status == "ok"
+              and t.phases.get("prepare_start") is not None
+              and t.phases.get("teardown_end") is not None]
+        spans = [(t.phases["prepare_start"], t.phases["teardown_end"]) for t in ok]
         if not spans or run.ended is None:
             continue
         # A run's trials in total matter: their mean overhead (a median would drop
         # the slow trials that every run has), then the median over runs.
-        per_trial.append(statistics.fmean(b - a - phases for a, b in spans))
+        per_trial.append(statistics.fmean(
+            float(b) - float(a) - _trial_phases(run.scenario, t)
+            for (a, b), t in zip(spans, ok, strict=True)))
         setup.append(min(a for a, _ in spans) - run.started)
         finish.append(run.ended - max(b for _, b in spans))
     if not per_trial:
@@ -107,6 +109,19 @@ def _planned_phases(scenario: Mapping[str, Any]) -> float:
     ph = scenario.get("phases") or {}
     # An automatic warm-up is planned at its cap ("auto" is no number).
     return planned_seconds(ph) + sum(float(ph.get(k) or 0.0) for k in ("steady", "cooldown"))
+
+
+def _trial_phases(scenario: Mapping[str, Any], trial: TrialRow) -> float:
+    """The phases one trial ran: the planned ones, but an automatic warm-up as long as
+    its marks say (against its cap, what vbench itself spends would come out negative)."""
+    from vbench.config.warmup import auto_cap
+
+    ph = scenario.get("phases") or {}
+    start, steady = trial.phases.get("warmup_start"), trial.phases.get("steady_start")
+    if auto_cap(ph) is None or start is None or steady is None:
+        return _planned_phases(scenario)
+    return float(steady) - float(start) + sum(float(ph.get(k) or 0.0)
+                                              for k in ("steady", "cooldown"))
 
 
 def _driver_extra(plan: Plan) -> float:
