@@ -4,6 +4,7 @@ workload's QoS per tile, and the score (values chosen so it can be computed by h
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -58,6 +59,25 @@ def test_a_group_named_like_another_groups_tile_is_refused(tmp_path: Path) -> No
         f"{tmp_path / 's.yaml'}:6:9: topology.db-2: with `tiles:` 'db-2' names tile 2 of "
         "group 'db' (its copies are db-1 … db-N): rename this group"]
     _load(tmp_path, clash.replace("tiles: {count: 3}\n", ""))  # no tiles: no clash
+
+
+def test_the_factor_named_tiles_is_the_tile_count_labelled_with_it(tmp_path: Path) -> None:
+    # The point label `tiles` is read as the tile count: levels labelled 'one', 'two'
+    # ran, then the run's finish died on int('one') ("internal error: ValueError").
+    labelled = BUNDLE.replace("tiles: {count: 3}\n", "tiles: {count: 1}\nfactors:\n  tiles:\n"
+                              "    path: tiles.count\n    levels:\n"
+                              "      - {label: one, value: 1}\n      - {label: '2', value: 2}\n")
+    with pytest.raises(ConfigValidationError) as exc:
+        _load(tmp_path, labelled)
+    assert [str(i).split(": ", 1)[1] for i in exc.value.issues] == [
+        "factors.tiles.levels.0.label: a level of `tiles` is labelled with its count: 1, "
+        "not 'one'"]
+    other = labelled.replace("path: tiles.count", "path: workloads.web.params.size")
+    with pytest.raises(ConfigValidationError, match=re.escape(
+            "factors.tiles: the factor `tiles` is the tile count: give it path: tiles.count, "
+            "or another name")):
+        _load(tmp_path, other)
+    _load(tmp_path, labelled.replace("{label: one, value: 1}", "{label: '1', value: 1}"))
 
 
 def test_groups_are_bound_once_for_every_tile_and_split_in_order(tmp_path: Path) -> None:

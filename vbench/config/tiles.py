@@ -74,7 +74,28 @@ def bundle_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
     if scenario.workloads:
         out += _default_paths(scenario)
     if scenario.tiles is not None:
-        out += _tile_name_clashes(scenario)
+        out += _tile_name_clashes(scenario) + _tiles_factor(scenario)
+    return out
+
+
+def _tiles_factor(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str]]:
+    """A point's label ``tiles`` is its tile count (the per-tile checks and the answer
+    read it): a factor of that name must set ``tiles.count`` and be labelled with it."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    factor = scenario.factors.get(TILES_LABEL)
+    search = scenario.search
+    if search is not None and search.factor == TILES_LABEL and search.path != "tiles.count":
+        out.append((("search", "factor"), "the factor `tiles` is the tile count: give it "
+                    "path: tiles.count, or another name"))
+    if factor is None:
+        return out
+    if factor.path != "tiles.count":
+        return [*out, (("factors", TILES_LABEL), "the factor `tiles` is the tile count: give "
+                       "it path: tiles.count, or another name")]
+    for i, lv in enumerate(factor.levels):
+        if lv.value is not None and lv.label != str(lv.value):
+            out.append((("factors", TILES_LABEL, "levels", i, "label"), f"a level of `tiles` "
+                        f"is labelled with its count: {lv.value}, not {lv.label!r}"))
     return out
 
 
