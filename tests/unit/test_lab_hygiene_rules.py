@@ -440,3 +440,26 @@ def test_an_undo_that_cannot_reach_vcenter_is_said_and_the_rest_goes_on(tmp_path
     assert errors[0] == ("lab tune undo on vcenter vc2: host esx1: power policy "
                          "high-performance (now balanced): vc2 reset the connection")
     assert [r["state"] for r in journal.read()][-2:] == ["undo_failed", "undo_failed"]
+
+
+def test_a_resumed_run_keeps_the_disturbances_of_the_trials_it_keeps(tmp_path) -> None:
+    """The earlier session's disturbed trial 1 is kept by the resumed run: its flag stays
+    in the testbed (and so in the verdict's warnings); trial 2 runs again, so what was
+    found in its interrupted attempt is not. The testbed held only the new session's."""
+    import json
+    from types import SimpleNamespace as NS
+
+    from vbench.engine.hygiene import DISTURBANCES_FILE, RunHygiene
+
+    entries = [{"id": f"point 1 trial {t} #{t}", "point": 0, "trial": t, "action": "flag",
+                "text": f"vMotion of g1 on esx1 at 12:00:0{t}", "events": []} for t in (1, 2)]
+    (tmp_path / DISTURBANCES_FILE).write_text(
+        "".join(json.dumps(e) + "\n" for e in entries) + '{"id": "cut sh')
+    vs = NS(scenario=NS(lab_hygiene=None, disturbance=None), extra_testbed={})
+    hygiene = RunHygiene(vs)  # type: ignore[arg-type]
+    hygiene.resumed(tmp_path, {(0, 1)})
+    hygiene._publish()
+    assert vs.extra_testbed["disturbances"] == [entries[0]]
+    assert hygiene_warnings({"testbed": vs.extra_testbed}) == [
+        "point 1 trial 1 disturbed: vMotion of g1 on esx1 at 12:00:01 (kept in the "
+        "statistics)"]

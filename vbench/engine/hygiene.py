@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,13 +187,22 @@ class RunHygiene:
         why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
         self.notice(f"point {result.point + 1} trial {result.trial}: vCenter's events not "
                     f"read ({why}); the trial is kept, not watched")
-        self.disturbed.append({"id": f"point {result.point + 1} trial {result.trial} "
-                                     f"#{len(self.disturbed) + 1}",
-                               "point": result.point, "trial": result.trial,
-                               "action": "unread", "text": f"events not read: {why}",
-                               "events": []})
-        self._publish()
-        self.on_change()
+        self._keep(result, "unread", f"events not read: {why}", [])
+
+    def resumed(self, run_dir: Path, done: Collection[tuple[int, int]]) -> None:
+        """A resumed run keeps what its earlier sessions found in the trials it keeps
+        (``done``: (point, trial)); a trial it runs again is watched again."""
+        try:
+            lines = (run_dir / DISTURBANCES_FILE).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:  # a line a kill -9 cut short
+                continue
+            if isinstance(entry, dict) and (entry.get("point"), entry.get("trial")) in done:
+                self.disturbed.append(entry)
 
     def _disturbances(self, window: tuple[float, float]) -> list[Disturbance]:
         vs = self.vsphere
@@ -234,10 +243,15 @@ class RunHygiene:
     def _record(self, result: TrialResult, found: list[Disturbance], start: float | None,
                 action: str) -> None:
         texts = [disturbance_text(d, start) for d in found]
+        self._keep(result, action, "; ".join(texts), [d.to_json() for d in found])
+
+    def _keep(self, result: TrialResult, action: str, text: str,
+              events: list[dict[str, Any]]) -> None:
+        """One disturbed (or not watched) attempt: in the testbed and disturbances.jsonl."""
         entry = {"id": f"point {result.point + 1} trial {result.trial} "
                        f"#{len(self.disturbed) + 1}",
                  "point": result.point, "trial": result.trial, "action": action,
-                 "text": "; ".join(texts), "events": [d.to_json() for d in found]}
+                 "text": text, "events": events}
         self.disturbed.append(entry)
         if self.run_dir is not None:
             with (self.run_dir / DISTURBANCES_FILE).open("a", encoding="utf-8") as fh:

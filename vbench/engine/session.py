@@ -217,6 +217,8 @@ def _run(live: _Live, results_dir: Path) -> None:
     live.pool.set_recorder(ledger)
     if req.resume:  # what an earlier session tuned, restored before this one tunes
         _undo_earlier_tune(live.session.lab.model, rundir)
+        if live.hygiene is not None:  # and what it found in the trials kept
+            live.hygiene.resumed(rundir.path, done)
     testbed = _provision(live, rundir, ledger)
     schedule = _schedule(live, rundir, done)
     env = _environment(live, rundir)
