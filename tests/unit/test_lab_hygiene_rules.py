@@ -154,6 +154,10 @@ def test_tune_proposes_only_what_breaks_the_rules() -> None:
     off = r.LabFacts("vc1", clusters=(r.ClusterFacts("C1", drs_enabled=False),),
                      run_vms=("vm1",))
     assert propose(off, SPEC) == []
+    # A host whose policy vCenter does not report: the undo could not set it back (it
+    # proposed 'now ?' and its undo failed forever: 'power policy None is not available').
+    unknown = r.LabFacts("vc1", hosts=(r.HostFacts("h3", power_policy=None),))
+    assert propose(unknown, SPEC) == []
 
 
 def test_events_and_tasks_are_classified() -> None:

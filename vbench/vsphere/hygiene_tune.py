@@ -74,7 +74,8 @@ def propose(facts: LabFacts, spec: LabHygiene, vms: Sequence[str] | None = None
     if spec.power_policy != "ignore":
         for h in facts.hosts:
             now = policy_name(h.power_policy)
-            if now != spec.wanted_policy:
+            # A policy vCenter does not report could not be set back: not changed.
+            if now is not None and now != spec.wanted_policy:
                 out.append(TuneChange("power_policy", facts.vcenter, h.name, None, now,
                                       spec.wanted_policy))
     return out
