@@ -467,3 +467,20 @@ def test_a_resumed_run_keeps_the_disturbances_of_the_trials_it_keeps(tmp_path) -
     assert hygiene_warnings({"testbed": vs.extra_testbed}) == [
         "point 1 trial 1 disturbed: vMotion of g1 on esx1 at 12:00:01 (kept in the "
         "statistics)"]
+
+
+def test_a_change_whose_apply_failed_is_still_looked_at_by_the_undo(tmp_path) -> None:
+    """An apply that failed while vbench waited for vCenter's task (Ctrl-C, a timeout)
+    may have been made: the undo looks at it (and leaves it when it was not made:
+    undo_step 'already'). It was dropped from the undo, so an override made anyway on a
+    `vm: existing` VM stayed."""
+    from vbench.vsphere.hygiene_tune import TuneJournal
+
+    journal = TuneJournal.in_dir(tmp_path)
+    rec = {"id": "t1", "kind": "drs_override", "vcenter": "vc1", "target": "C1",
+           "vm": "db1", "current": None, "wanted": "manual"}
+    journal.append({**rec, "state": "applying"})
+    journal.append({**rec, "state": "apply_failed", "error": "interrupted by the user"})
+    assert [p["state"] for p in journal.pending()] == ["apply_failed"]
+    journal.append({**rec, "state": "undone", "note": "already as recorded"})
+    assert journal.pending() == []

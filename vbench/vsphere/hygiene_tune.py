@@ -7,7 +7,8 @@ else is ever changed.
 
 Every change is journaled in a ``tune.jsonl`` (the run directory's, or the lab's for a
 `lab tune --apply` outside a run) *before* vCenter is asked, with the state it replaces
-(``applying``, then ``applied``/``apply_failed``, ``undone`` once restored). The undo
+(``applying``, then ``applied``/``apply_failed``, ``undone`` once restored or found
+never made). The undo
 (:func:`undo_pending`) restores exactly what was recorded: an override the VM did not
 have is removed, one it had is set back; a power policy is set back to the recorded one.
 Only a change still as vbench made it is set back (:func:`undo_step`): one in the
@@ -34,8 +35,10 @@ from vbench.vsphere.hygiene_rules import STILL_DRS, LabFacts, policy_name
 from vbench.vsphere.inventory import Inventory, NotInInventory
 
 TUNE_FILE = "tune.jsonl"
-# A failed vCenter call changed nothing (one call, or one task, per change): not pending.
-PENDING = ("applying", "applied", "undo_failed")
+# Every change not undone is pending, a failed one too: a wait cut short (Ctrl-C, a
+# timeout, a socket error) does not mean vCenter did not make it. The undo reads the
+# object first (undo_step), so one that was never made is not touched.
+PENDING = ("applying", "applied", "apply_failed", "undo_failed")
 SHORT_NAMES = {v: k for k, v in {"static": "high-performance", "dynamic": "balanced",
                                  "low": "low-power", "custom": "custom"}.items()}
 Wait = Callable[[Any, str, str], Any]  # task, target, operation -> result (raises on error)
@@ -231,5 +234,6 @@ def undo_pending(session_of: Callable[[str], VSphereSession], journal: TuneJourn
         else:  # not pending any more: nothing of vbench's is left to set back
             note = "already as recorded" if step == "already" else step
             journal.append({**rec, "state": "undone", "note": note})
-            done.append(f"{'restored' if step == 'already' else 'left'} {what}: {note}")
+            done.append(f"nothing to restore: {what} ({note})" if step == "already"
+                        else f"left {what}: {note}")
     return done, errors
