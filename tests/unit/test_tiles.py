@@ -264,35 +264,31 @@ def test_without_tiles_the_answer_says_where_every_workload_passes(tmp_path: Pat
     assert a.details == ("rate=1000: fails victim: lat mean ≤ 5",)
 
 
-def test_a_workloads_criterion_naming_no_metric_of_its_driver_is_located(
-        tmp_path: Path) -> None:
+def _plan_issues(tmp_path: Path, db_extra: str) -> list[str]:
+    """The plan's errors for BUNDLE with ``db_extra`` lines under the workload db."""
     from vbench.engine.plan import build_plan
 
-    bad = BUNDLE.replace("    params: {rw: randwrite, size: 8m}\n", "    params: {rw: randwrite, "
-                         "size: 8m}\n    qos: [{metric: write_lat_p99, op: '<=', threshold: 1}]\n")
     p = tmp_path / "s.yaml"
-    p.write_text(bad)
+    p.write_text(BUNDLE.replace("    params: {rw: randwrite, size: 8m}\n",
+                                f"    params: {{rw: randwrite, size: 8m}}\n{db_extra}"))
     with pytest.raises(ConfigValidationError) as exc:
         build_plan(load_scenario(p))
-    assert [str(i) for i in exc.value.issues] == [
-        f"{p}:13:20: workloads.db.qos.0.metric: no metric write_lat_p99 in fio's catalogue; "
-        "did you mean write_clat_p99?"]
+    return [str(i).removeprefix(f"{p}:") for i in exc.value.issues]
+
+
+def test_a_workloads_criterion_naming_no_metric_of_its_driver_is_located(
+        tmp_path: Path) -> None:
+    assert _plan_issues(tmp_path, "    qos: [{metric: write_lat_p99, op: '<=', threshold: 1}]\n"
+                        ) == ["13:20: workloads.db.qos.0.metric: no metric write_lat_p99 in "
+                              "fio's catalogue; did you mean write_clat_p99?"]
 
 
 def test_a_workloads_score_naming_no_metric_of_its_driver_is_located(tmp_path: Path
                                                                      ) -> None:
     # It validated, and the run gave no score at all (no reference for the typo).
-    from vbench.engine.plan import build_plan
-
-    bad = BUNDLE.replace("    params: {rw: randwrite, size: 8m}\n",
-                         "    params: {rw: randwrite, size: 8m}\n    score: write_iopz\n")
-    p = tmp_path / "s.yaml"
-    p.write_text(bad)
-    with pytest.raises(ConfigValidationError) as exc:
-        build_plan(load_scenario(p))
-    assert [str(i) for i in exc.value.issues] == [
-        f"{p}:13:12: workloads.db.score: no metric write_iopz in fio's catalogue; "
-        "did you mean write_iops?"]
+    assert _plan_issues(tmp_path, "    score: write_iopz\n") == [
+        "13:12: workloads.db.score: no metric write_iopz in fio's catalogue; did you mean "
+        "write_iops?"]
 
 
 def test_a_factor_of_a_bundle_says_which_workload_it_sets(tmp_path: Path) -> None:
