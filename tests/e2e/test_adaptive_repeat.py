@@ -155,8 +155,12 @@ def test_a_find_max_search_with_an_adaptive_repeat_runs_and_reports(
 ) -> None:
     example = Path(__file__).parents[2] / "examples" / "fio-findmax-local.yaml"
     s = tmp_path / "findmax.yaml"
+    # A 1 s window and a 25 % gap: ~6 levels instead of ~9 (the suite's time), enough
+    # for levels that pass, fail and are verified.
     s.write_text(example.read_text().replace(
-        "repeat: 1\n", "repeat: {min: 3, max: 3, target: {ci_half_width: 5%}}\n"))
+        "repeat: 1\n", "repeat: {min: 3, max: 3, target: {ci_half_width: 5%}}\n").replace(
+        "  steady: 2s\n", "  steady: 1s\n").replace("gap: 5,", "gap: 25,"))
+    assert "  steady: 1s\n" in s.read_text() and "gap: 25," in s.read_text()
     lab = write_lab(tmp_path / "lab.yaml", local_guests)
     res = vbench("run", str(s), "--lab", str(lab), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
