@@ -484,3 +484,19 @@ def test_a_change_whose_apply_failed_is_still_looked_at_by_the_undo(tmp_path) ->
     assert [p["state"] for p in journal.pending()] == ["apply_failed"]
     journal.append({**rec, "state": "undone", "note": "already as recorded"})
     assert journal.pending() == []
+
+
+def test_a_task_running_through_the_window_is_asked_for() -> None:
+    """A relocation started before the steady window and still running after it: the
+    window's query by start time misses it; the tasks in progress started before the
+    window are added (those started in it come from the window's query)."""
+    import datetime as dt
+    from types import SimpleNamespace as NS
+
+    from vbench.vsphere.hygiene_events import started_before
+
+    begin = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    long_one = NS(state="running", startTime=begin - dt.timedelta(minutes=3))
+    inside = NS(state="running", startTime=begin + dt.timedelta(seconds=5))
+    queued = NS(state="queued", startTime=None)
+    assert started_before([long_one, inside, queued], begin) == [long_one]

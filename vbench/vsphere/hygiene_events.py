@@ -164,6 +164,14 @@ def tasks_in_progress(session: VSphereSession) -> list[Any]:
                                             lambda c: c.ReadNextTasks(PAGE)))
 
 
+def started_before(running: Sequence[Any], begin: dt.datetime) -> list[Any]:
+    """The tasks still running now that started before the window: they ran through
+    it (a Storage vMotion started in the cool-down before), and the window's query by
+    start time does not return them. Pure."""
+    return [t for t in running if str(getattr(t, "state", "")) == "running"
+            and getattr(t, "startTime", None) is not None and t.startTime < begin]
+
+
 def _stamp(when: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(when, tz=dt.UTC)
 
@@ -180,7 +188,8 @@ def read_disturbances(
     shown = shown or {}
     events = [d for e in _events(session, begin, end)
               if (d := _from_event(e, objects, shown, offset, ignore_user)) is not None]
-    tasks = [d for t in _tasks(session, begin, end)
+    tasks = [d for t in [*_tasks(session, begin, end),
+                         *started_before(tasks_in_progress(session), begin)]
              if (d := _from_task(t, objects, shown, offset, own_tasks, ignore_user))
              is not None]
     return sorted(said_once(events, tasks), key=lambda d: d.at)
