@@ -278,3 +278,15 @@ def test_the_learned_overhead_of_an_automatic_warm_up_run_counts_the_warm_up_it_
         "teardown_end": t + 23.0}, t, t + 23.0) for n, t in ((1, 1001.0), (2, 1030.0))]
     learned = learned_from([(run, trials)])
     assert learned is not None and learned.per_trial == pytest.approx(4.0)
+
+
+def test_the_plan_shows_the_warm_up_fio_before_the_measured_one(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(driver="fio", params="{rw: randread, size: 8m}"))
+    commands = build_plan(load_scenario(path)).points[0].commands
+    steps = [c.step for c in commands]
+    assert steps.index("warm-up") == steps.index("run") - 1, steps
+    warm = commands[steps.index("warm-up")]
+    # The cap of 40 s leaves room for 80 observations at 0.5 s.
+    assert "--status-interval=500ms" in warm.argv and warm.files == ("warmup.fio",)
+    assert warm.background

@@ -450,6 +450,9 @@ def _plan_point(
     ph = sc.phases
     warmup = ph.planned_warmup  # an automatic warm-up is planned at its cap
     commands = tuple(workload.planned_commands(warmup, ph.steady))
+    if ph.auto_warmup:  # the warm-up the detector ends runs before the trial's run
+        at = next((i for i, c in enumerate(commands) if c.step == "run"), len(commands))
+        commands = (*commands[:at], *workload.planned_auto_warmup(warmup), *commands[at:])
     return PlannedPoint(
         index=spec.index,
         labels=dict(spec.labels),

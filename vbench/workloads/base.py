@@ -84,7 +84,7 @@ class PlannedCommand:
     """A command a step will run, as shown by ``vbench plan``."""
 
     role: str
-    step: str  # prepare | run | collect | teardown
+    step: str  # prepare | warm-up (an automatic one) | run | collect | teardown
     argv: tuple[str, ...]
     files: tuple[str, ...] = ()  # names of files pushed to the guest first
     background: bool = False
@@ -263,6 +263,11 @@ class Workload(ABC):
     @abstractmethod
     def planned_commands(self, warmup: float, steady: float) -> list[PlannedCommand]:
         """The commands a trial will run, for ``vbench plan``."""
+
+    def planned_auto_warmup(self, cap: float) -> list[PlannedCommand]:
+        """The commands of an automatic warm-up of at most ``cap`` seconds (``auto_warmup``
+        drivers), shown by ``vbench plan`` before the trial's run."""
+        return []
 
     def estimated_seconds(self, warmup: float, steady: float, cooldown: float) -> float:
         """Wall time of one trial, for the plan's estimate."""

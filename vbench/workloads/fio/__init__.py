@@ -185,6 +185,13 @@ class FioWorkload(Workload):
         cmds.append(PlannedCommand(ROLE, "teardown", ("rm", "-rf", d)))
         return cmds
 
+    def planned_auto_warmup(self, cap: float) -> list[PlannedCommand]:
+        d = "<workdir>/<run_id>/fio-<guest>-p<point>-t<trial>"
+        argv = fio_warmup.status_argv(f"{d}/{fio_warmup.RESULT}", f"{d}/{fio_warmup.JOB}",
+                                      observation_interval(cap))
+        return [PlannedCommand(ROLE, "warm-up", tuple(argv), files=(fio_warmup.JOB,),
+                               background=True)]
+
     # ------------------------------------------------------------------ prepare
 
     def prepare(self, ctx: TrialContext) -> None:
