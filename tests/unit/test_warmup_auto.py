@@ -290,3 +290,18 @@ def test_the_plan_shows_the_warm_up_fio_before_the_measured_one(tmp_path: Path) 
     # The cap of 40 s leaves room for 80 observations at 0.5 s.
     assert "--status-interval=500ms" in warm.argv and warm.files == ("warmup.fio",)
     assert warm.background
+
+
+def test_the_runs_first_line_gives_an_adaptive_runs_time_as_a_range(tmp_path: Path) -> None:
+    # 'running 1 point × 3–5 trials (estimated 1m52s)' (run 20261127-063657): the time
+    # of the fewest trials only, where plan said 'estimated 1m52s–3m4s'.
+    from vbench.cli.progress import _run_text
+    from vbench.config.types import format_duration
+
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(driver="fio", params="{rw: randread, size: 8m}")
+                    + "repeat: {min: 3, max: 5, target: {ci_half_width: 5%}}\n")
+    plan = build_plan(load_scenario(path))
+    lo, hi = (format_duration(s) for s in plan.seconds_span)
+    assert lo != hi
+    assert _run_text(plan) == f"running 1 point × 3–5 trials (estimated {lo}–{hi})"

@@ -255,6 +255,8 @@ def _run_text(plan: Plan, kept: Kept | None = None) -> str:
                    + plan.trials_seconds * left / max(1, plan.n_trials))
         return (f"running the {counted(left, 'trial')} left of {size} "
                 f"(estimated {format_duration(seconds)})")
+    if search is None and plan.repeat_max is not None:  # as the plan says: min..max
+        return f"running {size} (estimated {span(plan.seconds_span, format_duration)})"
     if search is None or est is None:
         return f"running {size} (estimated {format_duration(plan.estimated_seconds)})"
     if kept is not None:  # its first trial says what the search has left
