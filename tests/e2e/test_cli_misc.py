@@ -50,7 +50,9 @@ def test_schema_is_json_schema_of_both_files() -> None:
     sc = json.loads(vbench("schema").stdout)
     assert sc["title"] == "vbench scenario file"
     assert {"version", "name", "topology", "workload", "phases"} <= set(sc["properties"])
-    assert set(sc["required"]) >= {"version", "name", "workload", "phases"}
+    assert set(sc["required"]) >= {"version", "name", "phases"}
+    # One workload (`workload:`) or several at once (`workloads:`), never neither nor both.
+    assert sc["oneOf"] == [{"required": ["workload"]}, {"required": ["workloads"]}]
     # A workload that acts on vCenter alone (vcbench, content_library) needs no guests.
     assert "topology" not in sc["required"]
     lab = json.loads(vbench("schema", "--lab").stdout)

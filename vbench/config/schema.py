@@ -20,6 +20,10 @@ def json_schema(kind: str = "scenario") -> dict[str, Any]:
     schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"vbench {kind} file"
+    if kind == "scenario":
+        # One of the two workload forms is required (the model's own check says which is
+        # missing); an editor validating against the schema should say so too.
+        schema["oneOf"] = [{"required": ["workload"]}, {"required": ["workloads"]}]
     return schema
 
 
