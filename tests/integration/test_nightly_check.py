@@ -188,21 +188,18 @@ def test_measured_lab_noise_is_the_floor_of_the_minimum_effect(tmp_path: Path) -
 
 def test_ack_refuses_what_names_no_change(tmp_path: Path) -> None:
     """`vbench ack` answers a bad id with one line and exit 2, storing nothing."""
-    import os
     import subprocess
-    import sys
 
     from bench.nightly_store import build
+    from tests.e2e.helpers import vbench
 
     n = Nights(nights=22, change_at=None, points=({"bs": "4k"}, {"bs": "64k"}))
     build(tmp_path, n)
     run = n.run_id(1)
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "vbench", *args, "--results",
-                               str(tmp_path)], capture_output=True, text=True,
-                              env={**os.environ, "VBENCH_HOME": str(tmp_path),
-                                   "VBENCH_STORE": ""})
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:  # in process: the same CLI
+        return vbench(*args, "--results", str(tmp_path),
+                      env={"VBENCH_HOME": str(tmp_path), "VBENCH_STORE": ""})
 
     def ack(change: str) -> subprocess.CompletedProcess[str]:
         return cli("ack", change, "--why", "x")
