@@ -305,3 +305,16 @@ def test_the_runs_first_line_gives_an_adaptive_runs_time_as_a_range(tmp_path: Pa
     lo, hi = (format_duration(s) for s in plan.seconds_span)
     assert lo != hi
     assert _run_text(plan) == f"running 1 point × 3–5 trials (estimated {lo}–{hi})"
+
+
+def test_a_job_files_own_ramp_time_does_not_run_again_after_an_automatic_warm_up() -> None:
+    # A job file with ramp_time=3 under warmup: auto: its measured fio ramped 3 s more
+    # after the detector's warm-up (fio.json 'ramp_time': '3', local lab), so the trial's
+    # steady window (collectors, marks) lay in fio's ramp. Both fios get ramp_time=0.
+    from vbench.workloads.fio.jobs import adapt_user_job
+
+    text = adapt_user_job("[j]\nrw=randread\nramp_time=3\n", 0.0, 5, "/w/d", no_ramp=True)
+    ramps = [line for line in text.splitlines() if line.startswith("ramp_time=")]
+    assert ramps[-1] == "ramp_time=0"  # fio takes a section's last value
+    # A fixed warm-up of 0 s keeps what the file says (as documented).
+    assert "ramp_time=0" not in adapt_user_job("[j]\nramp_time=3\n", 0.0, 5, "/w/d")

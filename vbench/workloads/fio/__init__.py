@@ -241,7 +241,8 @@ class FioWorkload(Workload):
         ramp = 0.0 if ctx.auto_warmup else ctx.warmup
         if user_job is not None:
             measure = fio_jobs.adapt_user_job(user_job, ramp, ctx.steady, d, header=header,
-                                              allow_exec=self.params.allow_exec)
+                                              allow_exec=self.params.allow_exec,
+                                              no_ramp=ctx.auto_warmup)
         else:
             measure = fio_jobs.render_measure(
                 self.params, ramp, ctx.steady, target, header=header,
@@ -249,7 +250,8 @@ class FioWorkload(Workload):
         guest.put_text(measure, f"{d}/{MEASURE_JOB}")
         if ctx.auto_warmup:
             warm = (fio_jobs.adapt_user_job(user_job, 0.0, ctx.warmup + GRACE_SECONDS, d,
-                                            header=header, allow_exec=self.params.allow_exec)
+                                            header=header, allow_exec=self.params.allow_exec,
+                                            no_ramp=True)
                     if user_job is not None else fio_jobs.render_measure(
                         self.params.model_copy(update={"per_second_logs": False}), 0.0,
                         ctx.warmup + GRACE_SECONDS, target, header=header))

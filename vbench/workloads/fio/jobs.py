@@ -576,7 +576,7 @@ def render_layout(params: FioParams, filename: str, *, header: str = "") -> str:
 
 def adapt_user_job(
     text: str, warmup: float, steady: float, directory: str, *, header: str = "",
-    allow_exec: bool = False,
+    allow_exec: bool = False, no_ramp: bool = False,
 ) -> str:
     """A user's job file with vbench's timing appended to every section.
 
@@ -585,12 +585,14 @@ def adapt_user_job(
     A default ``directory`` is added only when the file names no file or directory
     itself: fio would otherwise prefix even an absolute filename with it. The file is
     read again when the trial starts, so its options are checked again here.
+    ``no_ramp``: ``ramp_time=0`` even without a warm-up (``phases.warmup: auto``: the
+    warm-up is a fio of its own, so a ramp_time of the file must not run again).
     """
     if steady <= 0:
         raise ConfigError("the fio workload needs a steady phase longer than 0 s")
     directory = render_value(directory, "fio", "fio job file directory")
     timing = ["time_based=1", f"runtime={fio_time(steady)}"]
-    if warmup > 0:
+    if warmup > 0 or no_ramp:
         timing.append(f"ramp_time={fio_time(warmup)}")
     options = scan_job_file(text)
     if not allow_exec:
