@@ -110,9 +110,12 @@ def test_a_noisy_point_meets_a_target_it_can_reach(
     # Its count is not asserted above 3: the noisy point meets at 3 in about 1 % of runs
     # (simulated above), and a test may not fail by chance; that it takes more trials
     # than the quiet point is what the test above shows.
-    assert counts[0] == 3 and 3 <= counts[1] <= 24, counts
+    # The quiet point meets at the minimum on a quiet machine; beside two CPU hogs it
+    # once needed a fourth trial (one of its 2-second trials starved), so it is not fixed.
+    assert 3 <= counts[0] < 24 and 3 <= counts[1] <= 24, counts
     points = doc["verdict"]["repeat"]["points"]
-    assert [points[0]["text"], points[1]["text"]] == ["met after 3", f"met after {counts[1]}"]
+    assert [points[0]["text"], points[1]["text"]] == [f"met after {counts[0]}",
+                                                       f"met after {counts[1]}"]
     assert "did not meet" not in res.stdout + res.stderr
 
 
@@ -136,7 +139,7 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
     # Trial 8 of the run is an added trial of the noisy point (6 minimum trials first).
     run_id = interrupt_at_trial(proc, vbench_home, 8, 600, "an added trial")
     before = _trials(show(run_id))
-    assert before[0] == 3 and 3 <= before[1] < 6, before
+    assert 3 <= before[0] < 6 and 3 <= before[1] < 6, before  # quiet: 3 unless starved
 
     res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -144,7 +147,8 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
     assert f"kept {kept} trials" in res.stderr and f"{0}–{12 - kept} of 6–12 trials remain" \
         in res.stderr, res.stderr[-2000:]
     after = show(run_id)
-    assert _trials(after) == {0: 3, 1: 6}  # never more than max, the stored ones counted
+    counts = _trials(after)  # never more than max, the stored ones counted
+    assert counts[1] == 6 and before[0] <= counts[0] < 6, counts
     numbers = sorted(t["trial"] for t in after["trials"]
                      if t["point"] == 1 and t["status"] == "ok")
     assert numbers == [1, 2, 3, 4, 5, 6]
