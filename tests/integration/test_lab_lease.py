@@ -28,15 +28,15 @@ FP = "0123456789abcdef"
 # A process that takes the lease and holds it until it is killed; it prints "held" once
 # it holds it (the test waits for that line, not for a guessed time).
 HOLDER = """
-import sys, time
+import signal, sys
 from pathlib import Path
 from vbench.results.lease import Holder, take_lease
 from vbench.results.store import Store
 store = Store.open(sys.argv[1], Path(sys.argv[2]))
 lease = take_lease(store, lambda: Holder.me("lab-a", sys.argv[3], "run-of-child", "s"))
 print("held", flush=True)
-while True:
-    time.sleep(3600)
+while True:  # until the test kills it: nothing to wait for but that signal
+    signal.pause()
 """
 
 
