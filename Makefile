@@ -25,8 +25,8 @@ demo: venv system tools
 	$(BIN)/vbench lab up $(DEMO_LAB)
 	$(BIN)/vbench run examples/quickstart.yaml --lab $(DEMO_LAB) --tag demo
 
-# The suite's tiers are its folders, fastest first; each runs alone too (test-unit needs no
-# peer). `make test` also prints the 25 slowest tests, so growth is seen before it hurts.
+# The suite's tiers are its folders; each runs alone too (test-unit needs no peer). On the
+# workers the e2e and integration files are handed out first (tests/conftest.py). `make test` also prints the 25 slowest tests, so growth is seen before it hurts.
 TIERS := tests/unit tests/integration tests/e2e
 # Tests run on pytest-xdist workers, a test file per worker at a time (its module fixtures
 # stay shared). Most of a peer test's time is waiting — trial phases, vcsim's task delays —
