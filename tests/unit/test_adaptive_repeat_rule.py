@@ -109,7 +109,7 @@ def test_without_the_correction_the_stop_is_decided_at_95() -> None:
 
 def test_a_find_max_level_with_an_adaptive_repeat_is_decided_by_its_interval() -> None:
     from vbench.analysis.findmax_qos import search_params
-    from vbench.config.scenario import SearchSpec
+    from vbench.config.findmax import SearchSpec
 
     spec = SearchSpec.model_validate({"factor": "rate", "min": 1, "max": 100})
     assert search_params(spec, 3).noisy_retries == 2  # a fixed repeat: the spec's own

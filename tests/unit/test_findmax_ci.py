@@ -12,7 +12,8 @@ from tests.analysis_runs import add_run, scenario_doc
 from vbench.analysis.findmax import RETRY, FindMax, SearchParams, replay
 from vbench.analysis.findmax_qos import level_certainty, level_outcomes, search_params
 from vbench.analysis.run_analysis import load_analysis
-from vbench.config.scenario import QosCriterion, SearchSpec
+from vbench.config.findmax import SearchSpec
+from vbench.config.scenario import QosCriterion
 from vbench.results.store import Store
 
 IOPS = QosCriterion(name="iops", metric="iops", op="<=", threshold=400.0)

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.analysis_runs import T0, scenario_doc
 from vbench.analysis.findmax import FindMax
 from vbench.analysis.findmax_qos import search_params
-from vbench.config.scenario import SearchSpec
+from vbench.config.findmax import SearchSpec
 from vbench.report.build import render_run_report, report_data
 from vbench.report.findmax import findmax_of, findmax_text
 from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult

@@ -70,7 +70,7 @@ def test_a_stored_size_search_reads_back_as_sizes_and_answers_in_them() -> None:
     from types import SimpleNamespace
 
     from vbench.analysis.findmax_search import FindMaxReport
-    from vbench.config.scenario import SearchSpec
+    from vbench.config.findmax import SearchSpec
 
     spec = SearchSpec.model_validate({"factor": "bs", "min": "4k", "max": "1m"})
     stored = spec.model_dump(mode="json", exclude_none=True)  # as a run stores it

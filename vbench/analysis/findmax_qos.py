@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.figures import RunFigures, convert
 from vbench.analysis.qos import combine, criterion_name, holds
-from vbench.config.scenario import QosCriterion, SearchSpec
+from vbench.config.findmax import SearchSpec
+from vbench.config.scenario import QosCriterion
 
 if TYPE_CHECKING:  # the search itself: imported when a search is planned or run
     from vbench.analysis.findmax import SearchParams

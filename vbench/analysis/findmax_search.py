@@ -20,7 +20,8 @@ from vbench.analysis.findmax_qos import (
     search_params,
     selected_criteria,
 )
-from vbench.config.scenario import QosCriterion, SearchSpec
+from vbench.config.findmax import SearchSpec
+from vbench.config.scenario import QosCriterion
 
 
 @dataclass(frozen=True)

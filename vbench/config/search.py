@@ -5,9 +5,10 @@ refuses is reported at the ``search`` key)."""
 
 from __future__ import annotations
 
+from vbench.config.findmax import SearchSpec
 from vbench.config.levels import size_text
 from vbench.config.matrix import PointSpec, _with_scenario
-from vbench.config.scenario import Scenario, SearchSpec
+from vbench.config.scenario import Scenario
 from vbench.config.yamlsrc import Source
 
 

@@ -24,6 +24,9 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+# The names a scenario gives things (scenario, groups, figures, searched factor).
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
 MAX_DURATION = 30 * 86400.0  # 30 days: longer is a typo (or an attack), not a benchmark
 
 

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from vbench.analysis.findmax import NOTHING_LEFT, FindMax, Outlook, Request, replay
 from vbench.analysis.findmax_qos import level_outcomes, search_params, selected_criteria
 from vbench.analysis.run_analysis import load_analysis
+from vbench.config.findmax import SearchSpec
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded
 from vbench.config.matrix import PointSpec, expand
 from vbench.config.resolve import bind_roles
-from vbench.config.scenario import Scenario, SearchSpec
+from vbench.config.scenario import Scenario
 from vbench.config.search import level_spec, start_level
 from vbench.engine.plan import (
     Plan,

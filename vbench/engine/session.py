@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import threading
@@ -26,6 +25,7 @@ from vbench.engine.metric_check import stored_catalogue
 from vbench.engine.plan import Plan, build_plan
 from vbench.engine.runner import Engine, ProgressSink, RunOutcome
 from vbench.engine.schedule import Schedule, SearchContext, make_schedule, prepare_resume
+from vbench.engine.teardown import end_run, left_in_vsphere, release_guests, vsphere_cleanup
 from vbench.engine.vm_scaling import vm_hooks
 from vbench.engine.vsphere_run import VSphereRun
 from vbench.errors import EXIT_INTERRUPTED, GuestError, Interrupted, LabError, VbenchError
@@ -38,8 +38,6 @@ from vbench.results.lease import Holder, Lease, take_lease
 from vbench.results.records import RunInfo
 from vbench.results.rundir import RunDir, new_run_id, redact
 from vbench.results.store import Store
-from vbench.results.stored import StoredRun
-from vbench.vsphere.journal import pending
 
 
 @dataclass(frozen=True)
@@ -278,7 +276,7 @@ def _provision(live: _Live, rundir: RunDir, ledger: GuestLedger) -> dict[str, An
     if not live.vsphere.active:
         return None
     vm_specs = live.vsphere.provision(rundir.run_id, rundir.path)
-    _release(live.pool)
+    release_guests(live.pool)
     live.pool = GuestPool([*live.specs, *vm_specs.values()],
                           max_parallel=live.pool.max_parallel, recorder=ledger)
     preflight(live.session.plan, live.pool, list(vm_specs))
@@ -355,11 +353,11 @@ def _close(live: _Live) -> None:
     failing = sys.exc_info()[1] is not None
     try:
         if live.signals is not None:
-            live.signals.cleaning(lambda: _left_in_vsphere(live.vsphere))
-        _release(live.pool)
+            live.signals.cleaning(lambda: left_in_vsphere(live.vsphere))
+        release_guests(live.pool)
         # The tuning first: DRS overrides are undone while the run's VMs still exist.
         untuned = live.hygiene.undo(_log_of(live)) if live.hygiene is not None else []
-        _vsphere_cleanup(live.vsphere, live.rundir, live.progress, raise_errors=not failing)
+        vsphere_cleanup(live.vsphere, live.rundir, live.progress, raise_errors=not failing)
         if untuned and not failing:
             raise LabError("lab tune", "; ".join(untuned) + " (finish with `vbench cleanup "
                            f"{live.vsphere.run_id}`)")
@@ -371,7 +369,7 @@ def _close(live: _Live) -> None:
             try:
                 if live.signals.interrupted:
                     live.status = "interrupted"
-                _end_run(live.store, live.rundir, live.status, live.outcome)
+                end_run(live.store, live.rundir, live.status, live.outcome)
             finally:
                 live.signals.restore()
 
@@ -410,31 +408,8 @@ def _store_run(
     rundir.log("run_start", run_id=run_id, scenario=plan.scenario.name, trials=plan.n_trials)
 
 
-def _end_run(store: Store, rundir: RunDir | None, status: str, outcome: RunOutcome | None) -> None:
-    """The run's final status and the log's end. When the run raises, its figures are
-    written beside its raw outputs here (else :func:`vbench.engine.finish.finish_run`
-    writes them from the run it reads back)."""
-    if rundir is None:
-        return
-    failed = len(outcome.failed) if outcome is not None else 0
-    try:
-        store.finish_run(rundir.run_id, status, time.time())
-    except VbenchError as exc:
-        rundir.log("status_not_stored", level="error", status=status, error=str(exc))
-        if sys.exc_info()[1] is None:
-            raise
-    else:
-        if sys.exc_info()[1] is not None:
-            _write_figures(store, rundir)
-    finally:
-        rundir.log("run_end", status=status, failed=failed)
 
 
-def _left_in_vsphere(vsphere: VSphereRun) -> list[str]:
-    """What the journal still has to remove (for the second Ctrl-C during clean-up)."""
-    if vsphere.journal is None:
-        return []
-    return [f"{i.kind} {i.name}" for i in pending(vsphere.journal.read())]
 
 
 def _collectors(
@@ -475,69 +450,10 @@ def _write_testbed(store: Store, run_id: str, rundir: RunDir, testbed: dict[str,
     store.set_testbed(run_id, testbed)
 
 
-def _vsphere_cleanup(
-    vsphere: VSphereRun,
-    rundir: RunDir | None,
-    progress: ProgressSink | None,
-    raise_errors: bool = True,
-) -> None:
-    """Remove what the run created — after a normal end, a failure or an interrupt. Ctrl-C
-    does not stop it (:class:`RunSignals`; `vbench cleanup RUN_ID` if it is killed)."""
-    from vbench.engine.verdict import cleanup_text
-
-    try:
-        if vsphere.journal is None:
-            return
-        left = _left_in_vsphere(vsphere)
-        if rundir is not None:
-            rundir.log("vsphere_cleanup_start", pending=len(left))
-        if progress is not None and left:  # said before the wait, not only after it
-            shown = ", ".join(left[:4]) + (f" and {len(left) - 4} more" if len(left) > 4 else "")
-            progress.notice(f"vSphere clean-up: waiting for vCenter to remove {shown}")
-        report = vsphere.cleanup()
-        if rundir is not None:
-            rundir.log(
-                "vsphere_cleanup",
-                level="error" if report.errors or report.skipped else "info",
-                destroyed=report.destroyed,
-                kept=report.kept,
-                missing=report.missing,
-                skipped=report.skipped,
-                errors=report.errors,
-            )
-        if progress is not None:
-            progress.notice(cleanup_text(report, rundir))
-        if report.errors and raise_errors:
-            raise LabError(
-                "vSphere cleanup",
-                f"{'; '.join(report.errors)} (finish with `vbench cleanup {vsphere.run_id}`)",
-            )
-    finally:
-        vsphere.close()
 
 
-def _write_figures(store: Store, rundir: RunDir) -> None:
-    """The figures of a run that raised, beside its raw outputs."""
-    from vbench.engine.finish import figures_to_run_dir
-    from vbench.report.build import report_data_of
-
-    try:
-        run = StoredRun.load(store, rundir.run_id)
-        data = report_data_of(run)
-    except Exception as exc:  # the store already holds them; a copy must not fail a run
-        rundir.log("figures_not_written", level="warning", error=str(exc))
-        return
-    figures_to_run_dir(run, data, rundir)
 
 
-def _release(pool: GuestPool) -> None:
-    """Stop whatever is still tracked and close every connection. A guest that died
-    during the run has already failed its trials; it must not turn the end of the run
-    into an error as well."""
-    for guest in pool.guests():
-        with contextlib.suppress(VbenchError):
-            guest.kill_all()
-    pool.close()
 
 
 def tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
