@@ -500,3 +500,29 @@ def test_a_task_running_through_the_window_is_asked_for() -> None:
     inside = NS(state="running", startTime=begin + dt.timedelta(seconds=5))
     queued = NS(state="queued", startTime=None)
     assert started_before([long_one, inside, queued], begin) == [long_one]
+
+
+def test_a_task_that_ended_inside_the_window_ran_into_it() -> None:
+    """Tasks asked for from before the window are kept when they ran in it: started in
+    it, still running, or ended inside it; not when they ended before it or are queued.
+    Each task is said once, and one that started before says how it reached in."""
+    import datetime as dt
+    from types import SimpleNamespace as NS
+
+    from vbench.vsphere.hygiene_events import Disturbance, disturbance_text, once, ran_into
+
+    begin = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    sec = dt.timedelta(seconds=1)
+    ended_inside = NS(key="a", startTime=begin - 30 * sec, completeTime=begin + 4 * sec)
+    ended_before = NS(key="b", startTime=begin - 30 * sec, completeTime=begin - sec)
+    running = NS(key="c", startTime=begin - 30 * sec, completeTime=None)
+    started_in = NS(key="d", startTime=begin + 2 * sec, completeTime=begin + 3 * sec)
+    queued = NS(key="e", startTime=None, completeTime=None)
+    got = ran_into([ended_inside, ended_before, running, started_in, queued], begin)
+    assert got == [ended_inside, running, started_in]
+    assert once([running, started_in, running]) == [running, started_in]
+    at = begin.timestamp() - 30
+    d = Disturbance(at, "snapshot", "snapshot operation on db1 (removeSnapshot) (ended 4 s "
+                    "into the steady window)", "VirtualMachine.removeSnapshot")
+    text = disturbance_text(d, begin.timestamp())
+    assert text.endswith(", 30 s before the steady window"), text

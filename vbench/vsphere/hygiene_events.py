@@ -25,6 +25,11 @@ from pyVmomi import vim
 from vbench.vsphere.connection import VSphereSession
 
 PAGE = 200
+# How far before a steady window tasks are asked for, to find those that started before it
+# and ended inside it (a snapshot removal has no event of its own). Longer ones still
+# running are found as tasks in progress; one that started earlier still and ended inside
+# the window is not seen.
+LOOKBACK = dt.timedelta(hours=1)
 MIGRATIONS = {"VmMigratedEvent": "vMotion", "DrsVmMigratedEvent": "DRS vMotion",
               "VmRelocatedEvent": "relocation"}
 HOST_EVENTS = {
@@ -149,11 +154,25 @@ def _under_root(session: VSphereSession) -> Any:
 
 
 def _tasks(session: VSphereSession, begin: dt.datetime, end: dt.datetime) -> list[Any]:
+    # Asked by start time from LOOKBACK before the window (vcsim reads every time filter
+    # as the queue time; a real vCenter, as the start time asked for here).
     spec = vim.TaskFilterSpec(entity=_under_root(session), time=vim.TaskFilterSpec.ByTime(
-        timeType="startedTime", beginTime=begin, endTime=end))
+        timeType="startedTime", beginTime=begin - LOOKBACK, endTime=end))
     manager = session.content.taskManager
-    return session.call(lambda: _read_pages(manager.CreateCollectorForTasks(spec),
-                                            lambda c: c.ReadNextTasks(PAGE)))
+    return ran_into(session.call(lambda: _read_pages(manager.CreateCollectorForTasks(spec),
+                                                     lambda c: c.ReadNextTasks(PAGE))), begin)
+
+
+def ran_into(tasks: Sequence[Any], begin: dt.datetime) -> list[Any]:
+    """The tasks that ran in the window starting at ``begin``: started in it, or started
+    before it and not completed before it (still running, or ended inside it). Pure."""
+    def inside(t: Any) -> bool:
+        started, done = getattr(t, "startTime", None), getattr(t, "completeTime", None)
+        if started is None:
+            return False  # still queued: it has done nothing yet
+        return started >= begin or done is None or done >= begin
+
+    return [t for t in tasks if inside(t)]
 
 
 def tasks_in_progress(session: VSphereSession) -> list[Any]:
@@ -188,11 +207,23 @@ def read_disturbances(
     shown = shown or {}
     events = [d for e in _events(session, begin, end)
               if (d := _from_event(e, objects, shown, offset, ignore_user)) is not None]
-    tasks = [d for t in [*_tasks(session, begin, end),
-                         *started_before(tasks_in_progress(session), begin)]
-             if (d := _from_task(t, objects, shown, offset, own_tasks, ignore_user))
+    tasks = [d for t in once([*_tasks(session, begin, end),
+                              *started_before(tasks_in_progress(session), begin)])
+             if (d := _from_task(t, objects, shown, offset, own_tasks, ignore_user, begin))
              is not None]
     return sorted(said_once(events, tasks), key=lambda d: d.at)
+
+
+def once(tasks: Sequence[Any]) -> list[Any]:
+    """Each task once (one still running is both in the window's query and in progress)."""
+    seen: set[str] = set()
+    out = []
+    for t in tasks:
+        key = str(getattr(t, "key", id(t)))
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
 
 
 def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offset: float,
@@ -219,7 +250,8 @@ def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offs
 
 
 def _from_task(t: Any, objects: Collection[str], shown: Mapping[str, str], offset: float,
-               own: Collection[str], ignore_user: str | None) -> Disturbance | None:
+               own: Collection[str], ignore_user: str | None, begin: dt.datetime
+               ) -> Disturbance | None:
     entity = getattr(t, "entity", None)
     name = str(t.entityName) if getattr(t, "entityName", None) else None
     if entity is not None and name not in objects:
@@ -232,14 +264,26 @@ def _from_task(t: Any, objects: Collection[str], shown: Mapping[str, str], offse
         return None
     about = shown.get(name, name)
     kind, what = classify_task(str(t.descriptionId), about)
-    return Disturbance(t.startTime.timestamp() - offset, kind, what, str(t.descriptionId), user,
-                       about)
+    return Disturbance(t.startTime.timestamp() - offset, kind, what + _before(t, begin),
+                       str(t.descriptionId), user, about)
+
+
+def _before(t: Any, begin: dt.datetime) -> str:
+    """How a task that started before the window reached into it (its time is its start,
+    which the text then says is before the window)."""
+    if t.startTime >= begin:
+        return ""
+    done = getattr(t, "completeTime", None)
+    if done is None:
+        return " (still running when the trial ended)"
+    return f" (ended {(done - begin).total_seconds():.0f} s into the steady window)"
 
 
 def disturbance_text(d: Disturbance, steady_start: float | None) -> str:
     """"vMotion of guest1 to esx2 at 12:03:04, 21 s into the steady window"."""
     clock = dt.datetime.fromtimestamp(d.at).strftime("%H:%M:%S")
-    into = "" if steady_start is None else f", {max(0.0, d.at - steady_start):.0f} s into the " \
-        "steady window"
+    into = "" if steady_start is None else (
+        f", {d.at - steady_start:.0f} s into the steady window" if d.at >= steady_start
+        else f", {steady_start - d.at:.0f} s before the steady window")
     by = f" (by {d.user})" if d.user else ""
     return f"{d.what} at {clock}{into}{by}"
