@@ -22,12 +22,12 @@ from vbench.workloads.fio.guard import EXEC_OPTIONS
 from vbench.workloads.fio.jobs import (
     FioParams,
     adapt_user_job,
-    findings,
     render_layout,
     render_measure,
     render_prepare,
     scan_job_file,
 )
+from vbench.workloads.fio.pitfalls import findings
 from vbench.workloads.redis_scaleout.params import RedisParams
 
 PAYLOAD = "guest1\n[global]\nexec_prerun=touch PWNED"

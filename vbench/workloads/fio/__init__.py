@@ -41,6 +41,7 @@ from vbench.workloads.base import (
 )
 from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
+from vbench.workloads.fio import pitfalls as fio_pitfalls
 from vbench.workloads.fio import precondition as fio_precondition
 from vbench.workloads.fio import warmup as fio_warmup
 from vbench.workloads.fio.jobs import FioParams
@@ -132,7 +133,7 @@ class FioWorkload(Workload):
 
     @classmethod
     def findings(cls, params: FioParams) -> list[Finding]:  # type: ignore[override]
-        return fio_jobs.findings(params)
+        return fio_pitfalls.findings(params)
 
     @classmethod
     def factor_findings(  # type: ignore[override]

@@ -22,7 +22,7 @@ SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap",
 def factor_findings(p: FioParams, varied: Mapping[str, str]) -> list[Finding]:
     """What a factor of the scenario cannot change at a point with parameters ``p``."""
     if p.job_file is not None:
-        return []  # the job file defines the job: fio_jobs.findings says what is ignored
+        return []  # the job file defines the job: fio/pitfalls.findings says what is ignored
     out: list[Finding] = []
     depth = varied.get("iodepth")
     if depth is not None and p.ioengine in SYNC_ENGINES:
