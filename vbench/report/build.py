@@ -251,7 +251,7 @@ def print_summary(data: ReportData, console: Console, *, with_verdict: bool = Tr
     """The summary table of a run already loaded, fitted to the console (see
     :func:`vbench.report.fit.fit_table`)."""
     from vbench.report.fit import console_width, fit_table
-    from vbench.report.terminal import summary_table
+    from vbench.report.terminal import disturbed_lines, summary_table
     from vbench.report.verdict_view import print_verdict
 
     if with_verdict:  # the answer first, then the figures per point
@@ -259,6 +259,8 @@ def print_summary(data: ReportData, console: Console, *, with_verdict: bool = Tr
     # Too narrow even with cells wrapped: the spread and the cv leave before any name.
     table = fit_table(summary_table(data), console_width(console), drop=("min–max", "cv"))
     console.print(table)
+    for line in disturbed_lines(data):  # the † beside a point's n
+        console.print(line, highlight=False, markup=False)
 
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
@@ -269,6 +271,7 @@ def show_json_of(data: ReportData) -> dict[str, Any]:
     """What `vbench show --json` prints, of a run already loaded."""
     from vbench.analysis.aggregate import point_summaries
     from vbench.analysis.verdict import verdict_to_json
+    from vbench.report.disturbed import of_data
     from vbench.report.exports import qos_json
 
     summary = point_summaries(data.samples) if len(data.samples) else None
@@ -277,6 +280,7 @@ def show_json_of(data: ReportData) -> dict[str, Any]:
         "points": data.points,
         "trials": data.trials,
         "summary": json.loads(summary.to_json(orient="records")) if summary is not None else [],
+        "disturbed": [p.to_json() for _, p in sorted(of_data(data).items())],
         "qos": qos_json(data.analyzed().qos, data.verdicted().qos),
         "warnings": list(data.warnings),
         "verdict": verdict_to_json(data.verdicted()),
@@ -354,8 +358,10 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
     from vbench.analysis.figures import present
     from vbench.analysis.stats import summarize
     from vbench.analysis.verdict import verdict_to_json
+    from vbench.report.disturbed import of_data
     from vbench.report.exports import STAT_FIELDS, qos_json, regression_json
 
+    found = of_data(data)
     regression = data.regression
     a = data.analyzed()
     f = a.figures
@@ -372,9 +378,14 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
             s = summarize(present(f.trial_values(p, m)))
             figures[m] = {"unit": f.units.get(m, ""), **{k: getattr(s, k) for k in STAT_FIELDS}}
         done, total = ok.get(p, [0, 0])
+        mine = found.get(p)
         points.append({"point": p, "point_number": p + 1, "labels": dict(f.points[p]),
                        "title": f.title(p),
-                       "trials_ok": done, "trials": total, "figures": figures})
+                       "trials_ok": done, "trials": total, "figures": figures,
+                       # its disturbed trials, in the figures or not (report/disturbed.py)
+                       "disturbed_included": mine.included if mine else [],
+                       "disturbed_excluded": mine.excluded if mine else [],
+                       "disturbed": mine.to_json()["disturbed"] if mine else []})
     run = data.run
     return {
         "run_id": run["run_id"],

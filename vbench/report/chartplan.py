@@ -31,7 +31,7 @@ from vbench.config.labels import render_label
 from vbench.report.charts import Bar, bar_chart_svg, grouped_bar_chart_svg
 from vbench.report.charts_xy import Line, line_chart_svg
 from vbench.report.data import MISSING, ReportView
-from vbench.report.svg import MAX_LABEL
+from vbench.report.svg import MAX_LABEL, TrialMark
 from vbench.report.units import choose
 
 MIN_CURVE_LEVELS = 3
@@ -91,6 +91,13 @@ class Series:
     ideals: list[float | None] | None = None
     points: tuple[int | None, ...] = ()  # the point of each row (pairs two series)
     ideal_name: str = ""  # what the ideals are ("Little's law"); default: a speedup's
+    # Per row, its disturbed trials' values (vbench/report/disturbed.py), and the
+    # captions' sentence about them; () and "" for a run without a disturbed trial.
+    marks: tuple[tuple[TrialMark, ...], ...] = ()
+    mark_note: str = ""
+
+    def marks_of(self, row: int) -> tuple[TrialMark, ...]:
+        return self.marks[row] if row < len(self.marks) else ()
 
 
 def _n_text(rows: Sequence[tuple[Mapping[str, str], Summary | None]]) -> str:
@@ -188,12 +195,12 @@ def draw_series(
     if len(vary) == 2:
         return _grouped(series, vary, ids, mode, ylabel, reference, reference_label, title)
     bars = []
-    for lab, s in series.rows:
+    for i, (lab, s) in enumerate(series.rows):
         low, high = whiskers(s, mode)
         name = " / ".join(lab.get(f, MISSING) for f in vary) or "all"
         if template and lab:
             name = render_label(template, lab)
-        bars.append(Bar(name, s.mean if s and s.n else None, low, high))
+        bars.append(Bar(name, s.mean if s and s.n else None, low, high, series.marks_of(i)))
     svg = bar_chart_svg(bars, ylabel, chart_id=ids.next(), xlabel=" / ".join(vary),
                         title=title, reference=reference, reference_label=reference_label)
     return svg, "bar = mean per point"
@@ -202,10 +209,10 @@ def draw_series(
 def _bars_with_ideal(series: Series, vary: Sequence[str], ids: ChartIds, mode: str,
                      ylabel: str, title: str) -> tuple[str, str]:
     bars = []
-    for lab, s in series.rows:
+    for i, (lab, s) in enumerate(series.rows):
         low, high = whiskers(s, mode)
         name = " / ".join(lab.get(f, MISSING) for f in vary) or "all"
-        bars.append(Bar(name, s.mean if s and s.n else None, low, high))
+        bars.append(Bar(name, s.mean if s and s.n else None, low, high, series.marks_of(i)))
     svg = bar_chart_svg(bars, ylabel, chart_id=ids.next(), xlabel=" / ".join(vary),
                         title=title, thresholds=series.ideals, limit_label="ideal")
     return svg, "bar = mean per point; dashed grey = the ideal"
@@ -216,14 +223,15 @@ def _grouped(series: Series, vary: Sequence[str], ids: ChartIds, mode: str, ylab
     xf, hue = vary[0], vary[1]
     cats = list(dict.fromkeys(lab.get(xf, MISSING) for lab, _ in series.rows))
     hues = list(dict.fromkeys(lab.get(hue, MISSING) for lab, _ in series.rows))
-    index = {(lab.get(xf), lab.get(hue)): s for lab, s in series.rows}
+    index = {(lab.get(xf), lab.get(hue)): (s, series.marks_of(i))
+             for i, (lab, s) in enumerate(series.rows)}
     groups = []
     for h in hues:
         bars = []
         for c in cats:
-            s = index.get((c, h))
+            s, marks = index.get((c, h), (None, ()))
             low, high = whiskers(s, mode)
-            bars.append(Bar(c, s.mean if s and s.n else None, low, high))
+            bars.append(Bar(c, s.mean if s and s.n else None, low, high, marks))
         groups.append((h, bars))
     svg = grouped_bar_chart_svg(cats, groups, ylabel, chart_id=ids.next(), xlabel=xf,
                                 legend_title=hue, reference=reference,
@@ -248,7 +256,8 @@ def _curve(series: Series, vary: Sequence[str], x: str, ids: ChartIds, mode: str
         sums = [series.rows[i][1] for i in idx]
         ys = [s.mean if s and s.n else None for s in sums]
         ends = [whiskers(s, mode) for s in sums]
-        lines.append(Line(name, xs, ys, [e[0] for e in ends], [e[1] for e in ends]))
+        lines.append(Line(name, xs, ys, [e[0] for e in ends], [e[1] for e in ends],
+                          [series.marks_of(i) for i in idx] if series.marks else None))
         if declared or linear:
             ideal.extend(_ideal_line(series, idx, xs, ys, name, len(groups) > 1))
     if ideal and all(list(i.ys) == list(ideal[0].ys) and list(i.xs) == list(ideal[0].xs)
@@ -288,14 +297,16 @@ def scaled(series: Series) -> Series:
     if sc.factor == 1.0:
         return dataclasses.replace(series, unit=sc.unit)
     ideals = None if series.ideals is None else [sc.value(v) for v in series.ideals]
-    return dataclasses.replace(series, unit=sc.unit, ideals=ideals,
+    marks = tuple(tuple(dataclasses.replace(m, value=sc.value(m.value)) for m in row)
+                  for row in series.marks)
+    return dataclasses.replace(series, unit=sc.unit, ideals=ideals, marks=marks,
                                rows=[(lab, sc.summary(s)) for lab, s in series.rows])
 
 
 def caption(series: Series, shows: str, mode: str, extra: str, window: str) -> str:
     unit = series.unit or "no unit"
     main, _, more = shows.partition("; ")
-    notes = "".join(f"; {x}" for x in (more, extra) if x)
+    notes = "".join(f"; {x}" for x in (more, extra, series.mark_note) if x)
     return (f"{series.name} in {unit} ({way_text(series.better)}): {main} over successful "
             f"trials ({_n_text(series.rows)} per point, {window}); {error_text(mode)}"
             f"{notes}.")
@@ -310,8 +321,23 @@ def metric_series(view: ReportView, metric: str, overrides: Mapping[str, str]) -
     for p in view.points:
         s = view.cell(p.point, metric).summary if p.has_data else None
         rows.append((p.labels, s))
+    marks, note = _disturbed_marks(view, metric)
     return Series(metric, unit, better(metric, unit, overrides), rows,
-                  points=tuple(p.point for p in view.points))
+                  points=tuple(p.point for p in view.points), marks=marks, mark_note=note)
+
+
+def _disturbed_marks(view: ReportView, metric: str
+                     ) -> tuple[tuple[tuple[TrialMark, ...], ...], str]:
+    """Per point of ``view``, the values of ``metric`` in its disturbed trials."""
+    from vbench.report.disturbed import chart_note, of_data, trial_marks
+
+    found = of_data(view.data)
+    if not any(p.disturbed for p in found.values()):
+        return (), ""
+    f = view.data.analyzed().figures
+    marks = tuple(trial_marks(found.get(p.point), f.trial_values(p.point, metric), p.title)
+                  for p in view.points)
+    return marks, chart_note(found)
 
 
 def derived_series(figs: Sequence[DerivedFigure]) -> Series:

@@ -9,7 +9,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vbench.report.disturbed import MARK_LABEL
 from vbench.report.svg import (
+    DISTURBED,
     FONT,
     INK,
     MUTED,
@@ -17,6 +19,7 @@ from vbench.report.svg import (
     SMALL,
     Canvas,
     Legend,
+    TrialMark,
     left_margin,
     short,
     text_width,
@@ -33,12 +36,14 @@ _ROTATE = 35.0
 
 @dataclass(frozen=True)
 class Bar:
-    """One bar: a point's mean with the whiskers' ends (None when no data)."""
+    """One bar: a point's mean with the whiskers' ends (None when no data), and the
+    values of its disturbed trials (drawn as diamonds over it)."""
 
     label: str
     mean: float | None
     low: float | None
     high: float | None
+    marks: tuple[TrialMark, ...] = ()
 
     @property
     def has_data(self) -> bool:
@@ -47,6 +52,24 @@ class Bar:
 
 def _short(label: str) -> str:
     return short(label)
+
+
+def mark_values(bars: Sequence[Bar]) -> list[float]:
+    """The disturbed trials' values: the value axis holds them too."""
+    return [m.value for b in bars if b.has_data for m in b.marks]
+
+
+def add_mark_legend(legend: Legend, marked: bool) -> None:
+    if marked:
+        legend.add(MARK_LABEL, DISTURBED, "diamond")
+
+
+def draw_marks(canvas: Canvas, x: float, marks: Sequence[TrialMark], ys: object,
+               spread: float = 6.0) -> None:
+    """Each disturbed trial's value at ``x`` (several side by side)."""
+    for i, m in enumerate(marks):
+        canvas.diamond(x + (i - (len(marks) - 1) / 2) * spread,
+                       ys(m.value), label=m.label, value=m.value)  # type: ignore[operator]
 
 
 def value_label(x: float) -> str:
@@ -143,13 +166,15 @@ def bar_chart_svg(
     known = [t for t in thresholds or () if t is not None]
     if known:
         legend.add(limit_label, limit_color, "dash")
+    marked = mark_values(bars)
+    add_mark_legend(legend, bool(marked))
     n = len(bars)
     band = 58.0 if n <= 8 else 40.0 if n <= 20 else 26.0
     canvas, rotate = _category_canvas([b.label for b in bars], band,
                                       legend, 26.0 if title else 12.0)
     plot_w = canvas.x1 - canvas.x0
     values = [v for b in bars if b.has_data for v in (b.mean, b.low, b.high)]
-    ys, marks = y_scale(canvas, [*values, reference, *known])
+    ys, marks = y_scale(canvas, [*values, *marked, reference, *known])
     _finish_axes(canvas, marks, plot_w, [b.label for b in bars], rotate)
     canvas.title(title)
     canvas.y_axis(ys, marks, ylabel)
@@ -163,6 +188,7 @@ def bar_chart_svg(
         ok = passed[i] if passed is not None else None
         color = _PASS if ok else _FAIL if ok is False else _BAR_COLOR
         _bar(canvas, x, step * 0.65, b, ys, base, color, n <= _LABEL_BARS_UP_TO)
+        draw_marks(canvas, x, b.marks, ys)
     canvas.line(canvas.x0, base, canvas.x1, base, MUTED, 0.8)
     if reference is not None:
         canvas.line(canvas.x0, ys(reference), canvas.x1, ys(reference), "#444444", 1.0, "5 3")
@@ -198,13 +224,15 @@ def grouped_bar_chart_svg(
         legend.add(name, PALETTE[k % len(PALETTE)], "box")
     if reference is not None:
         legend.add(reference_label or "reference", "#444444", "dash")
+    marked = [v for _, bars in series for v in mark_values(bars)]
+    add_mark_legend(legend, bool(marked))
     n_ser = max(1, len(series))
     band = max(40.0, min(120.0, 16.0 * n_ser + 14.0))
     canvas, rotate = _category_canvas(categories, band, legend, 26.0 if title else 12.0)
     plot_w = canvas.x1 - canvas.x0
     values = [v for _, bars in series for b in bars if b.has_data
               for v in (b.mean, b.low, b.high)]
-    ys, marks = y_scale(canvas, [*values, reference])
+    ys, marks = y_scale(canvas, [*values, *marked, reference])
     _finish_axes(canvas, marks, plot_w, categories, rotate)
     canvas.title(title)
     canvas.y_axis(ys, marks, ylabel)
@@ -218,6 +246,7 @@ def grouped_bar_chart_svg(
             x = c + (k - (n_ser - 1) / 2) * width
             if b.has_data:
                 _bar(canvas, x, width * 0.92, b, ys, base, color, False)
+                draw_marks(canvas, x, b.marks, ys, min(6.0, width / 3))
             else:
                 _no_data(canvas, x, base, 8.0)
     canvas.line(canvas.x0, base, canvas.x1, base, MUTED, 0.8)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vbench.report.charts import _FAIL, _domain_attr
+from vbench.report.charts import _FAIL, _domain_attr, add_mark_legend, draw_marks
 from vbench.report.svg import (
+    DISTURBED,
     INK,
     MUTED,
     PALETTE,
@@ -19,6 +20,7 @@ from vbench.report.svg import (
     Canvas,
     Legend,
     Scale,
+    TrialMark,
     domain,
     fitting_labels,
     left_margin,
@@ -35,13 +37,19 @@ _IDEAL = ("#555555", "#999999")
 
 @dataclass(frozen=True)
 class Line:
-    """One curve: a y (with its whisker ends) per x; None where there is no figure."""
+    """One curve: a y (with its whisker ends) per x; None where there is no figure;
+    ``marks``: per x, the values of its disturbed trials (diamonds)."""
 
     name: str
     xs: Sequence[float]
     ys: Sequence[float | None]
     lows: Sequence[float | None] | None = None
     highs: Sequence[float | None] | None = None
+    marks: Sequence[Sequence[TrialMark]] | None = None
+
+    def mark_values(self) -> list[float]:
+        return [m.value for i, ms in enumerate(self.marks or ())
+                if i < len(self.ys) and _finite(self.ys[i]) for m in ms]
 
 
 def _log_x(xs: Sequence[float]) -> bool:
@@ -82,13 +90,15 @@ def line_chart_svg(
             legend.add(ln.name, _ideal_color(k, ideal, lines), "dash")
     if threshold is not None:
         legend.add(threshold_label, _FAIL, "dash")
+    marked = [v for ln in lines for v in ln.mark_values()]
+    add_mark_legend(legend, bool(marked))
     canvas = Canvas(width=0.0, height=320.0, left=60.0, right=16.0 + legend.width(),
                     top=26.0 if title else 12.0, bottom=42.0)
     plot_w = 470.0
     ys_all = [v for ln in lines for seq in (ln.ys, ln.lows or (), ln.highs or ())
               for v in seq]
     ys_all += [v for ln in ideal for v in ln.ys]
-    ys, marks = y_scale(canvas, [*ys_all, threshold])
+    ys, marks = y_scale(canvas, [*ys_all, *marked, threshold])
     canvas.left = left_margin(marks)
     canvas.width = canvas.left + plot_w + canvas.right
     all_x = sorted({float(x) for ln in [*lines, *ideal] for x in ln.xs if _finite(x)})
@@ -151,6 +161,8 @@ def _curve(canvas: Canvas, ln: Line, xs: Scale, ys: Scale, color: str) -> None:
             if lo != hi:
                 canvas.whisker(xs(x), ys(lo), ys(hi), color, 3.0)  # type: ignore[arg-type]
         canvas.dot(xs(x), ys(y), color)
+        if ln.marks is not None and i < len(ln.marks):
+            draw_marks(canvas, xs(x), ln.marks[i], ys)
 
 
 @dataclass(frozen=True)
@@ -188,15 +200,20 @@ def timeseries_svg(
     title: str = "",
     small: bool = False,
     settled: float | None = None,
+    events: Sequence[tuple[float, str]] = (),
 ) -> str:
     """Traces overlaid on time since trial start, one colour per point, the steady-state
     window shaded. ``small``: a small multiple (title inside, no legend, fewer ticks).
-    ``settled``: where the warm-up detector found the series settled (a dashed line)."""
+    ``settled``: where the warm-up detector found the series settled (a dashed line).
+    ``events``: disturbances of a trial drawn, (seconds since its start, what): a dotted
+    line each (vbench/report/disturbed.py)."""
     groups = sorted({tr.group for tr in traces})
     legend = Legend()
     if not small and 1 < len(groups) <= _MAX_LEGEND and len(group_names) >= len(groups):
         for g in groups:
             legend.add(group_names[g], PALETTE[g % len(PALETTE)], "line")
+    if not small and events:
+        legend.add("a disturbance in a trial", DISTURBED, "dash")
     height, plot_w = (170.0, 280.0) if small else (280.0, 560.0)
     canvas = Canvas(width=0.0, height=height, left=60.0, right=12.0 + legend.width(),
                     top=22.0 if small or title else 10.0, bottom=36.0 if small else 40.0)
@@ -213,6 +230,8 @@ def timeseries_svg(
         lo, hi = min(lo, window[0]), max(hi, window[1])
     if settled is not None:
         lo, hi = min(lo, settled), max(hi, settled)
+    if events:
+        lo, hi = min(lo, *(e[0] for e in events)), max(hi, *(e[0] for e in events))
     x_marks = ticks(lo, hi if hi > lo else lo + 1, 4 if small else 8)
     xs = Scale(x_marks[0], x_marks[-1], canvas.x0, canvas.x1)
     if window is not None:
@@ -232,6 +251,8 @@ def timeseries_svg(
         canvas.line(xs(settled), canvas.y0, xs(settled), canvas.y1, INK, 1.0, dash="4 3")
         canvas.text(xs(settled) + 3, canvas.y1 + 10, f"settled {settled:.0f} s",
                     anchor="start", size=SMALL)
+    for at, what in events:
+        canvas.event_line(xs(at), what)
     canvas.x_label("seconds since the trial's warm-up started" if not small else "seconds")
     canvas.legend(legend)
     return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))

@@ -23,6 +23,7 @@ from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
 from vbench.analysis.verdict import QosView, verdict_to_json
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
+from vbench.report.disturbed import disturbed_in, footnotes, of_data
 from vbench.report.verdict_view import junit_answer, markdown_lines
 
 FORMATS = ("html", "json", "csv", "junit", "markdown")
@@ -30,6 +31,7 @@ SUFFIXES = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".x
             ".md": "markdown", ".markdown": "markdown"}  # fmt: skip
 STAT_FIELDS = ("n", "mean", "median", "stdev", "min", "max", "cv", "ci_low", "ci_high",
                "noisy", "trials_needed")  # fmt: skip
+DISTURBED_FIELDS = ("disturbed_included", "disturbed_excluded")
 
 
 def format_for(path: str, given: str | None) -> str:
@@ -68,8 +70,10 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
     f = analysis.figures
     derived = set(analysis.derived.names())
     cv = data.stored.scenario.cv_threshold
+    found = of_data(data)
     rows = []
     for (point, metric), values in sorted(f.values.items()):
+        inside, left_out = disturbed_in(found.get(point), values)
         rows.append({
             # point: the stored index (from 0, as in raw/<point>-<trial>/); point_number:
             # the number tables and progress print (from 1).
@@ -78,6 +82,9 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
             "labels": dict(f.points.get(point, {})),
             "metric": metric, "kind": "derived" if metric in derived else "measured",
             "unit": f.units.get(metric, ""), **_stats(summarize(present(values), cv)),
+            # Disturbed trials of the point whose value is in these statistics, and those
+            # that are not (failed): vbench/report/disturbed.py.
+            "disturbed_included": inside, "disturbed_excluded": left_out,
         })
     for fig in analysis.derived.figures:
         if fig.point is None:  # across points: not in f.values
@@ -86,6 +93,8 @@ def aggregate_rows(data: ReportData, analysis: RunAnalysis) -> list[dict[str, An
                 "labels": dict(fig.labels),
                 "metric": fig.name, "kind": "derived", "unit": fig.unit,
                 **_stats(fig.summary),
+                # Across points: the disturbed trials are in each point's figures.
+                "disturbed_included": None, "disturbed_excluded": None,
             })
     return rows
 
@@ -148,6 +157,8 @@ def run_json(data: ReportData, *, with_samples: bool = True) -> dict[str, Any]:
         "points": data.points,
         "trials": data.trials,
         "aggregates": aggregate_rows(data, analysis),
+        # Per point with a disturbed, retried or unwatched trial (vbench/report/disturbed.py).
+        "disturbed": [p.to_json() for _, p in sorted(of_data(data).items())],
         "qos": qos_json(analysis.qos, data.verdicted().qos),
         "regression": regression_json(data.regression),
         "warnings": [*data.warnings, *analysis.problems],
@@ -250,10 +261,12 @@ def to_csv(datas: Sequence[ReportData]) -> str:
     # A scenario that names its points (label template) gets a title column.
     titled = any((d.run.get("scenario") or {}).get("label") for d in datas)
     head = ["run_id", "point", "point_number", *(["title"] if titled else []), *factors,
-            "metric", "kind", "unit", *STAT_FIELDS]
+            "metric", "kind", "unit", *STAT_FIELDS, *DISTURBED_FIELDS]
     out = []
     for r in rows:
         labels = r.pop("labels")
+        for k in DISTURBED_FIELDS:  # trial numbers, space-separated in one cell
+            r[k] = " ".join(map(str, r[k])) if r[k] is not None else ""
         if not titled:
             r.pop("title", None)
         out.append({**r, **{f: labels.get(f, "") for f in factors}})
@@ -389,19 +402,26 @@ def _md_run(d: ReportData) -> list[str]:
             lines.append(f"- the baseline differs: {_md(comp.summary())}")
     metrics = [m for m in (d.headline_metrics or tuple(f.metrics()[:3])) if m in f.units]
     overrides = directions_of(d.run)
+    found = of_data(d)
     if metrics and f.points:
         lines += ["", "| point | " + " | ".join(
             f"{_md(m)} ({_md(f.units.get(m) or '-')}, "
-            f"{way_text(better(m, f.units.get(m, ''), overrides))})" for m in metrics) + " |",
-            "|---|" + "---:|" * len(metrics)]
+            f"{way_text(better(m, f.units.get(m, ''), overrides))})" for m in metrics)
+            + (" | disturbed" if found else "") + " |",
+            "|---|" + "---:|" * len(metrics) + ("---|" if found else "")]
         for p in sorted(f.points):
             cells = [fmt_mean_ci(summarize(present(f.trial_values(p, m))), f.units.get(m, ""))
                      for m in metrics]
+            if found:
+                cells.append(found[p].text() if p in found else "")
             lines.append(f"| {_md(f.title(p))} | " + " | ".join(_md(c) for c in cells) + " |")
         lines.append("")
         lines.append("Mean ± 95 % CI over successful trials."
                      + (" Measured on a simulated lab: the simulator's figures, not a real "
                         "vSphere's." if verdict.simulated else ""))
+    if found:
+        lines += ["", "Disturbed trials (vCenter events in their steady window):", ""]
+        lines += [f"- {_md(n)}" for n in footnotes(found, {p: f.title(p) for p in found})]
     expected = {p for ans in verdict.answers for p in ans.qos_expected}
     bad = [c for c in a.qos.failures if c.point not in expected]
     if bad:

@@ -131,9 +131,12 @@ def _method(view: ReportView) -> dict[str, str]:
 
 
 def _trial_rows(view: ReportView) -> tuple[list[str], list[dict[str, Any]]]:
+    from vbench.report.disturbed import entries_of, trial_text
+
     present = {k for t in view.data.trials for k, v in (t.get("phases") or {}).items() if v}
     phases = [k for k in PHASE_ORDER if k in present]
     titles = {p.point: p.title for p in view.points}
+    watched = entries_of(view.data.run.get("testbed"))
     rows = []
     trials = sorted(view.data.trials, key=lambda t: (int(t["point"]), int(t["trial"])))
     for t in trials:
@@ -149,6 +152,7 @@ def _trial_rows(view: ReportView) -> tuple[list[str], list[dict[str, Any]]]:
                 "ended": fmt_clock(t.get("ended")),
                 "phases": [fmt_clock(ph.get(k)) for k in phases],
                 "window": fmt_seconds(view.trial_window(t)),
+                "disturbed": trial_text(watched.get((int(t["point"]), int(t["trial"])), [])),
             }
         )
     return [k.replace("_", " ") for k in phases], rows
@@ -216,6 +220,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "factors": view.factors,
         "points": view.points,
         "results": result_tables(view, choice),
+        "disturbed": _disturbed(view),
         "hidden_metrics": choice.note(),
         "derived": derived_tables(analysis.derived, view.factors),
         "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
@@ -249,6 +254,24 @@ def build_context(view: ReportView) -> dict[str, Any]:
     }
 
 
+def _disturbed(view: ReportView) -> dict[str, Any] | None:
+    """The run's disturbed trials (vbench/report/disturbed.py), for the summary's line
+    and the notes above the results tables; None when the lab's watch found none."""
+    from vbench.report.disturbed import chart_note, footnotes, of_data
+
+    found = of_data(view.data)
+    if not found:
+        return None
+    titles = {p.point: p.title for p in view.points}
+    disturbed = sum(len(p.disturbed) for p in found.values())
+    inside = sum(len(p.included) for p in found.values())
+    summary = (f"{disturbed} disturbed trial{'s' if disturbed != 1 else ''}: {inside} in the "
+               f"statistics, {disturbed - inside} not" if disturbed else
+               "no kept trial was disturbed")
+    return {"summary": summary, "charts": chart_note(found),
+            "notes": footnotes(found, titles)}
+
+
 MAX_SERIES_CHARTS = 48
 MAX_LEGEND = 10  # colours told apart in the key of the time series
 
@@ -280,7 +303,11 @@ def _series(view: ReportView, ids: ChartIds) -> dict[str, Any]:
             f"charted, all are in the run's series/ Parquet files"
         )
         frame = frame[frame["metric"].astype(str).isin(keep)]
-    out["charts"] = series_charts(frame, ok, titles, ids.next, _settled(frame, ok, view))
+    from vbench.report.disturbed import event_times, of_data
+
+    events = event_times(of_data(view.data), ok, titles)
+    out["charts"] = series_charts(frame, ok, titles, ids.next, _settled(frame, ok, view),
+                                  events)
     # The key to the colours of every small multiple, once above them.
     out["legend"] = [(titles[p], PALETTE[i % len(PALETTE)])
                      for i, p in enumerate(sorted(titles))][:MAX_LEGEND]

@@ -60,6 +60,7 @@ def badges(
     ok = sum(p.ok for p in view.points)
     total = sum(p.total for p in view.points)
     out.append(Badge("trials", f"{ok}/{total} ok", "good" if ok == total and total else "bad"))
+    out += _disturbed_badge(view)
     qos = analysis.qos
     if verdict is not None:  # QoS as the study reads it (a search's bracket is no fault)
         text, kind = qos_badge(verdict)
@@ -85,6 +86,19 @@ def badges(
     out.append(Badge("noise", f"{noisy} noisy figure{'s' if noisy != 1 else ''}"
                      if noisy else "none", "warn" if noisy else "good"))
     return out
+
+
+def _disturbed_badge(view: ReportView) -> list[Badge]:
+    """Trials the lab's watch found disturbed (vbench/report/disturbed.py), when any."""
+    from vbench.report.disturbed import of_data
+
+    found = of_data(view.data).values()
+    n = sum(len(p.disturbed) for p in found)
+    if not n:
+        return []
+    inside = sum(len(p.included) for p in found)
+    return [Badge("disturbed", f"{n} trial{'s' if n != 1 else ''}, {inside} in the statistics",
+                  "warn")]
 
 
 def headline_rows(view: ReportView, overrides: Mapping[str, str],

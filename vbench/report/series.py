@@ -156,10 +156,13 @@ def series_charts(
     series: pd.DataFrame, trials: Sequence[Mapping[str, Any]], point_titles: Mapping[int, str],
     next_id: Any,
     settled: Mapping[str, float] | None = None,
+    events: Sequence[tuple[int, int, float, str]] = (),
 ) -> list[dict[str, Any]]:
     """One small chart per metric: every trial's trace over time since its warm-up,
     coloured by point, the (median) steady-state window shaded, and where the warm-up
-    detector found the metric settled (``settled``: seconds, median over its trials)."""
+    detector found the metric settled (``settled``: seconds, median over its trials).
+    ``events``: (point, trial, seconds, what) of the disturbances of trials drawn
+    (vbench/report/disturbed.py: event_times), a dotted line on each chart of that trial."""
     from markupsafe import Markup
 
     from vbench.report.charts_xy import timeseries_svg
@@ -188,8 +191,10 @@ def series_charts(
                           - {""})
         ylabel = f"{metric} ({unit})" if unit else metric
         mark = (settled or {}).get(metric)
+        mine = _events_in(cols, idx, events)
         svg = timeseries_svg(traces, ylabel, chart_id=next_id(), window=window,
-                             group_names=names, small=True, settled=mark)
+                             group_names=names, small=True, settled=mark,
+                             events=[(at, what) for _p, _t, at, what in mine])
         sources = ", ".join(sorted(
             str(x) for x in cols.source_names[np.unique(cols.source[idx])]))
         what = (f"one line per point = mean over its {merged} traces (trials"
@@ -203,9 +208,23 @@ def series_charts(
                "steady-state window (median over trials), the only part that enters the "
                "statistics."
                + (f" Dashed line: the series settled {mark:.0f} s after the warm-up began "
-                  "(MSER-5, median over its trials)." if mark is not None else ""))
+                  "(MSER-5, median over its trials)." if mark is not None else "")
+               + (" Dotted orange: a disturbance — " + "; ".join(
+                   f"point {p + 1} trial {t} at {at:.0f} s" for p, t, at, _w in mine) + "."
+                  if mine else ""))
         out.append({"svg": Markup(svg), "caption": cap, "title": metric, "kind": "series"})
     return out
+
+
+def _events_in(cols: _Columns, rows: np.ndarray,
+               events: Sequence[tuple[int, int, float, str]]
+               ) -> list[tuple[int, int, float, str]]:
+    """The ``events`` of the trials that have samples among ``rows`` (one metric's)."""
+    if not events:
+        return []
+    width = int(max(cols.trial.max(initial=0), *(e[1] for e in events))) + 1
+    drawn = set(np.unique(cols.point[rows] * width + cols.trial[rows]).tolist())
+    return [e for e in events if e[0] * width + e[1] in drawn]
 
 
 def _traces(cols: _Columns, rows: np.ndarray, group: Mapping[int, int], factor: float = 1.0

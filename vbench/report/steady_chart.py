@@ -5,7 +5,7 @@ excursion), and the least-squares line through the window — the report form's 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vbench.analysis.steady_state import SteadyState, rule_of
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 BAND = "#dd8452"
 
 
-def steady_svg(state: SteadyState, title: str, unit: str, chart_id: str) -> str:
-    """One point's rounds (see the module docstring)."""
+def steady_svg(state: SteadyState, title: str, unit: str, chart_id: str,
+               disturbed: Mapping[int, str] | None = None) -> str:
+    """One point's rounds (see the module docstring); ``disturbed``: round (its trial)
+    -> what disturbed it, drawn as a diamond over its dot."""
     rounds = [(i + 1, v) for i, v in enumerate(state.rounds) if v is not None]
     w = state.window
     values = [v for _, v in rounds]
@@ -53,6 +55,8 @@ def steady_svg(state: SteadyState, title: str, unit: str, chart_id: str) -> str:
     canvas.polyline([(xs(r), ys(v)) for r, v in rounds], PALETTE[0], 1.2)
     for r, v in rounds:
         canvas.dot(xs(r), ys(v), PALETTE[0])
+        if r in (disturbed or {}):
+            canvas.diamond(xs(r), ys(v), label=(disturbed or {})[r], value=v)
     canvas.x_label("round")
     return canvas.svg(chart_id, title)
 
@@ -81,6 +85,7 @@ def steady_charts(data: ReportData, next_id: Callable[[], str]) -> list[dict[str
 
     from vbench.analysis.steady_answer import point_states
     from vbench.analysis.verdict_build import AnswerInputs
+    from vbench.report.disturbed import of_data
 
     rule = rule_of((data.run.get("scenario") or {}).get("steady_state"))
     if rule is None:
@@ -89,16 +94,22 @@ def steady_charts(data: ReportData, next_id: Callable[[], str]) -> list[dict[str
                           tuple(data.headline_metrics))
     f = inputs.analysis.figures
     unit = f.units.get(rule.metric, "")
+    found = of_data(data)
     out = []
     for point, state in point_states(inputs, rule).items():
         if not rule.decides(f.points.get(point, {})):
             continue
         title = f"steady-state rounds of {rule.metric} at {f.title(point)}"
+        mine = found.get(point)
+        marks = {d.trial: d.note(f.title(point)) for d in (mine.disturbed if mine else ())
+                 if d.included}
         cap = (f"{title}: {state.text()}. Shaded: the measurement window "
                f"({rule.window} rounds); solid: its mean; dashed: ±"
                f"{rule.max_excursion * 50:.0f} % of it (the rounds' range may be at most "
                f"{rule.max_excursion * 100:.0f} % of the mean); dotted: the least-squares line "
-               f"(may change ≤ {rule.max_slope * 100:.0f} % of the mean across the window).")
-        out.append({"svg": Markup(steady_svg(state, title, unit, next_id())),
+               f"(may change ≤ {rule.max_slope * 100:.0f} % of the mean across the window)."
+               + (f" Diamond: a disturbed round ({mine.text()})." if mine and mine.disturbed
+                  else ""))
+        out.append({"svg": Markup(steady_svg(state, title, unit, next_id(), marks)),
                     "caption": cap, "title": title, "kind": "steady_state"})
     return out

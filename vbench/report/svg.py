@@ -29,6 +29,8 @@ GRID = "#e2e2e2"
 # A colour-blind-safe qualitative palette (Okabe–Ito, then greys).
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
            "#f0e442", "#000000", "#777777", "#bbbbbb")  # fmt: skip
+# A disturbed trial (vbench/report/disturbed.py): a diamond in this colour, outlined.
+DISTURBED = "#d55e00"
 WIDE = 760.0  # user units: a chart wider than this spans both columns of the page
 MAX_LABEL = 28  # characters of a tick or legend label; the tables carry the full text
 _SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -166,9 +168,19 @@ class Scale:
 # ------------------------------------------------------------------ canvas
 
 
+@dataclass(frozen=True)
+class TrialMark:
+    """A disturbed trial's value drawn on a chart of means (its tooltip: ``label``)."""
+
+    value: float
+    label: str
+
+
+
 @dataclass
 class Legend:
-    """Entries drawn right of the plot: (label, colour, kind) with kind box | line | dash."""
+    """Entries drawn right of the plot: (label, colour, kind) with kind box | line | dash |
+    diamond (a disturbed trial's mark)."""
 
     title: str = ""
     entries: list[tuple[str, str, str]] = field(default_factory=list)
@@ -258,6 +270,24 @@ class Canvas:
     def dot(self, x: float, y: float, color: str, r: float = 3.0) -> None:
         self.add(f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{color}"/>')
 
+    def diamond(self, x: float, y: float, r: float = 4.5, label: str = "",
+                cls: str = "disturbed", value: float | None = None) -> None:
+        """A disturbed trial's mark (``label``: its tooltip, what a reader hovers and a
+        test reads; ``value``: the figure drawn, kept on the element for a script;
+        ``cls``: "key" in a legend)."""
+        pts = (f"{num(x)},{num(y - r)} {num(x + r)},{num(y)} {num(x)},{num(y + r)} "
+               f"{num(x - r)},{num(y)}")
+        tip = f"<title>{esc(label)}</title>" if label else ""
+        data = f' data-value="{value:g}"' if value is not None else ""
+        self.add(f'<polygon class="{cls}" points="{pts}" fill="{DISTURBED}" '
+                 f'stroke="{INK}" stroke-width="0.8"{data}>{tip}</polygon>')
+
+    def event_line(self, x: float, label: str) -> None:
+        """A disturbance's moment on a time axis: a dotted line the plot's height."""
+        self.add(f'<line class="disturbed" x1="{num(x)}" y1="{num(self.y1)}" x2="{num(x)}" '
+                 f'y2="{num(self.y0)}" stroke="{DISTURBED}" stroke-width="1.4" '
+                 f'stroke-dasharray="2 2"><title>{esc(label)}</title></line>')
+
     def text(self, x: float, y: float, text: str, *, anchor: str = "middle",
              size: float = FONT, color: str = INK, rotate: float = 0.0, bold: bool = False,
              baseline: str = "") -> None:
@@ -304,6 +334,8 @@ class Canvas:
         for (_, color, kind), label in zip(legend.entries, legend.texts(), strict=True):
             if kind == "box":
                 self.rect(x, y + 1, 11, 9, color)
+            elif kind == "diamond":
+                self.diamond(x + 8, y + 5.5, 4.0, cls="key")
             else:
                 self.line(x, y + 5.5, x + 16, y + 5.5, color, 1.6,
                           "5 3" if kind == "dash" else "")

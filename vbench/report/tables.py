@@ -19,6 +19,12 @@ def metric_scale(view: ReportView, metric: str) -> Scale:
 
 
 def result_tables(view: ReportView, choice: MetricChoice) -> list[dict[str, Any]]:
+    """A table per metric shown, a row per point; ``disturbed``: the point's disturbed
+    trials and whether they are in its figures (vbench/report/disturbed.py), a column
+    only in a run that has any."""
+    from vbench.report.disturbed import of_data
+
+    found = of_data(view.data)
     tables = []
     for metric in choice.shown:
         scale = metric_scale(view, metric)
@@ -29,11 +35,14 @@ def result_tables(view: ReportView, choice: MetricChoice) -> list[dict[str, Any]
             noisy = ""
             if s is not None and s.noisy:
                 noisy = "noisy" + (f": ~{s.trials_needed} trials needed" if s.trials_needed else "")
+            mine = found.get(p.point)
             rows.append(
-                {"point": p, "cell": cell, "has_data": p.has_data and cell.n > 0, "noisy": noisy}
+                {"point": p, "cell": cell, "has_data": p.has_data and cell.n > 0, "noisy": noisy,
+                 "disturbed": mine.text() if mine else ""}
             )
         tables.append({"metric": metric, "unit": scale.unit,
-                       "headline": metric in view.headline, "rows": rows})
+                       "headline": metric in view.headline, "rows": rows,
+                       "has_disturbed": bool(found)})
     return tables
 
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # types only: `vbench ls` needs no scenario model (pydantic)
     from vbench.analysis.stats import Summary
 from vbench.analysis.verdict_build import simulated_text
 
+# Beside the n of a point with a disturbed trial; disturbed_lines() below the table.
+DISTURBED_MARK = "†"
 _STATUS_STYLE = {
     "ok": "green",
     "completed": "green",
@@ -66,8 +68,11 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
     every figure), successful trials, and the cv with a noise flag; figures across points
     (geomean) close the table. Long rather than wide, so it fits an 80-column cron log.
     ``metrics`` picks the metrics instead (and leaves the derived figures out)."""
+    from vbench.report.disturbed import of_data
+
     view = ReportView(data, metrics_filter=metrics)
     derived = _derived_by_point(data) if metrics is None else {}
+    found = of_data(data)  # a point with a disturbed trial: its n marked, noted below
     shown = view.headline
     title = (
         f"{data.run.get('scenario_name', '?')} · run {data.run.get('run_id', '?')} · "
@@ -97,9 +102,12 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
                  view.cell(p.point, m).unit) for m in shown]
         rows += [(Text(f.name, style="italic"), f.summary, f.unit)
                  for f in derived.get(p.point, [])]
+        marked = bool(found.get(p.point) and found[p.point].disturbed)
         for i, (name, summary, unit) in enumerate(rows):
-            cells = [*list(head if i == 0 else blank), name,
-                     *_figure_cells(summary, unit, trials, p.ok, p.total)]
+            figure = _figure_cells(summary, unit, trials, p.ok, p.total)
+            if marked:
+                figure[2].append(f" {DISTURBED_MARK}", style="yellow")
+            cells = [*list(head if i == 0 else blank), name, *figure]
             table.add_row(*cells, end_section=i == len(rows) - 1)
     for f in derived.get(None, []):  # across points: the levels it spans
         where = [Text(", ".join(f"{k}={v}" for k, v in f.labels.items()) or "all points")]
@@ -109,6 +117,19 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
                       *_figure_cells(f.summary, f.unit, str(f.summary.n), f.summary.n,
                                      f.summary.n))
     return table
+
+
+def disturbed_lines(data: ReportData) -> list[str]:
+    """The lines under the summary table of a run with disturbed trials: per point how
+    many of its trials and whether in its figures, then each trial."""
+    from vbench.report.disturbed import of_data
+
+    out = []
+    for p, mine in sorted(of_data(data).items()):
+        out.append(f"{DISTURBED_MARK} point {p + 1} ({data.analyzed().figures.title(p)}): "
+                   f"{mine.text()}")
+        out += [f"  trial {d.trial}: {d.text}" for d in mine.disturbed]
+    return out
 
 
 def _first(row: Mapping[str, Any], *keys: str) -> Any:

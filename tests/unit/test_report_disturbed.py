@@ -1,0 +1,260 @@
+"""Disturbed trials in the report (vbench/report/disturbed.py): every table of a point's
+statistics says how many of its trials were disturbed and whether their figures are in
+the mean and CI; the charts mark a disturbed trial's value (and, on a time series, the
+disturbance's moment); HTML, Markdown, the terminal, JSON and CSV agree."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from tests.analysis_runs import T0, add_run, scenario_doc
+from vbench.report.build import (
+    print_summary,
+    render_report,
+    report_data,
+    show_json_of,
+    summary_json_of,
+)
+from vbench.report.chartplan import ChartIds, Series, draw_series
+from vbench.report.disturbed import (
+    MARK_LABEL,
+    event_times,
+    footnotes,
+    of_data,
+    point_disturbances,
+    trial_text,
+)
+from vbench.report.series import series_charts
+from vbench.report.svg import TrialMark
+from vbench.results.store import Store
+
+VMOTION = "vMotion of g1 to esx2 at 12:03:04, 21 s into the steady window"
+RESET = "g1 reset at 12:05:00"
+
+
+def _trials(statuses: dict[tuple[int, int], str]) -> list[dict[str, object]]:
+    return [{"point": p, "trial": t, "status": s} for (p, t), s in statuses.items()]
+
+
+def test_each_trial_is_read_from_its_last_attempt_and_its_own_status() -> None:
+    testbed = {"disturbances": [
+        {"point": 0, "trial": 1, "action": "flag", "text": VMOTION,
+         "events": [{"at": T0 + 31.0}, {"at": "not a time"}]},
+        # flagged, but the trial failed for another reason: not in the statistics either
+        {"point": 0, "trial": 2, "action": "flag", "text": "alarm red on esx1"},
+        {"point": 1, "trial": 3, "action": "fail", "text": RESET},
+        # run again twice, the last attempt disturbed too: kept and flagged
+        {"point": 1, "trial": 1, "action": "retried", "text": "HA restart"},
+        {"point": 1, "trial": 1, "action": "retried", "text": "HA restart"},
+        {"point": 1, "trial": 1, "action": "flag", "text": "HA restart"},
+        # run again once, the kept attempt undisturbed; a trial not watched
+        {"point": 2, "trial": 2, "action": "retried", "text": "snapshot"},
+        {"point": 2, "trial": 3, "action": "unread", "text": "events not read: vc1"},
+        "not a record", {"point": "x", "trial": 1},
+    ]}
+    trials = _trials({(p, t): "ok" for p in range(3) for t in (1, 2, 3)}
+                     | {(0, 2): "failed", (1, 3): "failed"})
+    found = point_disturbances(testbed, trials)
+    assert sorted(found) == [0, 1, 2]
+    p0, p1, p2 = found[0], found[1], found[2]
+    assert (p0.included, p0.excluded) == ([1], [2])
+    assert p0.disturbed[0].at == (T0 + 31.0,)
+    assert p0.text() == ("2 of 3 trials disturbed: trial 1, in the statistics; "
+                         "trial 2 failed, not in the statistics")
+    assert (p1.included, p1.excluded, p1.retried) == ([1], [3], ((1, 2),))
+    assert p2.disturbed == () and p2.retried == ((2, 1),) and p2.unwatched == (3,)
+    assert p2.text() == ("0 of 3 trials disturbed; trial 2 run again after 1 disturbed "
+                         "attempt (not stored); trial 3 not watched")
+    doc = p1.to_json()
+    assert doc["disturbed_included"] == [1] and doc["disturbed_excluded"] == [3]
+    assert [d["action"] for d in doc["disturbed"]] == ["flag", "fail"]
+    assert doc["retried"] == [{"trial": 1, "attempts": 2}]
+    notes = footnotes(found, {0: "bs=4k"})
+    assert notes[0] == f"point 1 (bs=4k) trial 1: {VMOTION} — in the statistics"
+    assert "point 3 trial 2: run again after 1 disturbed attempt (not stored; the kept " \
+           "attempt was not disturbed)" in notes
+    assert "point 3 trial 3: not watched (vCenter's events not read)" in notes
+    assert trial_text(testbed["disturbances"][3:6]) == (  # type: ignore[index]
+        "run again, disturbed: HA restart; run again, disturbed: HA restart; "
+        "disturbed: HA restart")
+
+
+def test_a_run_without_disturbances_has_none() -> None:
+    assert point_disturbances({}, _trials({(0, 1): "ok"})) == {}
+    assert point_disturbances(None, []) == {}
+    assert point_disturbances({"disturbances": "garbage"}, []) == {}
+
+
+# ------------------------------------------------------------ a stored run
+
+SC = scenario_doc("still", {"bs": ["4k", "8k"]}, report={"headline": ["ops"]})
+# tests/analysis_runs.py: trial t of point p warms up from T0 + 100 (3p + t), its steady
+# window 10-70 s later; the vMotion is 21 s into point 0 trial 1's.
+TESTBED = {"disturbances": [
+    {"id": "point 1 trial 1 #1", "point": 0, "trial": 1, "action": "flag", "text": VMOTION,
+     "events": [{"at": T0 + 131.0, "kind": "migration"}]},
+    {"id": "point 2 trial 2 #2", "point": 1, "trial": 2, "action": "fail", "text": RESET,
+     "events": [{"at": T0 + 520.0, "kind": "vm"}]},
+]}
+RUN, CLEAN = "20270101-000000-dist", "20270102-000000-clean"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(f"sqlite:///{tmp_path}/d.db", tmp_path) as s:
+        points = [({"bs": "4k"}, {"ops": [100.0, 130.0, 101.0]}),
+                  ({"bs": "8k"}, {"ops": [200.0, 201.0, 199.0]})]
+        add_run(s, RUN, points, scenario=SC, failed=[(1, 2)], testbed=TESTBED)
+        add_run(s, CLEAN, points, scenario=SC, started=T0 + 86400, testbed={})
+        yield s
+
+
+def _svgs(html: str) -> list[str]:
+    return re.findall(r"<svg .*?</svg>", html, flags=re.S)
+
+
+def test_the_headline_chart_marks_the_disturbed_trials_value(store: Store) -> None:
+    html = render_report(store, [RUN], "html")
+    (chart,) = [s for s in _svgs(html) if 'class="disturbed"' in s]
+    marks = re.findall(r'<polygon class="disturbed"[^>]*data-value="([^"]+)"[^>]*>'
+                       r"<title>([^<]*)</title>", chart)
+    # point 1's trial 1 (130 ops/s) is in the statistics and drawn; point 2's trial 2
+    # failed: it has no figure in the statistics and no mark
+    assert marks == [("130", f"point 1 (bs=4k) trial 1: {VMOTION} — in the statistics")]
+    assert MARK_LABEL in chart and 'class="key"' in chart  # the legend's entry
+    assert float(re.search(r'data-y-max="([^"]+)"', chart)[1]) >= 130  # type: ignore[index]
+    assert ("diamond = a disturbed trial's value (1 trial, in the statistics); 1 disturbed "
+            "trial failed, not in the statistics and not drawn") in html.replace("&#39;", "'")
+
+
+def test_a_clean_run_draws_and_says_nothing_of_disturbances(store: Store) -> None:
+    html = render_report(store, [CLEAN], "html")
+    assert 'class="disturbed"' not in html and MARK_LABEL not in html
+    assert "<th>disturbed</th>" not in html and "Lab disturbances" not in html
+    assert "†" not in _terminal(store, CLEAN)
+    doc = json.loads(render_report(store, [CLEAN], "json"))["runs"][0]
+    assert doc["disturbed"] == []
+    assert all(a["disturbed_included"] == [] for a in doc["aggregates"])
+
+
+def _terminal(store: Store, run_id: str) -> str:
+    console = Console(width=120, record=True, file=io.StringIO())
+    print_summary(report_data(store, run_id), console, with_verdict=False)
+    return console.export_text()
+
+
+def test_every_output_says_which_trials_are_disturbed_and_whether_counted(
+        store: Store) -> None:
+    row0 = "1 of 3 trials disturbed: trial 1, in the statistics"
+    row1 = "1 of 3 trials disturbed: trial 2 failed, not in the statistics"
+    html = render_report(store, [RUN], "html")
+    # HTML: a "disturbed" column in the results tables, the notes above them, a badge,
+    # and the trials table
+    results = html[html.index('<section id="results">'):html.index('<section id="timeseries"')
+                   if 'id="timeseries"' in html else html.index('<section id="guests">')]
+    assert "<th>disturbed</th>" in results
+    assert f'<td class="disturbed">{row0}</td>' in results
+    assert f'<td class="disturbed">{row1}</td>' in results
+    assert f"point 2 (bs=8k) trial 2: {RESET} — failed, not in the statistics" in results
+    assert "2 trials, 1 in the statistics" in html  # the summary's badge
+    trials = html[html.index('<section id="trials">'):]
+    assert f'<td class="disturbed">failed, disturbed: {RESET}</td>' in trials
+    # Markdown: a column and the notes
+    md = render_report(store, [RUN], "markdown")
+    assert f"| bs=4k | 110.3 ± 42.3 ops/s | {row0} |" in md
+    assert f"| bs=8k | 200.5 ± 6.4 ops/s | {row1} |" in md
+    assert f"- point 1 (bs=4k) trial 1: {VMOTION} — in the statistics" in md
+    # terminal: the n of each point marked, the lines under the table
+    text = _terminal(store, RUN)
+    assert re.search(r"│\s+3 †\s+│", text) and re.search(r"│\s+2/3 †\s+│", text)
+    assert f"† point 1 (bs=4k): {row0}" in text and f"  trial 1: {VMOTION}" in text
+    # JSON of `report`, `show` and `run`: the same trials
+    doc = json.loads(render_report(store, [RUN], "json"))["runs"][0]
+    agg = {a["point"]: a for a in doc["aggregates"]}
+    assert (agg[0]["disturbed_included"], agg[0]["disturbed_excluded"]) == ([1], [])
+    assert (agg[1]["disturbed_included"], agg[1]["disturbed_excluded"]) == ([], [2])
+    assert [p["text"] for p in doc["disturbed"]] == [row0, row1]
+    data = report_data(store, RUN)
+    assert show_json_of(data)["disturbed"] == doc["disturbed"]
+    points = summary_json_of(data)["points"]
+    assert [(p["disturbed_included"], p["disturbed_excluded"]) for p in points] == [
+        ([1], []), ([], [2])]
+    assert points[0]["disturbed"][0]["text"] == VMOTION
+    assert points[0]["disturbed"][0]["at"] == [T0 + 131.0]
+    # CSV: the same two columns
+    rows = list(csv.DictReader(io.StringIO(render_report(store, [RUN], "csv"))))
+    assert [(r["disturbed_included"], r["disturbed_excluded"]) for r in rows] == [
+        ("1", ""), ("", "2")]
+
+
+def _series(marks: bool) -> Series:
+    from vbench.analysis.stats import summarize
+
+    rows = [({"vms": str(n), "rw": rw}, summarize([10.0 * n, 10.0 * n + 1, 10.0 * n + 2]))
+            for rw in ("read", "write") for n in (1, 2, 4)]
+    mark = (TrialMark(99.0, "point 3 trial 2: vMotion — in the statistics"),)
+    return Series("ops", "ops/s", "higher", rows, points=tuple(range(6)),
+                  marks=tuple(mark if i == 2 else () for i in range(6)) if marks else ())
+
+
+@pytest.mark.parametrize("prefer", [None, "bar"])
+def test_curves_and_grouped_bars_mark_the_trial_at_its_point(prefer: str | None) -> None:
+    svg, _ = draw_series(_series(True), ["vms", "rw"], ChartIds(), mode="range",
+                         prefer=prefer)
+    assert ("<polyline" in svg) == (prefer is None)  # a curve over vms, else grouped bars
+    marks = re.findall(r'<polygon class="disturbed"[^>]*data-value="99"', svg)
+    assert len(marks) == 1 and MARK_LABEL in svg
+    assert float(re.search(r'data-y-max="([^"]+)"', svg)[1]) >= 99  # type: ignore[index]
+    plain, _ = draw_series(_series(False), ["vms", "rw"], ChartIds(), mode="range",
+                           prefer=prefer)
+    assert 'class="disturbed"' not in plain and MARK_LABEL not in plain
+
+
+def test_time_series_mark_the_moment_of_the_disturbance(store: Store) -> None:
+    data = report_data(store, RUN)
+    ok = [t for t in data.trials if t["status"] == "ok"]
+    events = event_times(of_data(data), ok, {0: "bs=4k"})
+    # 31 s after the trial's warm-up began (the charts' 0); the failed trial's reset is
+    # not drawn: neither is its trace
+    assert events == [(0, 1, 31.0, f"point 1 (bs=4k) trial 1: {VMOTION} — in the statistics")]
+    frame = pd.DataFrame([
+        {"metric": "cpu", "value": float(k), "ts": t["phases"]["warmup_start"] + k,
+         "point": t["point"], "trial": t["trial"], "unit": "%", "source": "esxtop",
+         "entity": ""} for t in ok for k in range(0, 80, 5)])
+    ids = iter(range(10))
+    titles = {0: "bs=4k", 1: "bs=8k"}
+    (chart,) = series_charts(frame, ok, titles, lambda: f"c{next(ids)}", events=events)
+    svg = str(chart["svg"])
+    ((x, what),) = re.findall(r'<line class="disturbed" x1="([^"]+)"[^>]*>'
+                              r"<title>([^<]*)</title>", svg)
+    assert what == events[0][3]
+    assert "Dotted orange: a disturbance — point 1 trial 1 at 31 s." in chart["caption"]
+    # on the time axis between its ticks 20 and 40 (small multiple: 0, 20 … 80)
+    tick = {t: float(v) for v, t in re.findall(r'<text x="([^"]+)"[^>]*>(20|40)</text>', svg)}
+    assert tick["20"] < float(x) < tick["40"]
+    # a chart without that trial's samples draws no line
+    (other,) = series_charts(frame[frame["point"] == 1], ok, titles, lambda: f"c{next(ids)}",
+                             events=events)
+    assert 'class="disturbed"' not in str(other["svg"])
+    assert "disturbance" not in other["caption"]
+
+
+def test_the_steady_state_rounds_mark_a_disturbed_round() -> None:
+    from vbench.analysis.steady_state import SteadyRule, judge
+    from vbench.report.steady_chart import steady_svg
+
+    rule = SteadyRule(metric="iops", window=3)
+    state = judge([100.0, 150.0, 101.0, 100.0, 99.0], rule)
+    svg = steady_svg(state, "rounds", "IO/s", "c0", {2: "point 1 trial 2: vMotion"})
+    assert re.findall(r'<polygon class="disturbed"[^>]*data-value="150"[^>]*>'
+                      r"<title>point 1 trial 2: vMotion</title>", svg)
+    assert 'class="disturbed"' not in steady_svg(state, "rounds", "IO/s", "c1")

@@ -1,0 +1,250 @@
+"""Disturbed trials per point, for every output that shows a point's statistics or its
+trials: the report's tables and charts, the terminal summary, Markdown, JSON and CSV.
+
+The run's testbed keeps one entry per disturbed (or not watched) attempt
+(``testbed["disturbances"]``, vbench/engine/hygiene.py: ``point``, ``trial``,
+``action`` flag | fail | retried | unread, ``text``, ``events[].at``). Per trial, its last
+entry says what became of the attempt that was kept: ``flag`` or ``fail`` — that attempt
+was disturbed; ``unread`` — it was not watched; ``retried`` — the kept attempt ran after
+it, undisturbed. Whether a disturbed trial's figures are in the point's mean and CI is
+read from the trial's own record (``status: ok``), not assumed from the action: a flagged
+trial that failed for another reason is not in the statistics either. Reads plain JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vbench.report.svg import TrialMark
+
+INCLUDED = "in the statistics"
+EXCLUDED = "not in the statistics"
+# The charts' marker of a disturbed trial's value (its legend entry says the rest).
+MARK_LABEL = f"disturbed, {INCLUDED}"
+
+
+@dataclass(frozen=True)
+class DisturbedTrial:
+    """A trial whose kept attempt was disturbed."""
+
+    point: int
+    trial: int
+    action: str  # flag | fail (as the scenario's `disturbance:` decided)
+    text: str  # what happened and when
+    at: tuple[float, ...]  # each event's time (epoch s, the controller's clock)
+    included: bool  # its figures are in the point's statistics (the trial succeeded)
+
+    @property
+    def counted(self) -> str:
+        return INCLUDED if self.included else f"failed, {EXCLUDED}"
+
+    def note(self, title: str = "") -> str:
+        """"point 2 (bs=4k) trial 3: vMotion of guest1 … — in the statistics"."""
+        where = f"point {self.point + 1}" + (f" ({title})" if title else "")
+        return f"{where} trial {self.trial}: {self.text or 'disturbed'} — {self.counted}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trial": self.trial, "action": self.action, "included": self.included,
+                "text": self.text, "at": list(self.at)}
+
+
+@dataclass(frozen=True)
+class PointDisturbance:
+    """One point's trials as the lab's watch saw them (only points with something)."""
+
+    point: int
+    trials: int  # the point's trials (ok or not)
+    disturbed: tuple[DisturbedTrial, ...] = ()
+    retried: tuple[tuple[int, int], ...] = ()  # (trial, disturbed attempts run again)
+    unwatched: tuple[int, ...] = ()  # trials whose steady window was not watched
+
+    @property
+    def included(self) -> list[int]:
+        return [d.trial for d in self.disturbed if d.included]
+
+    @property
+    def excluded(self) -> list[int]:
+        return [d.trial for d in self.disturbed if not d.included]
+
+    def text(self) -> str:
+        """The point's row: "1 of 5 trials disturbed: trial 3, in the statistics"."""
+        parts = []
+        if self.included:
+            parts.append(f"{_trials(self.included)}, {INCLUDED}")
+        if self.excluded:
+            parts.append(f"{_trials(self.excluded)} failed, {EXCLUDED}")
+        head = f"{len(self.disturbed)} of {self.trials} trials disturbed"
+        out = [head + (": " + "; ".join(parts) if parts else "")]
+        out += [f"trial {t} run again after {n} disturbed attempt{'s' if n != 1 else ''} "
+                "(not stored)" for t, n in self.retried]
+        if self.unwatched:
+            out.append(f"{_trials(self.unwatched)} not watched")
+        return "; ".join(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point, "point_number": self.point + 1, "trials": self.trials,
+                "disturbed": [d.to_json() for d in self.disturbed],
+                "disturbed_included": self.included, "disturbed_excluded": self.excluded,
+                "retried": [{"trial": t, "attempts": n} for t, n in self.retried],
+                "unwatched": list(self.unwatched), "text": self.text()}
+
+
+def _trials(numbers: Sequence[int]) -> str:
+    return ("trial " if len(numbers) == 1 else "trials ") + ", ".join(map(str, numbers))
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _times(events: Any) -> tuple[float, ...]:
+    out = []
+    for e in events if isinstance(events, list | tuple) else ():
+        try:
+            at = float(e.get("at")) if isinstance(e, Mapping) else math.nan
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(at):
+            out.append(at)
+    return tuple(sorted(out))
+
+
+def entries_of(testbed: Mapping[str, Any] | None) -> dict[tuple[int, int], list[Mapping[str, Any]]]:
+    """The testbed's disturbance entries per (point, trial), in the order recorded."""
+    out: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
+    raw = testbed.get("disturbances") if isinstance(testbed, Mapping) else None
+    for d in raw if isinstance(raw, list | tuple) else ():
+        if not isinstance(d, Mapping):
+            continue
+        point, trial = _int(d.get("point")), _int(d.get("trial"))
+        if point is not None and trial is not None:
+            out.setdefault((point, trial), []).append(d)
+    return out
+
+
+def point_disturbances(testbed: Mapping[str, Any] | None,
+                       trials: Iterable[Mapping[str, Any]]) -> dict[int, PointDisturbance]:
+    """Per point with a disturbed, retried or unwatched trial: what the watch saw."""
+    trials = list(trials)
+    status = {(int(t["point"]), int(t["trial"])): t.get("status") for t in trials}
+    count: dict[int, int] = {}
+    for p, _t in status:
+        count[p] = count.get(p, 0) + 1
+    found: dict[int, dict[str, list[Any]]] = {}
+    for (p, t), entries in sorted(entries_of(testbed).items()):
+        mine = found.setdefault(p, {"disturbed": [], "retried": [], "unwatched": []})
+        last = entries[-1]
+        action = str(last.get("action") or "flag")
+        again = sum(1 for e in entries if e.get("action") == "retried")
+        if again:
+            mine["retried"].append((t, again))
+        if action == "unread":
+            mine["unwatched"].append(t)
+        elif action != "retried":  # flag, fail (or a kind to come): the kept attempt
+            kept = status.get((p, t))
+            included = kept == "ok" if kept is not None else action == "flag"
+            mine["disturbed"].append(DisturbedTrial(p, t, action, str(last.get("text") or ""),
+                                                    _times(last.get("events")), included))
+    return {p: PointDisturbance(p, max(count.get(p, 0), 1), tuple(v["disturbed"]),
+                                tuple(v["retried"]), tuple(v["unwatched"]))
+            for p, v in found.items()}
+
+
+def of_data(data: Any) -> dict[int, PointDisturbance]:
+    """:func:`point_disturbances` of a :class:`~vbench.report.data.ReportData`."""
+    return point_disturbances(data.run.get("testbed"), data.trials)
+
+
+def disturbed_in(pd_: PointDisturbance | None, values: Mapping[int, float | None]
+                 ) -> tuple[list[int], list[int]]:
+    """(disturbed trials whose value is in this statistic, disturbed trials left out) of
+    one figure at one point (``values``: trial -> value, successful trials only)."""
+    if pd_ is None:
+        return [], []
+    inside = [d.trial for d in pd_.disturbed if d.included and values.get(d.trial) is not None]
+    return inside, [d.trial for d in pd_.disturbed if d.trial not in inside]
+
+
+def footnotes(found: Mapping[int, PointDisturbance], titles: Mapping[int, str]) -> list[str]:
+    """One line per disturbed trial, then per point its retried and unwatched trials."""
+    out = [d.note(titles.get(p, "")) for p in sorted(found) for d in found[p].disturbed]
+    for p in sorted(found):
+        pd_ = found[p]
+        where = f"point {p + 1}" + (f" ({titles[p]})" if titles.get(p) else "")
+        out += [f"{where} trial {t}: run again after {n} disturbed attempt"
+                f"{'s' if n != 1 else ''} (not stored; the kept attempt was not disturbed)"
+                for t, n in pd_.retried
+                if t not in {d.trial for d in pd_.disturbed}]
+        out += [f"{where} trial {t}: not watched (vCenter's events not read)"
+                for t in pd_.unwatched]
+    return out
+
+
+def trial_marks(pd_: PointDisturbance | None, values: Mapping[int, float | None],
+                title: str = "") -> tuple[TrialMark, ...]:
+    """The disturbed trials of one point with a value in ``values`` (those in the
+    statistics: a failed trial has none)."""
+    if pd_ is None:
+        return ()
+    out = []
+    for d in pd_.disturbed:
+        v = values.get(d.trial)
+        if d.included and v is not None and math.isfinite(v):
+            out.append(TrialMark(float(v), d.note(title)))
+    return tuple(out)
+
+
+def chart_note(found: Mapping[int, PointDisturbance]) -> str:
+    """The captions' sentence: what the marker is, and what is not drawn."""
+    inside = sum(len(p.included) for p in found.values())
+    failed = sum(len(p.excluded) for p in found.values())
+    out = []
+    if inside:
+        out.append(f"diamond = a disturbed trial's value ({inside} trial"
+                   f"{'s' if inside != 1 else ''}, {INCLUDED})")
+    if failed:
+        out.append(f"{failed} disturbed trial{'s' if failed != 1 else ''} failed, "
+                   f"{EXCLUDED} and not drawn")
+    return "; ".join(out)
+
+
+def trial_origin(trial: Mapping[str, Any]) -> float | None:
+    """Where a trial's time series start (seconds 0 of its charts: its warm-up, else its
+    steady window, else its start), as vbench/report/series.py counts them."""
+    ph = trial.get("phases") or {}
+    start = ph.get("warmup_start") or ph.get("steady_start") or trial.get("started")
+    try:
+        return float(start) if start is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def event_times(found: Mapping[int, PointDisturbance], trials: Iterable[Mapping[str, Any]],
+                titles: Mapping[int, str] | None = None) -> list[tuple[int, int, float, str]]:
+    """(point, trial, seconds since the trial's start, what) of every event of a
+    disturbed trial in the statistics: where its time-series charts mark it."""
+    origin = {(int(t["point"]), int(t["trial"])): trial_origin(t) for t in trials}
+    out = []
+    for p in sorted(found):
+        for d in found[p].disturbed:
+            start = origin.get((p, d.trial))
+            if not d.included or start is None:
+                continue
+            label = d.note((titles or {}).get(p, ""))
+            out += [(p, d.trial, at - start, label) for at in d.at]
+    return out
+
+
+def trial_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """One trial's attempts as the watch saw them (the Trials table's cell), in order:
+    "run again, disturbed: …; disturbed: …"."""
+    from vbench.report.hygiene_text import ACTIONS
+
+    return "; ".join(f"{ACTIONS.get(str(e.get('action')), 'disturbed')}: {e.get('text') or ''}"
+                     for e in entries)
