@@ -96,7 +96,9 @@ def test_a_run_without_disturbances_has_none() -> None:
 
 # ------------------------------------------------------------ a stored run
 
-SC = scenario_doc("still", {"bs": ["4k", "8k"]}, report={"headline": ["ops"]})
+SC = scenario_doc("still", {"bs": ["4k", "8k"]}, report={"headline": ["ops"]},
+                  derived=[{"name": "rel", "kind": "normalize", "metric": "ops",
+                            "baseline": {"bs": "4k"}}])
 # tests/analysis_runs.py: trial t of point p warms up from T0 + 100 (3p + t), its steady
 # window 10-70 s later; the vMotion is 21 s into point 0 trial 1's.
 TESTBED = {"disturbances": [
@@ -179,7 +181,7 @@ def test_every_output_says_which_trials_are_disturbed_and_whether_counted(
     assert f"† point 1 (bs=4k): {row0}" in text and f"  trial 1: {VMOTION}" in text
     # JSON of `report`, `show` and `run`: the same trials
     doc = json.loads(render_report(store, [RUN], "json"))["runs"][0]
-    agg = {a["point"]: a for a in doc["aggregates"]}
+    agg = {a["point"]: a for a in doc["aggregates"] if a["metric"] == "ops"}
     assert (agg[0]["disturbed_included"], agg[0]["disturbed_excluded"]) == ([1], [])
     assert (agg[1]["disturbed_included"], agg[1]["disturbed_excluded"]) == ([], [2])
     assert [p["text"] for p in doc["disturbed"]] == [row0, row1]
@@ -192,8 +194,44 @@ def test_every_output_says_which_trials_are_disturbed_and_whether_counted(
     assert points[0]["disturbed"][0]["at"] == [T0 + 131.0]
     # CSV: the same two columns
     rows = list(csv.DictReader(io.StringIO(render_report(store, [RUN], "csv"))))
-    assert [(r["disturbed_included"], r["disturbed_excluded"]) for r in rows] == [
-        ("1", ""), ("", "2")]
+    assert [(r["disturbed_included"], r["disturbed_excluded"]) for r in rows
+            if r["metric"] == "ops"] == [("1", ""), ("", "2")]
+    # the derived figures' table says it of each point too
+    derived = html[html.index('<section id="derived">'):html.index('<section id="warnings">')]
+    assert f'<td class="disturbed">{row0}</td>' in derived
+
+
+def test_compare_says_which_run_had_disturbed_trials(store: Store, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vbench.cli import cli
+
+    url = f"sqlite:///{tmp_path}/d.db"
+    out = CliRunner().invoke(cli, ["compare", RUN, CLEAN, "--store", url])
+    assert out.exit_code == 0, out.output
+    assert (f"disturbed: run A {RUN}: point 1 (bs=4k): 1 of 3 trials disturbed: trial 1, "
+            "in the statistics") in out.output
+    assert f"run B {CLEAN}" not in out.output
+    doc = json.loads(CliRunner().invoke(
+        cli, ["compare", RUN, CLEAN, "--store", url, "--json"]).output)
+    assert [p["disturbed_included"] for p in doc["disturbed"]["a"]] == [[1], []]
+    assert doc["disturbed"]["b"] == []
+
+
+def test_a_find_max_level_says_its_disturbed_trials(tmp_path: Path) -> None:
+    from tests.unit.test_findmax_report import stored_search
+    from vbench.report.build import render_run_report
+
+    store, run_id, _ = stored_search(tmp_path)
+    with store:  # the level run second is point 1
+        store.set_testbed(run_id, {"disturbances": [
+            {"point": 1, "trial": 1, "action": "flag", "text": VMOTION, "events": []}]})
+        html = render_run_report(store, run_id, tmp_path / "r.html").read_text()
+    path = html[html.index('<section id="findmax">'):]
+    path = path[:path.index("</table>")]
+    assert "<th>disturbed</th>" in path
+    cells = re.findall(r'<td class="disturbed">([^<]*)</td>', path)
+    assert cells == ["1 of 2 trials disturbed: trial 1, in the statistics"]
 
 
 def _series(marks: bool) -> Series:

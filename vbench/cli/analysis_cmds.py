@@ -53,6 +53,7 @@ def compare(
     from vbench.analysis.run_analysis import better_overrides
     from vbench.engine.verdict import with_verdict
     from vbench.report.build import headline_metrics, report_data_of
+    from vbench.report.disturbed import of_data, run_lines
     from vbench.report.textfmt import format_compare
     from vbench.report.verdict_view import compare_answer_lines, compare_answers
     from vbench.results.stored import StoredRun
@@ -75,6 +76,9 @@ def compare(
         if answers["searches"]:
             click.echo("(levels of a find-max search, compared where both runs ran them:)")
         click.echo(format_compare(result, output_width()), nl=False)
+        # Trials the lab's watch found disturbed: whether the figures above include them.
+        for line in [*run_lines(da, "run A"), *run_lines(db, "run B")]:
+            click.echo(f"disturbed: {line}")
         return
     click.echo(json.dumps({
         "answers": answers,
@@ -86,6 +90,8 @@ def compare(
                         for d in result.differences],
         "only_a": list(result.only_a),
         "only_b": list(result.only_b),
+        "disturbed": {k: [p.to_json() for _, p in sorted(of_data(d).items())]
+                      for k, d in (("a", da), ("b", db))},
         "rows": [
             {"point": r.title, "labels": dict(r.labels), "metric": r.metric, "unit": r.unit,
              "better": r.better, "a": _stats(r.a), "b": _stats(r.b), "ratio": r.ratio,

@@ -248,3 +248,13 @@ def trial_text(entries: Sequence[Mapping[str, Any]]) -> str:
 
     return "; ".join(f"{ACTIONS.get(str(e.get('action')), 'disturbed')}: {e.get('text') or ''}"
                      for e in entries)
+
+
+def run_lines(data: Any, name: str) -> list[str]:
+    """Per point of a run with a disturbed, retried or unwatched trial: "run A
+    20270101-…: point 2 (bs=4k): 1 of 3 trials disturbed: trial 3, in the statistics"
+    (`vbench compare`, under the rows its figures are in)."""
+    found = of_data(data)
+    figures = data.analyzed().figures if found else None
+    return [f"{name} {data.run.get('run_id')}: point {p + 1} ({figures.title(p)}): "
+            f"{found[p].text()}" for p in sorted(found) if figures is not None]

@@ -3,7 +3,7 @@ against the level. The searches are replayed in vbench/analysis/findmax_search.p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vbench.analysis.findmax_qos import CriterionValue
@@ -37,10 +37,15 @@ def findmax_text(reports: Sequence[FindMaxReport]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def findmax_section(reports: Sequence[FindMaxReport]) -> list[dict[str, Any]]:
-    """What the HTML template shows for each search."""
+def findmax_section(reports: Sequence[FindMaxReport],
+                    points: Mapping[int, Mapping[str, str]] | None = None,
+                    disturbed: Mapping[int, str] | None = None) -> list[dict[str, Any]]:
+    """What the HTML template shows for each search; ``disturbed``: point -> its
+    disturbed trials' text (vbench/report/disturbed.py), said beside its level (a level
+    is a point: ``points`` gives their labels)."""
     out = []
     for r in reports:
+        notes = _level_notes(r, points or {}, disturbed or {})
         names = list(dict.fromkeys(c.name for cs in r.criteria.values() for c in cs))
         rows = []
         for row in sorted(r.path, key=lambda x: x.level):
@@ -64,14 +69,30 @@ def findmax_section(reports: Sequence[FindMaxReport]) -> list[dict[str, Any]]:
                 {"order": row.order + 1, "level": r.fmt(row.level),
                  "step": "—" if row.step is None else f"{row.step:+.4g}",
                  "reason": row.reason, "trials": row.trials, "noisy": row.noisy,
-                 "verified": row.verified,
+                 "verified": row.verified, "disturbed": notes.get(row.level, ""),
                  "status": {True: "pass", False: "fail", None: "missing"}[row.passed]}
                 for row in r.path
             ],
+            "has_disturbed": any(notes.get(row.level) for row in r.path),
             "criteria": names,
             "limits": limits,
             "rows": rows,
         })
+    return out
+
+
+def _level_notes(r: FindMaxReport, points: Mapping[int, Mapping[str, str]],
+                 disturbed: Mapping[int, str]) -> dict[float, str]:
+    """Level of search ``r`` -> the text of its point's disturbed trials."""
+    out = {}
+    for p, text in disturbed.items():
+        labels = points.get(p, {})
+        if any(labels.get(k) != v for k, v in r.combination.items()):
+            continue
+        try:
+            out[float(labels.get(r.factor, ""))] = text
+        except ValueError:
+            continue
     return out
 
 

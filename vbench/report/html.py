@@ -39,6 +39,7 @@ from vbench.report.data import (
     scalar_text,
     tabulate,
 )
+from vbench.report.disturbed import of_data
 from vbench.report.exports import shown_text
 from vbench.report.findmax import findmax_reports, findmax_section
 from vbench.report.lead import lead_charts
@@ -222,14 +223,16 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "results": result_tables(view, choice),
         "disturbed": _disturbed(view),
         "hidden_metrics": choice.note(),
-        "derived": derived_tables(analysis.derived, view.factors),
+        "derived": derived_tables(analysis.derived, view.factors,
+                                  {p: d.text() for p, d in of_data(view.data).items()}),
         "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
                 "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids),
                 "has_subject": any(c.subject for c in analysis.qos.checks)}
         if analysis.qos.declared else None,
         "regression": regression_section(view.data.regression),
         "findmax": findmax_section(findmax_reports(
-            run, view.data.points, view.data.trials, analysis.figures)),
+            run, view.data.points, view.data.trials, analysis.figures),
+            analysis.figures.points, {p: d.text() for p, d in of_data(view.data).items()}),
         "charts": [*steady_charts(view.data, ids.next), *warmup_charts(view.data, ids.next),
                    *lead.headline],
         "derived_charts": derived_figs,

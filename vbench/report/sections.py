@@ -298,7 +298,11 @@ def qos_rows(qos: QosResult) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ derived
 
 
-def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[str, Any]]:
+def derived_tables(derived: DerivedResult, factors: Sequence[str],
+                   disturbed: Mapping[int, str] | None = None) -> list[dict[str, Any]]:
+    """A table per derived figure; ``disturbed``: point -> its disturbed trials' text
+    (vbench/report/disturbed.py), a column when any."""
+    disturbed = disturbed or {}
     tables = []
     for name in derived.names():
         figs = derived.named(name)
@@ -306,7 +310,9 @@ def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[
         across = first.point is None
         cols = [f for f in factors if any(f in x.labels for x in figs)]
         sc = choose(first.unit, [f.summary.mean for f in figs])
-        rows = [_derived_row(f, cols, sc) for f in figs]
+        rows = [{**_derived_row(f, cols, sc),
+                 "disturbed": disturbed.get(f.point, "") if f.point is not None else ""}
+                for f in figs]
         tables.append({
             "name": name,
             "kind": first.kind,
@@ -317,6 +323,7 @@ def derived_tables(derived: DerivedResult, factors: Sequence[str]) -> list[dict[
             "rows": rows,
             "has_ideal": any(f.ideal is not None for f in figs),
             "across": across,
+            "has_disturbed": any(r["disturbed"] for r in rows),
         })
     return tables
 
