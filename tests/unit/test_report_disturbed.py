@@ -170,8 +170,12 @@ def test_every_output_says_which_trials_are_disturbed_and_whether_counted(
     assert "2 trials, 1 in the statistics" in html  # the summary's badge
     trials = html[html.index('<section id="trials">'):]
     assert f'<td class="disturbed">failed, disturbed: {RESET}</td>' in trials
-    # Markdown: a column and the notes
+    # the answer's headline figure (at bs=8k, the best point) says it of its point
+    answer = html[:html.index('<section id="summary">')]
+    assert f'bs=8k <span class="disturbed-note">({row1})</span>' in answer
+    # Markdown: the answer's figure, a column and the notes
     md = render_report(store, [RUN], "markdown")
+    assert f"| 2 | bs=8k ({row1}) |" in md
     assert f"| bs=4k | 110.3 ± 42.3 ops/s | {row0} |" in md
     assert f"| bs=8k | 200.5 ± 6.4 ops/s | {row1} |" in md
     assert f"- point 1 (bs=4k) trial 1: {VMOTION} — in the statistics" in md

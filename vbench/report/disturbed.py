@@ -258,3 +258,14 @@ def run_lines(data: Any, name: str) -> list[str]:
     figures = data.analyzed().figures if found else None
     return [f"{name} {data.run.get('run_id')}: point {p + 1} ({figures.title(p)}): "
             f"{found[p].text()}" for p in sorted(found) if figures is not None]
+
+
+def by_title(data: Any) -> dict[str, str]:
+    """Point title -> its disturbed trials' text, for a run's points with a disturbed
+    trial: what the answer's headline figures (which name their point by its title) say
+    beside the point."""
+    found = {p: d for p, d in of_data(data).items() if d.disturbed}
+    if not found:
+        return {}
+    figures = data.analyzed().figures
+    return {figures.title(p): d.text() for p, d in found.items()}

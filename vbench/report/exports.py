@@ -23,7 +23,7 @@ from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
 from vbench.analysis.verdict import QosView, verdict_to_json
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
-from vbench.report.disturbed import disturbed_in, footnotes, of_data
+from vbench.report.disturbed import by_title, disturbed_in, footnotes, of_data
 from vbench.report.verdict_view import junit_answer, markdown_lines
 
 FORMATS = ("html", "json", "csv", "junit", "markdown")
@@ -393,7 +393,7 @@ def _md_run(d: ReportData) -> list[str]:
         f"- status **{_md(run.get('status'))}**, {ok}/{len(d.trials)} trials ok, "
         f"started {fmt_time(run.get('started'), seconds=False)}",
         "",
-        *markdown_lines(verdict, _md),
+        *markdown_lines(verdict, _md, by_title(d)),
     ]
     if d.regression is not None:
         lines.append(f"- {d.regression.verdict()}")

@@ -39,7 +39,7 @@ from vbench.report.data import (
     scalar_text,
     tabulate,
 )
-from vbench.report.disturbed import of_data
+from vbench.report.disturbed import by_title, of_data
 from vbench.report.exports import shown_text
 from vbench.report.findmax import findmax_reports, findmax_section
 from vbench.report.lead import lead_charts
@@ -211,7 +211,7 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "heading": _scenario_title(view),
         "header": _header(view),
         "warnings": list(dict.fromkeys(warnings)),
-        "verdict": html_context(verdict),
+        "verdict": html_context(verdict, by_title(view.data)),
         "summary": {"badges": badges(view, analysis, view.data.regression, verdict),
                     "headline": [] if searched else [*derived_headline_rows(
                         view, analysis.derived, view.data.headline_metrics),

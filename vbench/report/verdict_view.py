@@ -4,6 +4,7 @@ JSON and JUnit. Pure formatting: nothing here decides anything about a run."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vbench.analysis.verdict import Answer, Figure, Verdict, verdict_to_json
@@ -48,12 +49,16 @@ def answer_context(a: Answer) -> dict[str, Any]:
             "facts": [(f.label, f.text) for f in a.facts]}
 
 
-def html_context(v: Verdict) -> dict[str, Any]:
-    """What the HTML template's answer block shows (text only: autoescaped)."""
+def html_context(v: Verdict, disturbed_at: Mapping[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """What the HTML template's answer block shows (text only: autoescaped);
+    ``disturbed_at``: point title -> its disturbed trials' text, said beside a headline
+    figure measured there (vbench/report/disturbed.py)."""
     text, kind = qos_badge(v)
     return {
         "answers": [answer_context(a) for a in v.answers],
-        "figures": [figure_row(f) for f in v.headline],
+        "figures": [{**figure_row(f), "disturbed": (disturbed_at or {}).get(f.where or "", "")}
+                    for f in v.headline],
         "window": next((f.window for f in v.headline if f.window), None),
         "simulated": v.simulated,
         "qos_text": v.qos.text, "qos_badge": text, "qos_kind": kind,
@@ -66,8 +71,10 @@ def html_context(v: Verdict) -> dict[str, Any]:
     }
 
 
-def markdown_lines(v: Verdict, md: Any) -> list[str]:
-    """The answer block of a Markdown summary (``md`` escapes a table cell)."""
+def markdown_lines(v: Verdict, md: Any, disturbed_at: Mapping[str, str] | None = None
+                   ) -> list[str]:
+    """The answer block of a Markdown summary (``md`` escapes a table cell;
+    ``disturbed_at`` as for :func:`html_context`)."""
     out: list[str] = []
     for a in v.answers:
         out.append(f"**{md(a.title)}: {md(a.text)}**")
@@ -81,8 +88,11 @@ def markdown_lines(v: Verdict, md: Any) -> list[str]:
                 "|---|---:|---:|---|---|"]
         for f in v.headline:
             sim = f" ({SIMULATED_NOTE})" if f.simulated else ""
+            where = f.where or "—"
+            if (disturbed_at or {}).get(f.where or ""):
+                where += f" ({(disturbed_at or {})[f.where or '']})"
             out.append(f"| {md(f.metric)} | {md(f.value_text())}{sim} | "
-                       f"{f.n if f.value is not None else '—'} | {md(f.where or '—')} | "
+                       f"{f.n if f.value is not None else '—'} | {md(where)} | "
                        f"{md(f.window or '—')} |")
         out.append("")
     out.append(f"- QoS: {md(v.qos.text)}")
