@@ -200,6 +200,11 @@ def test_relocation_in_the_steady_window_reruns_the_trial(sim: Sim) -> None:
     assert "point 1 trial 1 run again, disturbed: vMotion of storage-1" in warnings
     lines = (Path(data["run"]["run_dir"]) / "disturbances.jsonl").read_text().splitlines()
     assert len(lines) == 1
+    # the report says it of the point (report/disturbed.py): the kept attempt is clean
+    (point,) = data["disturbed"]
+    assert point["retried"] == [{"trial": 1, "attempts": 1}] and point["disturbed"] == []
+    report = (Path(data["run"]["run_dir"]) / "report.html").read_text()
+    assert "trial 1 run again after 1 disturbed attempt (not stored)" in report
 
 
 def test_tune_overrides_drs_for_the_run_and_restores_it(sim: Sim) -> None:
