@@ -300,3 +300,18 @@ def test_the_steady_state_rounds_mark_a_disturbed_round() -> None:
     assert re.findall(r'<polygon class="disturbed"[^>]*data-value="150"[^>]*>'
                       r"<title>point 1 trial 2: vMotion</title>", svg)
     assert 'class="disturbed"' not in steady_svg(state, "rounds", "IO/s", "c1")
+
+
+def test_a_points_operations_table_says_its_disturbed_trials(tmp_path: Path) -> None:
+    from tests.unit.test_report_operations import _store_run
+    from vbench.report.build import render_run_report
+
+    store, run_id = _store_run(tmp_path)
+    with store:
+        store.set_testbed(run_id, {"disturbances": [
+            {"point": 1, "trial": 2, "action": "flag", "text": VMOTION, "events": []}]})
+        html = render_run_report(store, run_id, tmp_path / "r.html").read_text()
+    ops = html[html.index('<section id="operations">'):html.index('<section id="warnings">')]
+    captions = re.findall(r"<caption>Operations — ([^<]*(?:<span[^>]*>[^<]*</span>)?)", ops)
+    assert captions == ["3 trials", '3 trials; <span class="disturbed-note">1 of 3 trials '
+                        'disturbed: trial 2, in the statistics</span>']

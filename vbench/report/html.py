@@ -241,9 +241,10 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "series_flat": series["flat"],
         "series_legend": series["legend"],
         "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
-        "operations": ops_section(operation_figures(
+        "operations": _with_disturbed(ops_section(operation_figures(
             view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
             cv_threshold=view.cv_threshold), ids, mode, {p.point: p.labels for p in view.points}),
+            view),
         "sources": _sources(view),
         "guests": guest_table(view, choice),
         "trial_phases": phase_names,
@@ -255,6 +256,16 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "fmt_num": fmt_num,
         "version": __version__,
     }
+
+
+def _with_disturbed(section: dict[str, Any] | None, view: ReportView
+                    ) -> dict[str, Any] | None:
+    """The operations section with each point's disturbed trials said in its caption."""
+    found = of_data(view.data)
+    for table in (section or {}).get("points", ()):
+        mine = found.get(table["point"])
+        table["disturbed"] = mine.text() if mine else ""
+    return section
 
 
 def _disturbed(view: ReportView) -> dict[str, Any] | None:

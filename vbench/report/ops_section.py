@@ -239,7 +239,8 @@ def ops_section(
             "messages": list(f.messages[:MAX_MESSAGES]),
             "more": max(0, len(f.messages) - MAX_MESSAGES),
         } for f in p.faults]
-        tables.append({"title": p.title, "trials": p.trials, "rows": rows, "faults": faults,
+        tables.append({"title": p.title, "point": p.point, "trials": p.trials, "rows": rows,
+                       "faults": faults,
                        "counted": any(o.failures is not None for o in p.ops)})
     return {"points": tables, "chart": _latency_chart(points, ids, mode, labels or {}),
             "error_bars": error_text(mode)}
