@@ -288,6 +288,11 @@ def test_time_series_mark_the_moment_of_the_disturbance(store: Store) -> None:
                              events=events)
     assert 'class="disturbed"' not in str(other["svg"])
     assert "disturbance" not in other["caption"]
+    # many events: every one drawn, the caption names the first 8
+    many = [(0, 1, float(k), f"alarm {k}") for k in range(10)]
+    (busy,) = series_charts(frame, ok, titles, lambda: f"c{next(ids)}", events=many)
+    assert str(busy["svg"]).count('<line class="disturbed"') == 10
+    assert "point 1 trial 1 at 7 s; 2 more (each line's tooltip names it)." in busy["caption"]
 
 
 def test_the_steady_state_rounds_mark_a_disturbed_round() -> None:

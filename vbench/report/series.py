@@ -210,7 +210,9 @@ def series_charts(
                + (f" Dashed line: the series settled {mark:.0f} s after the warm-up began "
                   "(MSER-5, median over its trials)." if mark is not None else "")
                + (" Dotted orange: a disturbance — " + "; ".join(
-                   f"point {p + 1} trial {t} at {at:.0f} s" for p, t, at, _w in mine) + "."
+                   f"point {p + 1} trial {t} at {at:.0f} s" for p, t, at, _w in mine[:8])
+                  + (f"; {len(mine) - 8} more (each line's tooltip names it)"
+                     if len(mine) > 8 else "") + "."
                   if mine else ""))
         out.append({"svg": Markup(svg), "caption": cap, "title": metric, "kind": "series"})
     return out
