@@ -37,7 +37,10 @@ def test_reference_documents_every_field() -> None:
 
 def _commands(group: click.Group, prefix: str = "") -> list[str]:
     out = []
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top-level group imports each on lookup
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
         full = f"{prefix}{name}"
         if isinstance(cmd, click.Group):
             out += _commands(cmd, full + " ")

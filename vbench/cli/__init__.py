@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -9,8 +10,46 @@ import click
 from vbench import __version__
 from vbench.errors import EXIT_INTERRUPTED, EXIT_LAB, ConfigValidationError, VbenchError
 
+# Each command -> the module of vbench/cli that defines it (in its COMMANDS). A command
+# imports its own module alone — `vbench validate` does not pay for the other eight (≈ 4
+# ms of its start-up); --help and shell completion list them all.
+# tests/unit/test_import_cost.py holds this table to the modules' COMMANDS.
+COMMAND_MODULES = {
+    **dict.fromkeys(("validate", "plan", "run", "schema", "drivers"), "run_cmds"),
+    **dict.fromkeys(("ls", "show", "report"), "store_cmds"),
+    "lab": "lab_cmds",
+    "parse": "parse_cmds",
+    "esxtop": "esxtop_cmds",
+    "cleanup": "vsphere_cmds",
+    **dict.fromkeys(("compare", "history", "baseline", "ack"), "analysis_cmds"),
+    "plugins": "plugins_cmds",
+    **dict.fromkeys(("publish", "site"), "publish_cmds"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyCommands(click.Group):
+    """The top-level group: a command's module is imported when the command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(name)
+        if module is None:
+            return None
+        commands = importlib.import_module(f"vbench.cli.{module}").COMMANDS
+        return next(c for c in commands if c.name == name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        # click suggests the closest command from the commands already made; here, none is.
+        name = args[0]
+        if name not in COMMAND_MODULES and not name.startswith("-") and not ctx.resilient_parsing:
+            raise click.exceptions.NoSuchCommand(name, possibilities=COMMAND_MODULES, ctx=ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vbench")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context
@@ -22,35 +61,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def _register() -> None:
-    from vbench.cli import esxtop_cmds, lab_cmds, parse_cmds, run_cmds, store_cmds
-
-    for module in (run_cmds, store_cmds, lab_cmds, parse_cmds):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-    for command in esxtop_cmds.COMMANDS:
-        cli.add_command(command)
-    from vbench.cli import vsphere_cmds
-
-    for command in vsphere_cmds.COMMANDS:
-        cli.add_command(command)
-    from vbench.cli import analysis_cmds
-
-    for command in analysis_cmds.COMMANDS:
-        cli.add_command(command)
-    from vbench.cli import plugins_cmds
-
-    for command in plugins_cmds.COMMANDS:
-        cli.add_command(command)
-    from vbench.cli import publish_cmds
-
-    for command in publish_cmds.COMMANDS:
-        cli.add_command(command)
-
-
-_register()
 
 
 def _print_traceback() -> None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, PrivateAttr, field_serializer, model_validator
 
 from vbench.config.levels import is_size, search_level, size_text
-from vbench.config.types import NAME, Duration, Strict
+from vbench.config.types import NAME, Duration, Strict, new_list
 
 
 class SearchStop(Strict):
@@ -38,7 +38,7 @@ class SearchSpec(Strict):
         "topology.<group>.count searches a group's size)",
     )
     also: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="further dotted paths set to the same level (e.g. a driver's instance "
         "count that follows a group's size)",
     )
@@ -59,7 +59,7 @@ class SearchSpec(Strict):
     )
     trials: int | None = Field(None, ge=1, le=100, description="trials per level (default: repeat)")
     criteria: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="names of the qos criteria that decide pass/fail (default: all of them)",
     )
     max_failure_rate: float = Field(

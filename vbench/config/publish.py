@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from vbench.config.types import Duration, OneLine, SecretRef, Strict
+from vbench.config.types import Duration, OneLine, SecretRef, Strict, new_list
 
 _REF = re.compile(r"^\$\{(env|file):")
 # Header names whose values are credentials: a literal value would put a secret in the
@@ -102,10 +102,10 @@ class Publish(LabModel):
 
     pushgateway: Pushgateway | None = Field(
         None, description="push headline figures, verdict and alerts as Prometheus series")
-    webhooks: list[Webhook] = Field(default_factory=list,
+    webhooks: list[Webhook] = Field(default_factory=new_list,
                                     description="POST the run's summary as JSON to each")
     tags: list[OneLine] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="publish only runs with one of these tags (e.g. [nightly]: someone's "
         "ad-hoc run does not replace the nightly figures); default: every run")
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from vbench.config.types import Duration, Share, Strict
+from vbench.config.types import Duration, Share, Strict, new_list
 
 
 class RepeatTarget(Strict):
@@ -32,7 +32,7 @@ class AdaptiveRepeat(Strict):
     max: int = Field(12, ge=3, le=1000, description="most trials a point may take")
     target: RepeatTarget = Field(description="the confidence target")
     metrics: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="metrics held to the target (default: the headline metrics)",
     )
     require: bool = Field(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from vbench.config.lab import GuestName
-from vbench.config.types import Duration, Strict, located
+from vbench.config.types import Duration, Strict, located, new_list
 
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
 _MEM_MIB = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
@@ -113,7 +113,7 @@ class VmSpec(Strict):
     )
     keep: bool = Field(False, description="keep the VMs after the run; later runs reuse them")
     disks: list[DataDisk] = Field(
-        default_factory=list, description="data disks added to every clone"
+        default_factory=new_list, description="data disks added to every clone"
     )
 
     @model_validator(mode="after")

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from vbench.config.types import Duration, text_problem
+from vbench.config.types import Duration, new_list, text_problem
 from vbench.workloads.base import Finding, LabObject, Params, Strict
 
 OPS = (
@@ -107,7 +107,7 @@ class Step(Strict):
     count: int | None = Field(None, ge=1, le=1000, description="items (or VMs) per step")
     size: str | int | None = Field(None, description="import: generated item size (64m, 1g)")
     files: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="import: local files of one item (an OVF and its disks, an ISO...)",
     )
     url: str | None = Field(None, description="import: http(s) URL vCenter pulls from")

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from vbench.config.types import new_list
 from vbench.templates import has_control
 from vbench.workloads.base import Finding, Params
 
@@ -23,7 +24,7 @@ class DvdStoreParams(Params):
     command: list[str] = Field(min_length=1, description=(
         "the driver command as an argv list, e.g. [mono, /opt/ds3/ds3webdriver.exe] or "
         "[/opt/ds2/ds2mysqldriver]"))
-    targets: list[str] = Field(default_factory=list, description=(
+    targets: list[str] = Field(default_factory=new_list, description=(
         "database/web server host[:port] per instance, round robin (default: the address of "
         "the `databases` guests)"))
     instances: int = Field(1, ge=1, le=256, description="driver instances per client guest")

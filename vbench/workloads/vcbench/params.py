@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from vbench.config.types import Duration
+from vbench.config.types import Duration, new_list
 from vbench.workloads.base import Finding, LabObject, Params
 
 # The operations (vbench.vsphere.operations.OPS; repeated here so that this module stays
@@ -69,20 +69,20 @@ class VcbenchParams(Params):
         None, gt=0, description="open loop: target operations per second over all sessions"
     )
     vcenters: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="vCenters the sessions are spread over (default: the point's vCenter)",
     )
     template: str | None = Field(
         None, description="VM or template the session VMs are cloned from (one per session)"
     )
     vms: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="existing VMs to use instead (one per session; named, so vbench may "
         "change them: power, snapshots, host)",
     )
     cluster: str | None = Field(None, description="cluster to work in (default: the first)")
     datastores: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="datastores for storage vMotion (default: every accessible one)",
     )
     spares: int = Field(
