@@ -196,6 +196,9 @@ def test_every_output_says_which_trials_are_disturbed_and_whether_counted(
         ([1], []), ([], [2])]
     assert points[0]["disturbed"][0]["text"] == VMOTION
     assert points[0]["disturbed"][0]["at"] == [T0 + 131.0]
+    # JUnit: the trials case says them (a disturbed trial fails no test case)
+    junit = render_report(store, [RUN], "junit")
+    assert f"disturbed: point 1 (bs=4k) trial 1: {VMOTION} — in the statistics" in junit
     # CSV: the same two columns
     rows = list(csv.DictReader(io.StringIO(render_report(store, [RUN], "csv"))))
     assert [(r["disturbed_included"], r["disturbed_excluded"]) for r in rows

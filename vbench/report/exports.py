@@ -299,11 +299,13 @@ def _suite(data: ReportData) -> ET.Element:
     for key in ("run_id", "status", "vbench_version"):
         ET.SubElement(props, "property", name=key, value=str(run.get(key, "")))
     bad = [t for t in data.trials if t.get("status") != "ok"]
+    found = of_data(data)  # disturbed trials: said in the output, never a failure here
+    disturbed = footnotes(found, {p: analysis.figures.title(p) for p in found})
     _case(suite, f"{name}.run", "trials completed",
           f"{len(bad)} of {len(data.trials)} trials did not complete" if bad else None,
-          "\n".join(f"point {int(t['point']) + 1} trial {t['trial']}: {t.get('error')}"
-                    for t in bad)
-          or f"{len(data.trials)} trials ok")
+          "\n".join([*([f"point {int(t['point']) + 1} trial {t['trial']}: {t.get('error')}"
+                        for t in bad] or [f"{len(data.trials)} trials ok"]),
+                     *(f"disturbed: {n}" for n in disturbed)]))
     verdict = data.verdicted()
     answer_name, answer_failure, answer_out = junit_answer(verdict)
     _case(suite, f"{name}.answer", answer_name, answer_failure, answer_out)
