@@ -126,10 +126,11 @@ def test_findings_read_from_vcsim_in_lab_check_and_the_testbed(sim: Sim) -> None
     assert check.returncode == 0, check.stdout + check.stderr
     out = check.stdout
     # vcsim: DRS on, no default behaviour (= fully automated); hosts in "dynamic" power.
-    assert "warn  cluster DC0_C0  hygiene drs: DRS fullyAutomated on DC0_C0: it may " \
-        "migrate the run's VMs" in out
-    assert "warn  host DC0_C0_H0  hygiene power_policy: host DC0_C0_H0: power policy " \
-        "balanced (wanted high-performance)" in out
+    # Each finding names its vCenter (a lab of several may have a DC0_C0 in each).
+    assert "warn  cluster DC0_C0 (vcenter vc1)  hygiene drs: DRS fullyAutomated on DC0_C0: " \
+        "it may migrate the run's VMs" in out
+    assert "warn  host DC0_C0_H0 (vcenter vc1)  hygiene power_policy: host DC0_C0_H0: power " \
+        "policy balanced (wanted high-performance)" in out
     assert "hygiene other_vms: " in out and "DC0_C0_RP0_VM0 on DC0_C0_H" in out
     res = vbench("run", str(scenario), "--lab", str(sim.lab))
     assert res.returncode == 0, res.stdout + res.stderr

@@ -17,13 +17,18 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 def run_lab_check(lab_file: Path, scenario_file: Path | None, sets: tuple[str, ...]) -> int:
     """Every check, printed as a table; returns the exit code (0, or 3 on a failure)."""
+    return show_checks(collect_checks(lab_file, scenario_file, sets), f"lab check: {lab_file}")
+
+
+def show_checks(checks: list[Any], title: str, console: Any = None) -> int:
+    """The checks as a table on a terminal (else one line each), then the counts; the
+    exit code (0, or 3 on a failure)."""
     from rich.console import Console
     from rich.table import Table
 
-    checks = collect_checks(lab_file, scenario_file, sets)
-    console = Console()
+    console = console or Console()
     if console.is_terminal:
-        table = Table(title=f"lab check: {lab_file}", title_justify="left")
+        table = Table(title=title, title_justify="left")
         for col in ("target", "check", "result", "detail"):
             table.add_column(col, overflow="fold")
         for c in checks:
@@ -97,7 +102,16 @@ def _hygiene_checks(lab: Any, sessions: Any, plan: Any, inventories: dict[str, A
         found = check_findings(lab, sessions, scope_of(plan, lab), inventories)
     except LabError as exc:  # the vCenter's own check already says it does not answer
         return [Check("lab hygiene", "read", False, str(exc))]
-    return [Check(f.target, f"hygiene {f.check}", f.level != "fail", f.detail,
+    return hygiene_rows(found)
+
+
+def hygiene_rows(found: list[Any]) -> list[Any]:
+    """The rows of hygiene findings: each target named with its vCenter ("host esx1
+    (vcenter vc1)"), as the run's warnings name it — in a lab of several vCenters a host
+    or cluster of the same name may be in each (every vcsim has a DC0_C0_H0)."""
+    from vbench.vsphere.checks import Check
+
+    return [Check(f.where, f"hygiene {f.check}", f.level != "fail", f.detail,
                   level="warning" if f.level == "warn" else "info") for f in found]
 
 
