@@ -267,7 +267,7 @@ def test_a_changed_power_policy_is_a_testbed_difference() -> None:
 
 
 def test_what_a_disturbed_trial_gets() -> None:
-    from vbench.engine.hygiene import disturbed_action
+    from vbench.engine.disturbances import disturbed_action
 
     assert disturbed_action(DisturbanceSpec(), 0) == "flag"
     assert disturbed_action(DisturbanceSpec(action="fail"), 0) == "fail"
@@ -396,6 +396,7 @@ def test_a_trial_not_watched_names_the_vcenter_that_did_not_answer() -> None:
     """Two vCenters: the notice and the testbed say which one's events were not read."""
     from types import SimpleNamespace as NS
 
+    from vbench.engine.disturbances import TrialWatch
     from vbench.engine.hygiene import RunHygiene
     from vbench.results.records import PhaseTimes, TrialResult
 
@@ -414,12 +415,15 @@ def test_a_trial_not_watched_names_the_vcenter_that_did_not_answer() -> None:
             workload_vcenters=[], vms=[], inventories={}, extra_testbed={},
             sessions=NS(get=sessions.__getitem__))
     said: list[str] = []
-    hygiene = RunHygiene(vs, said.append)  # type: ignore[arg-type]
+    watch = TrialWatch(None, [RunHygiene(vs)], said.append)  # type: ignore[arg-type]
+    published: list[list[dict]] = []
+    watch.publish = published.append
     result = TrialResult(0, 2, "ok", PhaseTimes(steady_start=100.0, steady_end=110.0))
-    assert hygiene.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
+    assert watch.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
     assert said == ["point 1 trial 2: vCenter's events not read (vcenter vc2: connection "
                     "refused); the trial is kept, not watched"]
-    assert vs.extra_testbed["disturbances"][0]["action"] == "unread"
+    assert published[-1][0]["action"] == "unread"
+    assert published[-1][0]["text"] == "events not read: vcenter vc2: connection refused"
 
 
 def test_an_undo_that_cannot_reach_vcenter_is_said_and_the_rest_goes_on(tmp_path) -> None:
@@ -451,20 +455,19 @@ def test_a_resumed_run_keeps_the_disturbances_of_the_trials_it_keeps(tmp_path) -
     in the testbed (and so in the verdict's warnings); trial 2 runs again, so what was
     found in its interrupted attempt is not. The testbed held only the new session's."""
     import json
-    from types import SimpleNamespace as NS
 
-    from vbench.engine.hygiene import DISTURBANCES_FILE, RunHygiene
+    from vbench.engine.disturbances import DISTURBANCES_FILE, TrialWatch
 
     entries = [{"id": f"point 1 trial {t} #{t}", "point": 0, "trial": t, "action": "flag",
                 "text": f"vMotion of g1 on esx1 at 12:00:0{t}", "events": []} for t in (1, 2)]
     (tmp_path / DISTURBANCES_FILE).write_text(
         "".join(json.dumps(e) + "\n" for e in entries) + '{"id": "cut sh')
-    vs = NS(scenario=NS(lab_hygiene=None, disturbance=None), extra_testbed={})
-    hygiene = RunHygiene(vs)  # type: ignore[arg-type]
-    hygiene.resumed(tmp_path, {(0, 1)})
-    hygiene._publish()
-    assert vs.extra_testbed["disturbances"] == [entries[0]]
-    assert hygiene_warnings({"testbed": vs.extra_testbed}) == [
+    watch = TrialWatch(None, [])
+    testbed: dict = {}
+    watch.publish = lambda found: testbed.update(disturbances=found)
+    watch.resumed(tmp_path, {(0, 1)})
+    assert testbed["disturbances"] == [entries[0]]
+    assert hygiene_warnings({"testbed": testbed}) == [
         "point 1 trial 1 disturbed: vMotion of g1 on esx1 at 12:00:01 (kept in the "
         "statistics)"]
 

@@ -10,11 +10,13 @@ See docs/lab-hygiene.md.
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from vbench.config.types import Duration, Strict
+from vbench.config.types import Duration, Strict, new_list
 
 Severity = Literal["fail", "warn", "ignore"]
 POWER_POLICIES = ("high-performance", "balanced", "low-power", "custom")
@@ -78,11 +80,21 @@ class LabHygiene(Strict):
         return self.power_policy if self.power_policy in POWER_POLICIES else "high-performance"
 
 
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    """``name`` matches one of the glob ``patterns``, case-insensitive (VM names are typed
+    by hand in a scenario, as esxtop counter patterns are)."""
+    low = name.lower()
+    return any(fnmatch.fnmatchcase(low, p.lower()) for p in patterns)
+
+
 Action = Literal["flag", "fail", "retry"]
+# A fifth of a core, mean over the steady window: well above an idle guest (the idle
+# VMs of a recorded ESXi host used 0.2-6 %), low enough to catch a VM doing real work.
+OTHER_VM_CPU = 20.0
 
 
 class DisturbanceSpec(Strict):
-    """What vCenter events and tasks in a trial's steady window do to the trial."""
+    """What disturbs a trial (vCenter's events, busy VMs not the run's) and what it does."""
 
     action: Action = Field(
         "flag", description="flag: the trial is kept and the verdict says what disturbed "
@@ -90,8 +102,22 @@ class DisturbanceSpec(Strict):
     )
     retries: int = Field(2, ge=1, le=20, description="with action: retry, the most times one "
                          "trial runs again (then it is kept, flagged)")
-    watch: bool = Field(True, description="read vCenter's events and tasks after every "
+    watch: bool = Field(True, description="read vCenter's events and tasks and, where esxtop "
+                        "is collected, the CPU of VMs that are not the run's after every "
                         "trial (false: no disturbance is looked for)")
+    other_vm_cpu: float = Field(
+        OTHER_VM_CPU, gt=0, description="where esxtop is collected: a VM that is not the "
+        "run's, on a run's host, using more than this (% of one core, mean over the steady "
+        "window) disturbs the trial",
+    )
+    ignore: list[str] = Field(
+        default_factory=new_list, description="VMs that are never a disturbance, by name or "
+        "glob pattern, case-insensitive (vCLS-*): their CPU and the events about them",
+    )
+
+    def ignores(self, vm: str) -> bool:
+        """``vm`` is one of the VMs ``ignore`` names."""
+        return matches(vm, self.ignore)
 
     @model_validator(mode="before")
     @classmethod

@@ -105,6 +105,10 @@ class Node(SshEndpoint):
         default_factory=list, description="data disks of the node in order (/dev/sdb, "
         "/dev/disk/by-id/…): what fio's `filename: disk:N` names on it"
     )
+    vm: str | None = Field(
+        None, description="the VM this node is, as vCenter and esxtop name it (default: the "
+        "node's name): its CPU on the run's hosts is the benchmark's, not a disturbance"
+    )
 
 
 class NodeDefaults(LabModel):

@@ -19,7 +19,7 @@ from vbench.config.hookspec import HookSpec, value_text
 from vbench.config.hygiene import DisturbanceSpec, LabHygiene
 from vbench.config.repeat import Budget, Repeat
 from vbench.config.steady import SteadyStateSpec
-from vbench.config.types import NAME, Duration, OneLine, Strict, Text, located
+from vbench.config.types import NAME, Duration, OneLine, Strict, Text, located, new_list
 from vbench.config.vmspec import (  # noqa: F401 (the VM models, re-exported from here)
     DataDisk,
     MemoryMiB,
@@ -197,7 +197,7 @@ class CollectorSpec(Strict):
     )
     interval: Duration = Field(5.0, gt=0, description="sampling interval")
     targets: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="esxtop: lab hosts; guest_sysstat: topology groups or guests; "
         "vcenter_perf: host:/vm:/datastore: entities (default: all of the run)",
     )
@@ -245,7 +245,7 @@ class MemberSpec(WorkloadSpec):
     """One workload of a consolidation bundle (``workloads:``; docs/consolidation.md)."""
 
     qos: list[QosCriterion] = Field(
-        default_factory=list, description="criteria on this workload's own metrics, checked "
+        default_factory=new_list, description="criteria on this workload's own metrics, checked "
         "per tile (a tile passes when every workload of it passes)")
     score: str | None = Field(None, description="metric the tile score normalises (default: "
                               "the driver's headline metric)")
@@ -270,7 +270,7 @@ class Derived(Strict):
         "ratio/expr over metrics, or geometric mean across metrics or factor levels"
     )
     metric: str | None = Field(None, description="metric it is computed from")
-    metrics: list[str] = Field(default_factory=list, description="metrics (geomean)")
+    metrics: list[str] = Field(default_factory=new_list, description="metrics (geomean)")
     baseline: dict[str, LevelText] | None = Field(
         None,
         description="factor -> level selecting the baseline point (= 1.0), e.g. {guests: 1}; "
@@ -340,9 +340,9 @@ class Chart(Strict):
 class ReportSpec(Strict):
     title: OneLine | None = Field(None, description="report title (default: scenario name)")
     headline: list[str] = Field(
-        default_factory=list, description="metrics to lead with (default: the driver's)"
+        default_factory=new_list, description="metrics to lead with (default: the driver's)"
     )
-    charts: list[Chart] = Field(default_factory=list, description="extra charts")
+    charts: list[Chart] = Field(default_factory=new_list, description="extra charts")
     error_bars: Literal["range", "ci"] = Field(
         "range", description="whiskers of bar charts: min–max over trials, or the 95 % CI"
     )
@@ -363,7 +363,7 @@ class RegressionSpec(Strict):
     """How `vbench run --check-regression` judges a run against its baseline."""
 
     metrics: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="metrics and derived figures checked (default: the headline metrics)",
     )
     min_effect: float = Field(
@@ -445,10 +445,10 @@ class Scenario(Strict):
         "(used in plans, tables, charts and exports; default: factor=level pairs)",
     )
     zip: list[list[str]] = Field(
-        default_factory=list, description="groups of factors whose levels vary together"
+        default_factory=new_list, description="groups of factors whose levels vary together"
     )
     exclude: list[dict[str, Scalar]] = Field(
-        default_factory=list, description="factor -> level combinations to leave out"
+        default_factory=new_list, description="factor -> level combinations to leave out"
     )
     repeat: Repeat = Field(
         3, description="trials per point, or {min, max, target: {ci_half_width}}: trials "
@@ -459,11 +459,11 @@ class Scenario(Strict):
     )
     phases: Phases = Field(description="warm-up, steady state and cool-down of every trial")
     collectors: list[CollectorSpec] = Field(
-        default_factory=list, description="metric collectors running beside the workload"
+        default_factory=new_list, description="metric collectors running beside the workload"
     )
-    qos: list[QosCriterion] = Field(default_factory=list, description="pass/fail criteria")
+    qos: list[QosCriterion] = Field(default_factory=new_list, description="pass/fail criteria")
     derived: list[Derived] = Field(
-        default_factory=list, description="figures computed from stored metrics"
+        default_factory=new_list, description="figures computed from stored metrics"
     )
     regression: RegressionSpec = Field(
         default_factory=RegressionSpec, description="regression check against a baseline"
@@ -488,8 +488,9 @@ class Scenario(Strict):
         "severity or wanted state (default: the rules of docs/lab-hygiene.md)",
     )
     disturbance: DisturbanceSpec | None = Field(
-        None, description="what vCenter events in a trial's steady window do: flag | fail | "
-        "retry, or {action, retries, watch} (default: flag; docs/lab-hygiene.md)",
+        None, description="what a disturbance of a trial's steady window (vCenter's events, a "
+        "busy VM that is not the run's in esxtop) does: flag | fail | retry, or {action, "
+        "retries, watch, other_vm_cpu, ignore} (default: flag; docs/lab-hygiene.md)",
     )
 
     @field_validator("budget")

@@ -9,24 +9,24 @@
 - :meth:`after_provision`: with ``lab_hygiene.tune``, the changes `vbench lab tune`
   proposes, journaled in the run directory (``tune.jsonl``); then the findings again,
   now with the run's VMs, kept in the testbed (``testbed["hygiene"]``).
-- :meth:`check_trial` (the engine's trial check): vCenter's events and tasks in the
-  trial's steady window (vbench/vsphere/hygiene_events.py); a disturbed trial is
-  flagged, failed, or run again (``disturbance:``), and kept in
-  ``testbed["disturbances"]`` and ``disturbances.jsonl``.
+- called after each trial (a source of engine/disturbances.py's trial watch, which
+  flags, fails or runs again a disturbed trial and keeps it in
+  ``testbed["disturbances"]`` and ``disturbances.jsonl``): vCenter's events and tasks
+  in the trial's steady window (vbench/vsphere/hygiene_events.py).
 - :meth:`undo`: the tuning restored, at the run's end whatever ends it (before its VMs
   are removed); `vbench cleanup RUN` does it for a killed run (:func:`undo_tune`).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vbench.config.hygiene import DisturbanceSpec, LabHygiene
+from vbench.engine.disturbances import Said
 from vbench.errors import LabError
 from vbench.results.records import TrialResult
 from vbench.vsphere.hygiene import read_facts, run_hosts
@@ -38,10 +38,11 @@ from vbench.vsphere.specs import vm_name
 
 if TYPE_CHECKING:
     from vbench.config.lab import Lab
-    from vbench.engine.plan import PlannedPoint
     from vbench.engine.vsphere_run import VSphereRun
 
-DISTURBANCES_FILE = "disturbances.jsonl"
+# The kinds of event always about a VM: those about a VM `disturbance.ignore` names are not
+# disturbances (vCLS VMs vMotioned by vCenter itself).
+IGNORABLE = ("migration", "vm", "snapshot")
 Notice = Callable[[str], None]
 
 
@@ -67,12 +68,8 @@ class RunHygiene:
         self.watch = scenario.disturbance or DisturbanceSpec()
         self.notice = notice or (lambda _m: None)
         self.findings: list[Finding] = []
-        self.disturbed: list[dict[str, Any]] = []
         self.offsets: dict[str, float] = {}
         self.run_dir: Path | None = None
-        self._attempts: dict[tuple[int, int], int] = {}
-        self.on_change: Callable[[], None] = lambda: None  # the testbed is stored again
-        self.log: Callable[..., None] = lambda *_a, **_k: None  # the run's log, once it has one
 
     # --- before the run ----------------------------------------------------------------
     def facts(self, with_vms: bool) -> list[LabFacts]:
@@ -101,7 +98,6 @@ class RunHygiene:
     def after_provision(self, run_dir: Path, log: Callable[..., None]) -> None:
         """Tune (when asked), then judge again with the run's VMs; kept in the testbed."""
         self.run_dir = run_dir
-        self.log = log
         if self.spec.tune:
             journal = TuneJournal.in_dir(run_dir)
             for facts in self.facts(with_vms=True):
@@ -135,8 +131,6 @@ class RunHygiene:
 
     def _publish(self) -> None:
         self.vsphere.extra_testbed["hygiene"] = [f.to_json() for f in self.findings]
-        if self.disturbed:
-            self.vsphere.extra_testbed["disturbances"] = list(self.disturbed)
 
     def undo(self, log: Callable[..., None]) -> list[str]:
         """Restore what the run tuned; the error lines (also logged)."""
@@ -150,59 +144,15 @@ class RunHygiene:
             log("tune_undo_failed", level="error", error=line)
         return errors
 
-    # --- during the run ----------------------------------------------------------------
-    def check_trial(self, point: PlannedPoint, result: TrialResult) -> TrialResult | None:
-        """The trial as kept (flagged or failed), or None to run it again."""
-        steady = (result.phases.steady_start, result.phases.steady_end)
-        if not self.watch.watch or result.status != "ok" or None in steady:
-            return result
-        try:
-            asked = time.monotonic()
-            found = self._disturbances((float(steady[0] or 0), float(steady[1] or 0)))
-            self.log("trial_watched", point=result.point, trial=result.trial,
-                     disturbances=len(found), seconds=round(time.monotonic() - asked, 3))
-        except Exception as exc:  # vCenter not answering must not cost a measured trial
-            self._unread(result, exc)
-            return result
-        if not found:
-            return result
-        key = (result.point, result.trial)
-        tries = self._attempts.get(key, 0)
-        action = disturbed_action(self.watch, tries)
-        again = action == "retried"
-        self._record(result, found, steady[0], action)
-        if again:
-            self._attempts[key] = tries + 1
-            self.notice(f"point {point.index + 1} trial {result.trial} disturbed: "
-                        f"{self.disturbed[-1]['text']}; running it again "
-                        f"({tries + 1} of {self.watch.retries})")
-            return None
-        if action == "fail":
-            return replace(result, status="failed",
-                           error=f"disturbed: {self.disturbed[-1]['text']}")
-        return result
+    # --- during the run: a source of the trial watch (engine/disturbances.py) -----------
+    name, what, noun = "vcenter", "vCenter's events", "events"
 
-    def _unread(self, result: TrialResult, exc: Exception) -> None:
-        """The trial's window could not be watched: said, and kept in the testbed."""
-        why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
-        self.notice(f"point {result.point + 1} trial {result.trial}: vCenter's events not "
-                    f"read ({why}); the trial is kept, not watched")
-        self._keep(result, "unread", f"events not read: {why}", [])
-
-    def resumed(self, run_dir: Path, done: Collection[tuple[int, int]]) -> None:
-        """A resumed run keeps what its earlier sessions found in the trials it keeps
-        (``done``: (point, trial)); a trial it runs again is watched again."""
-        try:
-            lines = (run_dir / DISTURBANCES_FILE).read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:  # a line a kill -9 cut short
-                continue
-            if isinstance(entry, dict) and (entry.get("point"), entry.get("trial")) in done:
-                self.disturbed.append(entry)
+    def __call__(self, result: TrialResult, window: tuple[float, float]) -> list[Said]:
+        """vCenter's events and tasks in the trial's steady window, but those about the
+        VMs ``disturbance.ignore`` names."""
+        return [Said(d.at, disturbance_text(d, window[0]), d.to_json())
+                for d in self._disturbances(window)
+                if not (d.kind in IGNORABLE and self.watch.ignores(d.about))]
 
     def _disturbances(self, window: tuple[float, float]) -> list[Disturbance]:
         vs = self.vsphere
@@ -240,25 +190,6 @@ class RunHygiene:
             names.add(h.moid)
         return names, shown
 
-    def _record(self, result: TrialResult, found: list[Disturbance], start: float | None,
-                action: str) -> None:
-        texts = [disturbance_text(d, start) for d in found]
-        self._keep(result, action, "; ".join(texts), [d.to_json() for d in found])
-
-    def _keep(self, result: TrialResult, action: str, text: str,
-              events: list[dict[str, Any]]) -> None:
-        """One disturbed (or not watched) attempt: in the testbed and disturbances.jsonl."""
-        entry = {"id": f"point {result.point + 1} trial {result.trial} "
-                       f"#{len(self.disturbed) + 1}",
-                 "point": result.point, "trial": result.trial, "action": action,
-                 "text": text, "events": events}
-        self.disturbed.append(entry)
-        if self.run_dir is not None:
-            with (self.run_dir / DISTURBANCES_FILE).open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry) + "\n")
-        self._publish()
-        self.on_change()
-
 
 def without_own(facts: LabFacts, run_id: str) -> LabFacts:
     """``facts`` without the VMs of run ``run_id`` among the other VMs (those an earlier,
@@ -268,14 +199,6 @@ def without_own(facts: LabFacts, run_id: str) -> LabFacts:
     mine = vm_name(run_id, "")
     return replace(facts, other_vms=tuple(v for v in facts.other_vms
                                           if not v.name.startswith(mine)))
-
-
-def disturbed_action(watch: DisturbanceSpec, tries: int) -> str:
-    """What a disturbed trial gets: ``retried`` (run again; ``tries``: how many times it
-    already was), ``fail``, or ``flag`` (kept; also a retry whose attempts are spent)."""
-    if watch.action == "retry":
-        return "retried" if tries < watch.retries else "flag"
-    return watch.action
 
 
 def read_all(lab: Lab, sessions: Any, vcenters: Sequence[str], placements: Sequence[Any],

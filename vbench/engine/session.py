@@ -16,6 +16,7 @@ from vbench.config.lab import Lab
 from vbench.config.load import Loaded, load_lab, load_scenario
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
+from vbench.engine.disturbances import TrialWatch
 from vbench.engine.environment import all_guest_facts, controller_facts
 from vbench.engine.estimate import learn, with_estimate
 from vbench.engine.hooks import check_nodes, hooks_for, hooks_plan, undo_pending
@@ -121,6 +122,7 @@ class _Live:
     status: str = "failed"  # what the store keeps unless the run gets further
     outcome: RunOutcome | None = None
     hygiene: RunHygiene | None = None  # lab hygiene of an active vSphere run
+    watch: TrialWatch | None = None  # what disturbs each trial (vCenter, esxtop)
     run_id: str = ""  # chosen when the lab's lease is taken
 
     @classmethod
@@ -215,8 +217,7 @@ def _run(live: _Live, results_dir: Path) -> None:
     live.pool.set_recorder(ledger)
     if req.resume:  # what an earlier session tuned, restored before this one tunes
         _undo_earlier_tune(live.session.lab.model, rundir)
-        if live.hygiene is not None:  # and what it found in the trials kept
-            live.hygiene.resumed(rundir.path, done)
+    live.watch = _trial_watch(live, rundir, done if req.resume else None)
     testbed = _provision(live, rundir, ledger)
     schedule = _schedule(live, rundir, done)
     env = _environment(live, rundir)
@@ -282,8 +283,6 @@ def _provision(live: _Live, rundir: RunDir, ledger: GuestLedger) -> dict[str, An
     preflight(live.session.plan, live.pool, list(vm_specs))
     if live.hygiene is not None:
         live.hygiene.after_provision(rundir.path, rundir.log)
-        live.hygiene.on_change = lambda: _write_testbed(
-            live.store, rundir.run_id, rundir, live.vsphere.testbed(refresh=False) or {})
     testbed = live.vsphere.testbed()
     rundir.write_json("testbed.json", testbed)
     if live.cancel.is_set():
@@ -330,7 +329,7 @@ def _run_trials(live: _Live, rundir: RunDir, schedule: Schedule) -> None:
         collectors=collectors,
         schedule=schedule,
         resources=lambda point: live.vsphere.resources(point.profiles),
-        trial_check=live.hygiene.check_trial if live.hygiene is not None else None,
+        trial_check=live.watch.check_trial if live.watch is not None else None,
         # The point's VMs first (clones it adds, VMs it drops), then its lab hooks.
         point_hooks=[*vm_hooks(
             live.vsphere, pool, check_guests=lambda names: preflight(plan, pool, names),
@@ -466,6 +465,37 @@ def tools_by_guest(plan: Plan) -> dict[str, tuple[str, ...]]:
             for n in names:
                 out.setdefault(n, set()).update(tools.get(role, ()))
     return {n: tuple(sorted(t)) for n, t in out.items()}
+
+
+def _trial_watch(live: _Live, rundir: RunDir, kept: set[tuple[int, int]] | None
+                 ) -> TrialWatch | None:
+    """What is asked after each trial (docs/lab-hygiene.md): vCenter's events on an active
+    vSphere run, the CPU of VMs that are not the run's where esxtop is collected; a
+    resumed run keeps what was found in the trials it keeps (``kept``)."""
+    from vbench.engine.neighbours import benchmarks_of, esxtop_source
+
+    scenario, lab = live.session.plan.scenario, live.session.lab.model
+    own = benchmarks_of(scenario, lab, rundir.run_id, live.static, lambda: live.vsphere.vms)
+    sources = [s for s in (live.hygiene, esxtop_source(scenario, own, rundir.path))
+               if s is not None]
+    if not sources:
+        return None
+    watch = TrialWatch(scenario.disturbance, sources, live.notice)
+    watch.run_dir, watch.log = rundir.path, rundir.log
+
+    def publish(entries: list[dict[str, Any]]) -> None:
+        if not live.vsphere.active:  # a lab without vCenter: they are its testbed
+            _write_testbed(live.store, rundir.run_id, rundir, {"disturbances": entries})
+            return
+        live.vsphere.extra_testbed["disturbances"] = entries
+        testbed = live.vsphere.testbed(refresh=False)
+        if testbed is not None:  # else the testbed taken after provisioning has them
+            _write_testbed(live.store, rundir.run_id, rundir, testbed)
+
+    watch.publish = publish
+    if kept is not None:
+        watch.resumed(rundir.path, kept)
+    return watch
 
 
 def _undo_earlier_hooks(lab: Lab, rundir: RunDir) -> None:

@@ -3,7 +3,9 @@
 esxtop runs on the host in batch mode for the whole trial and its output is compressed
 by gzip on the host as it arrives (a capture with ``-a`` is ~100 KB per sample
 uncompressed). After cool-down vbench stops it, fetches the ``.csv.gz`` into the run's
-raw folder (kept whole) and reads only the selected counters from it.
+raw folder (kept whole) and reads only the selected counters from it — and always the
+host's CPU, the guests' disk latency and each VM's CPU (``vm_cpu_used``; the VMs that are
+not the run's are watched as disturbances: vbench/engine/neighbours.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from vbench.analysis.catalogue import Metric, metric, same_unit
+from vbench.analysis.catalogue import Metric, labelled, metric, same_unit
 from vbench.collectors.base import (
     Collector,
     CollectorContext,
@@ -25,7 +27,8 @@ from vbench.collectors.base import (
     register,
 )
 from vbench.collectors.checks import near
-from vbench.collectors.esxtop.figures import host_figures
+from vbench.collectors.esxtop.figures import VM_CPU_UNIT, host_figures
+from vbench.collectors.esxtop.neighbours import GROUP_CPU, USED, vm_of_group
 from vbench.errors import ConfigError, GuestError, VbenchError
 from vbench.lazy import lazy_module
 from vbench.parsers.esxtop import EsxtopReader
@@ -48,12 +51,13 @@ else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
-# Always read: the derived figures (host CPU, cores used, guest latency per virtual disk)
-# are computed from these whatever else a scenario selects.
+# Always read: the derived figures (host CPU, cores used, guest latency per virtual disk,
+# each VM's CPU) are computed from these whatever else a scenario selects.
 BASE_COUNTERS = (
     "Physical Cpu(*)\\% Util Time",
     "Virtual Disk(*)\\Average MilliSec/Read",
     "Virtual Disk(*)\\Average MilliSec/Write",
+    f"{GROUP_CPU}(*)\\{USED}",
 )
 
 
@@ -108,6 +112,7 @@ class Esxtop(Collector):
                        "none", **objects),
             metric("host_cpu_util", "%", "none"), metric("host_cores_used", "cores", "none"),
             *same_unit(("vdisk_read_latency", "vdisk_write_latency"), "ms", "lower"),
+            *labelled((metric("vm_cpu_used", VM_CPU_UNIT, "none"),), host=()),
         )  # fmt: skip
 
     @classmethod
@@ -160,7 +165,10 @@ class Esxtop(Collector):
 
     def command(self, count: int) -> str:
         """The host-side script: esxtop in the background (its pid and exit status kept)
-        inside a subshell whose output gzip compresses as it arrives."""
+        inside a subshell whose output gzip compresses as it arrives. An earlier attempt's
+        pid and exit status are removed first: a trial run again (``disturbance: retry``)
+        collects into the same folder, and its exit status read as this one's made the
+        stop wait for an esxtop never told to end (and fetch an empty capture)."""
         f = {k: shlex.quote(v) for k, v in self.files.items()}
         argv = [self.opts.command, "-b", "-d", f"{self.interval:g}", "-n", str(count)]
         if self.opts.all:
@@ -170,7 +178,7 @@ class Esxtop(Collector):
         esxtop = " ".join(shlex.quote(a) for a in argv)
         inner = f"( {esxtop} 2>{f['err']} & echo $! >{f['pid']}; wait $!; echo $? >{f['rc']} )"
         sink = f"gzip -c >{f['out']}" if self.opts.compress else f"cat >{f['out']}"
-        return f"{inner} | {sink}"
+        return f"rm -f {f['pid']} {f['rc']}; {inner} | {sink}"
 
     def start(self, ctx: CollectorContext) -> None:
         remote = ctx.remote_dir(self.guest)
@@ -214,7 +222,7 @@ class Esxtop(Collector):
         self.guest.get(self.files["out"], local)
         selection = [*self.opts.counters, *BASE_COUNTERS]
         with EsxtopReader(local, selection, require_match=False) as reader:
-            frame = tidy_frame(reader)
+            frame = without_unasked_groups(tidy_frame(reader), reader, self.opts.counters)
             notes = [n for n in reader.notes if "matches no column" not in n or not _base(n)]
         return Series(frame, tuple(notes), (), died)
 
@@ -226,6 +234,22 @@ class Esxtop(Collector):
 def _base(note: str) -> bool:
     """A note about one of the always-read counters (absent on hosts without VMs)."""
     return any(repr(b) in note for b in BASE_COUNTERS)
+
+
+def without_unasked_groups(frame: pd.DataFrame, reader: EsxtopReader,
+                           counters: Sequence[str]) -> pd.DataFrame:
+    """``frame`` without the always-read ``Group Cpu % Used`` of the host's own groups and
+    user worlds (a few dozen, named by pid) unless the scenario selected them: the VMs'
+    are kept (``vm_cpu_used`` and the neighbours' watch read them)."""
+    asked = set(compile_selection(counters).select(reader.columns))
+    unasked = {c.instance for i, c in enumerate(reader.columns)
+               if i not in asked and c.object == GROUP_CPU and c.counter == USED
+               and vm_of_group(c.instance) is None}
+    if not unasked:
+        return frame
+    drop = frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED) \
+        & frame["instance"].isin(unasked)
+    return frame[~drop].reset_index(drop=True)
 
 
 def tidy_frame(reader: EsxtopReader) -> pd.DataFrame:

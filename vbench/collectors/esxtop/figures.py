@@ -1,11 +1,12 @@
 """Host figures from esxtop series: CPU utilisation, cores used, guest-visible disk
-latency (see docs/metrics.md)."""
+latency, each VM's CPU (see docs/metrics.md)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from vbench.collectors.derived import window_mean
+from vbench.collectors.esxtop.neighbours import vm_cpu
 from vbench.lazy import lazy_module
 from vbench.results.records import Sample, Window
 
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     import pandas as pd
 else:
     pd = lazy_module("pandas")
+
+VM_CPU_UNIT = "% of a core"
 
 
 def host_figures(
@@ -32,4 +35,8 @@ def host_figures(
         for inst, v in window_mean(frame, window, interval, mask).items():
             if ":" in str(inst):  # "<vm>:scsi0:0" is a disk; "<vm>" alone sums the VM's
                 out.append(Sample(metric, float(v), "ms", name, str(inst)))
+    # Each VM's CPU on this host (its esxtop group's % Used), labelled with the host: a VM
+    # moved during the trial has one figure per host.
+    out += [Sample("vm_cpu_used", u.mean, VM_CPU_UNIT, name, u.vm, (("host", host),))
+            for u in vm_cpu(frame, host, window, interval)]
     return out

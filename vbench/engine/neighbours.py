@@ -1,0 +1,120 @@
+"""Busy VMs that are not the run's, on the run's hosts, read from esxtop after each trial.
+
+A source of the trial watch (engine/disturbances.py) on any run that collects esxtop —
+a vSphere run or a lab of static nodes and `hosts:` without vCenter. After a trial it
+reads the trial's stored esxtop series (``series/<point>-<trial>/``: what the report
+shows), takes each VM's ``% Used`` over the steady window
+(vbench/collectors/esxtop/neighbours.py), and says every VM that is not the benchmark's
+and used more than ``disturbance.other_vm_cpu`` % of a core on average. The
+benchmark's VMs: the lab nodes the run uses (their ``vm:``, default their name), its
+`vm:` groups' VMs, the VMs it clones (``vb-<run id>-…``, ``vb-keep-<scenario>-…``), and
+the VMs ``disturbance.ignore`` names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vbench.collectors.esxtop.neighbours import (
+    Benchmarks,
+    busy_neighbours,
+    neighbour_event,
+    neighbour_text,
+    vm_cpu,
+)
+from vbench.engine.disturbances import Said
+from vbench.lazy import lazy_module
+from vbench.results.collected import MANIFEST, SERIES_DIR
+from vbench.results.records import TrialResult, Window
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from vbench.config.hygiene import DisturbanceSpec
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import Scenario
+else:
+    pd = lazy_module("pandas")
+    pq = lazy_module("pyarrow.parquet")
+
+KIND = "esxtop"
+
+
+def group_cpu_series(run_dir: Path, point: int, trial: int
+                     ) -> list[tuple[str, pd.DataFrame, float]]:
+    """(host, its ``Group Cpu % Used`` rows in controller time, interval) of each esxtop
+    series the trial stored (one per host: a second esxtop on a host is not read)."""
+    folder = run_dir / SERIES_DIR / f"{point}-{trial}"
+    try:
+        records = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []  # no collector stored anything in this trial
+    out: list[tuple[str, pd.DataFrame, float]] = []
+    for rec in records:
+        host = str(rec.get("target"))
+        if rec.get("kind") != KIND or not rec.get("file") or host in {h for h, *_ in out}:
+            continue
+        table = pq.read_table(run_dir / rec["file"],
+                              columns=["time", "object", "instance", "counter", "value"])
+        frame = table.to_pandas()
+        frame = frame[frame["object"].eq("Group Cpu") & frame["counter"].eq("% Used")]
+        seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
+        frame = frame.assign(time=seconds, object=frame["object"].astype(str),
+                             instance=frame["instance"].astype(str),
+                             counter=frame["counter"].astype(str))
+        out.append((host, frame, float(rec.get("interval") or 0)))
+    return out
+
+
+class BusyNeighbours:
+    """The trial watch's esxtop source (see the module)."""
+
+    name, what, noun = KIND, "esxtop's VM CPU", "VM CPU"
+
+    def __init__(self, run_dir: Path, benchmarks: Benchmarks, threshold: float) -> None:
+        self.run_dir, self.benchmarks, self.threshold = run_dir, benchmarks, threshold
+
+    def __call__(self, result: TrialResult, window: tuple[float, float]) -> list[Said]:
+        # The window vm_cpu_used is stored over: the workload's own when known.
+        steady = result.phases.steady or Window(*window)
+        used = [u for host, frame, interval in group_cpu_series(self.run_dir, result.point,
+                                                                 result.trial)
+                for u in vm_cpu(frame, host, steady, interval)]
+        return [Said(u.peak_at, neighbour_text(u), neighbour_event(u))
+                for u in busy_neighbours(used, self.benchmarks, self.threshold)]
+
+
+def benchmarks_of(scenario: Scenario, lab: Lab, run_id: str, nodes: Iterable[str],
+                  vms: Callable[[], Iterable[Any]]) -> Benchmarks:
+    """The benchmark's VMs: the lab nodes ``nodes`` (by their ``vm:``), the run's
+    vSphere VMs (``vms()``: ProvisionedVm, asked after each trial as points add and drop
+    them) and `vm: existing` names, the clones' prefixes, ``disturbance.ignore``."""
+    from vbench.vsphere.specs import kept_vm_name, vm_name
+
+    static = {(lab.nodes[n].vm or n) for n in nodes if n in lab.nodes}
+    existing = {name for g in scenario.topology.values() if g.vm is not None
+                for name in g.vm.existing or ()}
+    fixed = frozenset(static | existing)
+
+    def names() -> Collection[str]:
+        return fixed | {v.vm_name for v in vms()}
+
+    spec = scenario.disturbance
+    return Benchmarks(names, (vm_name(run_id, ""), kept_vm_name(scenario.name, "")),
+                      tuple(spec.ignore) if spec is not None else ())
+
+
+def esxtop_source(scenario: Scenario, benchmarks: Benchmarks, run_dir: Path
+                  ) -> BusyNeighbours | None:
+    """The esxtop source of a run that collects esxtop (else None)."""
+    if not any(c.kind == KIND for c in scenario.collectors):
+        return None
+    spec: DisturbanceSpec | None = scenario.disturbance
+    from vbench.config.hygiene import OTHER_VM_CPU
+
+    return BusyNeighbours(run_dir, benchmarks,
+                          spec.other_vm_cpu if spec is not None else OTHER_VM_CPU)
