@@ -170,7 +170,7 @@ def test_host_in_maintenance_fails_preflight(sim: Sim) -> None:
         o.name for o in inv.candidates("vm")]) if n.startswith("vb-")]  # nothing created
     waived = sim.scenario("w.yaml", lab_hygiene={"host_state": "warn"})
     check = vbench("lab", "check", str(sim.lab), "--scenario", str(waived))
-    assert "warn  host DC0_C0_H2  hygiene host_state" in check.stdout
+    assert "warn  host DC0_C0_H2 (vcenter vc1)  hygiene host_state" in check.stdout
 
 
 def test_relocation_in_the_steady_window_reruns_the_trial(sim: Sim) -> None:
