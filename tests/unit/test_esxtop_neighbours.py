@@ -222,7 +222,37 @@ def test_the_esxtop_source_reads_the_trials_stored_series(tmp_path: Path) -> Non
     assert [s.event["about"] for s in said] == ["poseidon"]
     assert said[0].text.startswith("VM poseidon used 50 % of a core on esx1 in the steady "
                                    "window (mean; peak 60 % at ")
-    assert source(_trial(2), (102.0, 106.0)) == []  # no series stored for that trial
+    assert source(_trial(2), (102.0, 106.0)) == []  # no collector ran in that trial
+
+
+def test_a_host_esxtop_could_not_read_is_not_passed_as_undisturbed(tmp_path: Path) -> None:
+    """Three hosts: esx1's esxtop failed, esx2's has no sample in the steady window, esx3's
+    shows a busy neighbour. The trial is flagged for esx3 and said not watched for the
+    other two (one record each), never quiet."""
+    from vbench.engine.neighbours import BusyNeighbours
+    from vbench.results.collected import CollectorRecord, write_manifest, write_series
+
+    # esx3 has a second esxtop that failed: the host is read all the same.
+    records = [CollectorRecord("esxtop", "esxtop", h, False, 2.0, status="failed",
+                               error="esxtop not found on the host") for h in ("esx1", "esx3")]
+    for host, t in (("esx2", 130.0), ("esx3", 106.0)):
+        frame = _frame([(t, "5:poseidon", 60.0)])
+        frame["metric"] = "m"
+        rel = f"series/0-1/esxtop/{host}.parquet"
+        write_series(tmp_path / rel, frame, source="esxtop", entity=host, point=0, trial=1,
+                     metadata={})
+        records.append(CollectorRecord("esxtop", "esxtop", host, False, 2.0, file=rel))
+    write_manifest(tmp_path / "series" / "0-1", records)
+    said: list[str] = []
+    watch = TrialWatch(None, [BusyNeighbours(tmp_path, Benchmarks(), 20.0)], said.append)
+    result = TrialResult(0, 1, "ok", PhaseTimes(steady_start=102.0, steady_end=108.0))
+    assert watch.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
+    assert [(d["action"], d["text"]) for d in watch.disturbed] == [
+        ("unread", "VM CPU not read: esxtop on esx1 failed: esxtop not found on the host; "
+                   "esxtop on esx2: no sample in the steady window"),
+        ("flag", watch.disturbed[1]["text"])]
+    assert watch.disturbed[1]["text"].startswith("VM poseidon used 60 % of a core on esx3")
+    assert said[0].endswith("; the rest was watched")
 
 
 def test_the_benchmarks_vms_of_a_run() -> None:

@@ -55,6 +55,15 @@ class Source(Protocol):
         ...
 
 
+class PartlyRead(Exception):
+    """Raised by a source that could read only part of what it watches (one host of
+    several): what it found there, and why the rest was not read."""
+
+    def __init__(self, why: str, found: list[Said]) -> None:
+        super().__init__(why)
+        self.found = found
+
+
 def disturbed_action(watch: DisturbanceSpec, tries: int) -> str:
     """What a disturbed trial gets: ``retried`` (run again; ``tries``: how many times it
     already was), ``fail``, or ``flag`` (kept; also a retry whose attempts are spent)."""
@@ -112,16 +121,23 @@ class TrialWatch:
             asked = time.monotonic()
             try:
                 got = source(result, window)
+            except PartlyRead as exc:  # what it read still counts
+                self._unread(result, source, exc, "the rest was watched")
+                got = exc.found
             except Exception as exc:  # a source not answering must not cost a measured trial
-                self.notice(f"point {result.point + 1} trial {result.trial}: {source.what} "
-                            f"not read ({_why(exc)}); the trial is kept, not watched")
-                self._keep(result, "unread", f"{source.noun} not read: {_why(exc)}", [])
+                self._unread(result, source, exc, "the trial is kept, not watched")
                 continue
             self.log("trial_watched", point=result.point, trial=result.trial,
                      source=source.name, disturbances=len(got),
                      seconds=round(time.monotonic() - asked, 3))
             found += got
         return sorted(found, key=lambda s: s.at)
+
+    def _unread(self, result: TrialResult, source: Source, exc: Exception, then: str) -> None:
+        """A source that could not look: said, and kept in the testbed (``unread``)."""
+        self.notice(f"point {result.point + 1} trial {result.trial}: {source.what} not read "
+                    f"({_why(exc)}); {then}")
+        self._keep(result, "unread", f"{source.noun} not read: {_why(exc)}", [])
 
     def resumed(self, run_dir: Path, done: Collection[tuple[int, int]]) -> None:
         """A resumed run keeps what its earlier sessions found in the trials it keeps

@@ -25,7 +25,8 @@ from vbench.collectors.esxtop.neighbours import (
     neighbour_text,
     vm_cpu,
 )
-from vbench.engine.disturbances import Said
+from vbench.collectors.series import in_window
+from vbench.engine.disturbances import PartlyRead, Said
 from vbench.lazy import lazy_module
 from vbench.results.collected import MANIFEST, SERIES_DIR
 from vbench.results.records import TrialResult, Window
@@ -44,30 +45,44 @@ else:
 KIND = "esxtop"
 
 
-def group_cpu_series(run_dir: Path, point: int, trial: int
-                     ) -> list[tuple[str, pd.DataFrame, float]]:
+def group_cpu_series(run_dir: Path, point: int, trial: int, window: Window
+                     ) -> tuple[list[tuple[str, pd.DataFrame, float]], list[str]]:
     """(host, its ``Group Cpu % Used`` rows in controller time, interval) of each esxtop
-    series the trial stored (one per host: a second esxtop on a host is not read)."""
+    series the trial stored (one per host: a second esxtop on a host is not read), and
+    why each host esxtop ran on cannot be watched (failed, no sample in ``window``)."""
     folder = run_dir / SERIES_DIR / f"{point}-{trial}"
     try:
         records = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return []  # no collector stored anything in this trial
+        return [], []  # no collector ran in this trial
     out: list[tuple[str, pd.DataFrame, float]] = []
+    unread: dict[str, str] = {}  # host -> why (the first esxtop on it that failed)
     for rec in records:
         host = str(rec.get("target"))
-        if rec.get("kind") != KIND or not rec.get("file") or host in {h for h, *_ in out}:
+        if rec.get("kind") != KIND or host in {h for h, *_ in out}:
             continue
-        table = pq.read_table(run_dir / rec["file"],
-                              columns=["time", "object", "instance", "counter", "value"])
-        frame = table.to_pandas()
-        frame = frame[frame["object"].eq("Group Cpu") & frame["counter"].eq("% Used")]
-        seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
-        frame = frame.assign(time=seconds, object=frame["object"].astype(str),
-                             instance=frame["instance"].astype(str),
-                             counter=frame["counter"].astype(str))
-        out.append((host, frame, float(rec.get("interval") or 0)))
-    return out
+        if not rec.get("file"):
+            unread.setdefault(host, f"esxtop on {host} failed: {rec.get('error')}")
+            continue
+        interval = float(rec.get("interval") or 0)
+        frame = _read(run_dir / rec["file"])
+        if not in_window(frame["time"], window, interval).any():
+            unread.setdefault(host, f"esxtop on {host}: no sample in the steady window")
+            continue
+        out.append((host, frame[frame["object"].eq("Group Cpu")
+                               & frame["counter"].eq("% Used")], interval))
+    read = {h for h, *_ in out}
+    return out, [why for host, why in unread.items() if host not in read]
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A stored series' rows, ``time`` in epoch seconds, the text columns as str."""
+    frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"]
+                          ).to_pandas()
+    seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
+    return frame.assign(time=seconds, object=frame["object"].astype(str),
+                        instance=frame["instance"].astype(str),
+                        counter=frame["counter"].astype(str))
 
 
 class BusyNeighbours:
@@ -79,13 +94,19 @@ class BusyNeighbours:
         self.run_dir, self.benchmarks, self.threshold = run_dir, benchmarks, threshold
 
     def __call__(self, result: TrialResult, window: tuple[float, float]) -> list[Said]:
+        """The busy VMs that are not the benchmark's; PartlyRead when a host esxtop ran on
+        could not be read (its failure, or no sample in the window: never passed as
+        undisturbed)."""
         # The window vm_cpu_used is stored over: the workload's own when known.
         steady = result.phases.steady or Window(*window)
-        used = [u for host, frame, interval in group_cpu_series(self.run_dir, result.point,
-                                                                 result.trial)
+        series, unread = group_cpu_series(self.run_dir, result.point, result.trial, steady)
+        used = [u for host, frame, interval in series
                 for u in vm_cpu(frame, host, steady, interval)]
-        return [Said(u.peak_at, neighbour_text(u), neighbour_event(u))
-                for u in busy_neighbours(used, self.benchmarks, self.threshold)]
+        found = [Said(u.peak_at, neighbour_text(u), neighbour_event(u))
+                 for u in busy_neighbours(used, self.benchmarks, self.threshold)]
+        if unread:
+            raise PartlyRead("; ".join(unread), found)
+        return found
 
 
 def benchmarks_of(scenario: Scenario, lab: Lab, run_id: str, nodes: Iterable[str],
