@@ -101,6 +101,37 @@ def test_validate_imports_its_own_command_module_alone(tmp_path: Path) -> None:
     assert sorted(modules) == ["vbench.cli.run_cmds"]
 
 
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_a_scenario_without_a_lab_builds_no_lab_model(command: str, tmp_path: Path) -> None:
+    # The lab's models (and its publish targets') are imported with `--lab` only: the
+    # scenario's VM model takes its guest-name type from config.guestname (≈ 8 ms).
+    report, out = _probe([command, str(QUICKSTART)], tmp_path)
+    assert "2 points" in out
+    loaded = set(report["vbench"])
+    assert "vbench.config.scenario" in loaded
+    assert sorted(loaded & {"vbench.config.lab", "vbench.config.publish"}) == []
+
+
+def test_no_model_field_takes_the_builtin_list_as_its_factory() -> None:
+    # pydantic reads each default_factory's signature; for the builtin `list`, inspect
+    # parses its text signature with tokenize (≈ 1 ms to compile its regexes, then 50 µs
+    # a field). config.types.new_list is read directly.
+    from pydantic import BaseModel
+
+    from vbench.config.lab import Lab
+    from vbench.config.scenario import Scenario
+    from vbench.config.schema import _models
+    from vbench.workloads.base import driver_names, get_driver
+
+    roots: list[type[BaseModel]] = [Scenario, Lab]
+    roots += [get_driver(name).Params for name in driver_names()]
+    models = {m for root in roots for m in _models(root)}
+    assert len(models) > 40  # the walk reached the nested models
+    with_list = sorted(f"{m.__module__}.{m.__name__}.{name}" for m in models
+                       for name, f in m.model_fields.items() if f.default_factory is list)
+    assert with_list == []
+
+
 def test_the_command_table_names_every_command_of_every_module() -> None:
     import importlib
     import pkgutil

@@ -9,38 +9,20 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from vbench.config import netaddr
+from vbench.config.guestname import GuestName
 from vbench.config.publish import Publish
 from vbench.config.secrets import SecretError, resolve_secret
-from vbench.config.types import Duration, OneLine, SecretRef, Strict, Text, located
+from vbench.config.types import Duration, OneLine, SecretRef, Strict, Text, located, new_list
 from vbench.errors import ConfigValidationError
 
 HostKeyPolicy = Literal["strict", "accept-new"]
 
-# A name that reaches the guests: it is written in the header of every job file and
-# config pushed to them and in the names of their run directories. One word, so that it
-# can add no line, option or path of its own (a newline would add a fio section, a '/'
-# a directory).
-GUEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-_GUEST_NAME_RULE = ("letters, digits and _ . - only, starting with a letter or digit, "
-                    "at most 128 characters")
 # A guest's scratch directory: an absolute path of plain characters (it is written into
 # job files and configs: fio reads ':' as a separator, nginx ';' and quotes).
 _WORKDIR = re.compile(r"/[A-Za-z0-9_.+@/-]*")
 # A node's data disk (/dev/sdb, /dev/disk/by-path/pci-0000:03:00.0-scsi-0:0:1:0): the
 # same, with ':' (escaped where fio would read it as a separator).
 _DATA_DISK = re.compile(r"/[A-Za-z0-9_.+@/:-]+")
-
-
-def check_guest_name(name: str, what: str = "name") -> str:
-    """``name`` if it may reach the guests (see GUEST_NAME), else ValueError saying why."""
-    if not GUEST_NAME.fullmatch(name):
-        raise ValueError(f"{what} {name!r} is refused: {_GUEST_NAME_RULE} (it names files "
-                         "and directories on the guests and is written into their job files)")
-    return name
-
-
-def _name(value: str) -> str:
-    return check_guest_name(value)
 
 
 def _workdir(value: str | None) -> str | None:
@@ -61,7 +43,6 @@ def _data_disk(value: str) -> str:
     return value
 
 
-GuestName = Annotated[str, AfterValidator(_name)]
 Workdir = Annotated[str, AfterValidator(_workdir)]
 DataDiskPath = Annotated[str, AfterValidator(_data_disk)]
 
@@ -97,12 +78,12 @@ class SshEndpoint(LabModel):
 class Node(SshEndpoint):
     """A static SSH guest (a VM or machine that already exists)."""
 
-    roles: list[str] = Field(default_factory=list, description="roles topology groups pick by")
+    roles: list[str] = Field(default_factory=new_list, description="roles topology groups pick by")
     workdir: Workdir | None = Field(
         None, description="remote scratch directory (default /tmp/vbench)"
     )
     disks: list[DataDiskPath] = Field(
-        default_factory=list, description="data disks of the node in order (/dev/sdb, "
+        default_factory=new_list, description="data disks of the node in order (/dev/sdb, "
         "/dev/disk/by-id/…): what fio's `filename: disk:N` names on it"
     )
     vm: str | None = Field(
@@ -136,7 +117,7 @@ class IpPool(LabModel):
         "255.255.255.0", description="subnet mask"
     )
     gateway: IPv4 | None = Field(None, description="default gateway")
-    dns: list[IPv4] = Field(default_factory=list, description="DNS servers")
+    dns: list[IPv4] = Field(default_factory=new_list, description="DNS servers")
     domain: str = Field("local", description="DNS domain of the guests")
 
 
@@ -150,7 +131,7 @@ class Simulator(LabModel):
     vms: int = Field(2, ge=0, le=10000, description="VMs per resource pool and standalone host")
     datastores: int = Field(1, ge=1, le=100, description="local datastores")
     templates: list[str] = Field(
-        default_factory=list, description="templates to create (clones of the first VM)"
+        default_factory=new_list, description="templates to create (clones of the first VM)"
     )
     method_delay: dict[str, Duration] = Field(
         default_factory=dict, description="API method -> added latency, e.g. CloneVM_Task: 500ms"

@@ -6,14 +6,16 @@ import copy
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from vbench.config.lab import Lab
 from vbench.config.scenario import Scenario
 from vbench.config.yamlsrc import PathT, Source, dotted, load_yaml_file, load_yaml_text, shown
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
+
+if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from vbench.config.lab import Lab
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -203,6 +205,8 @@ def load_scenario(path: str | Path, sets: list[str] | None = None) -> Loaded[Sce
 
 
 def load_lab(path: str | Path) -> Loaded[Lab]:
+    from vbench.config.lab import Lab
+
     src = load_yaml_file(path)
     _require_mapping(src, "lab")
     lab = validate_model(Lab, src)

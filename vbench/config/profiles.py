@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vbench.config.lab import Lab, Profile
 from vbench.config.scenario import GroupSpec, VmSpec
+
+if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from vbench.config.lab import Lab, Profile
 
 # Profile fields that are also `vm:` placement fields (datacenter is the lab's, per vCenter).
 VM_FIELDS = ("vcenter", "cluster", "resource_pool", "folder", "datastore", "network")
@@ -38,6 +40,8 @@ def chosen(lab: Lab, names: Sequence[str]) -> list[tuple[str, Profile]]:
 def merged(lab: Lab, names: Sequence[str]) -> Profile:
     """The point's profiles as one (the first naming a field wins; nodes and labels
     of later profiles fill in what earlier ones leave)."""
+    from vbench.config.lab import Profile
+
     values: dict[str, object] = {}
     nodes: dict[str, str] = {}
     labels: dict[str, str] = {}

@@ -5,11 +5,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from vbench.config.lab import Lab
 from vbench.config.scenario import GroupSpec, Scenario
 from vbench.config.yamlsrc import Source
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
+
+if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from vbench.config.lab import Lab
 
 
 @dataclass(frozen=True)

@@ -196,8 +196,14 @@ _KNOWN_KEYS: dict[type, frozenset[str]] = {}
 class Strict(BaseModel):
     """A config model that refuses unknown keys, suggesting the closest known one."""
 
-    # nan and inf are no share, threshold or size: refused at the field, not at a sum
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+    # nan and inf are no share, threshold or size: refused at the field, not at a sum.
+    # defer_build: pydantic builds a model's validator when the model first validates,
+    # not at class creation. A model validated only inside its parent (most of them:
+    # the scenario's parts) is then compiled once, into the parent's validator, instead
+    # of once on its own as well (≈ 11 ms of `vbench validate`, measured in
+    # docs/performance.md).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False,
+                              defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

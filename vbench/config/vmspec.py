@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
-from vbench.config.lab import GuestName
+from vbench.config.guestname import GuestName
 from vbench.config.types import Duration, Strict, located, new_list
 
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from vbench.config.hookspec import render_argv, value_text
 from vbench.errors import ConfigError, LabError, VbenchError
-from vbench.guest.labspec import guest_spec
-from vbench.guest.ssh import Guest
 from vbench.results.journal_file import AppendJournal
 from vbench.templates import has_control
 
@@ -34,6 +32,7 @@ if TYPE_CHECKING:
     from vbench.config.lab import Lab
     from vbench.config.scenario import Scenario
     from vbench.engine.plan import PlannedPoint
+    from vbench.guest.ssh import Guest
 
 JOURNAL = "hooks.jsonl"
 PENDING = ("applying", "applied", "apply_failed", "undo_failed")
@@ -177,6 +176,11 @@ def _run_on(connect: Connect, node: str, argv: Sequence[str], timeout: float) ->
 
 @contextmanager
 def _connect(lab: Lab, node: str) -> Iterator[Guest]:
+    # Imported when a hook runs: `vbench plan` reads the hooks' plan (planned_hooks) and
+    # reaches no guest (nor builds the lab's models, which guest_spec's module imports).
+    from vbench.guest.labspec import guest_spec
+    from vbench.guest.ssh import Guest
+
     with Guest(guest_spec(lab, node)) as guest:
         yield guest
 

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vbench.config.lab import Lab
 from vbench.config.profiles import default_vcenter, point_vcenter
 from vbench.config.resolve import vm_groups
 from vbench.config.scenario import Scenario
 from vbench.errors import ConfigError, ConfigIssue
 from vbench.workloads.base import Workload
+
+if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from vbench.config.lab import Lab
 
 
 def lab_reference_issues(

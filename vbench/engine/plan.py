@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vbench.collectors.checks import collector_issues
 from vbench.config.hookspec import shell_hook_warnings
-from vbench.config.lab import Lab
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
 from vbench.config.profiles import apply_to_groups, profile_labels
@@ -23,6 +22,9 @@ from vbench.engine.lab_refs import lab_reference_issues
 from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, PlannedGuest, Workload, get_driver
+
+if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from vbench.config.lab import Lab
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from vbench.config.lab import Lab, Node, SshEndpoint, check_guest_name
+from vbench.config.guestname import check_guest_name
+from vbench.config.lab import Lab, Node, SshEndpoint
 from vbench.config.secrets import expand_path
 from vbench.errors import ConfigError
 from vbench.guest.spec import GuestSpec

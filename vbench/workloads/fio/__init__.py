@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from vbench.analysis.catalogue import Better, Metric, metric, same_unit
-from vbench.analysis.warmup import observation_interval
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
+from vbench.lazy import lazy_module
 from vbench.parsers.fio import (
     DIRECTIONS,
     PERCENTILES,
@@ -43,12 +43,16 @@ from vbench.workloads.fio import disks as fio_disks
 from vbench.workloads.fio import jobs as fio_jobs
 from vbench.workloads.fio import pitfalls as fio_pitfalls
 from vbench.workloads.fio import precondition as fio_precondition
-from vbench.workloads.fio import warmup as fio_warmup
 from vbench.workloads.fio.jobs import FioParams
 
 if TYPE_CHECKING:
+    from vbench.analysis import warmup as warmup_rule
     from vbench.guest.ssh import Guest, RemoteProcess
     from vbench.results.records import Sample
+    from vbench.workloads.fio import warmup as fio_warmup
+else:  # only `phases.warmup: auto` needs them: imported at first use, not by validate
+    warmup_rule = lazy_module("vbench.analysis.warmup")
+    fio_warmup = lazy_module("vbench.workloads.fio.warmup")
 
 ROLE = "target"
 DATA_FILE = "fio.data"
@@ -189,7 +193,7 @@ class FioWorkload(Workload):
     def planned_auto_warmup(self, cap: float) -> list[PlannedCommand]:
         d = "<workdir>/<run_id>/fio-<guest>-p<point>-t<trial>"
         argv = fio_warmup.status_argv(f"{d}/{fio_warmup.RESULT}", f"{d}/{fio_warmup.JOB}",
-                                      observation_interval(cap))
+                                      warmup_rule.observation_interval(cap))
         return [PlannedCommand(ROLE, "warm-up", tuple(argv), files=(fio_warmup.JOB,),
                                background=True)]
 
@@ -347,7 +351,7 @@ class FioWorkload(Workload):
             d = self._dir(ctx, g)
             self._procs[g.name] = g.start(
                 fio_warmup.status_argv(f"{d}/{fio_warmup.RESULT}", f"{d}/{fio_warmup.JOB}",
-                                       observation_interval(ctx.warmup)),
+                                       warmup_rule.observation_interval(ctx.warmup)),
                 log=f"{d}/{fio_warmup.LOG}")
         ctx.mark("warmup_start")
         fio_warmup.run_warmup(ctx, guests, self._procs, lambda g: self._dir(ctx, g),
