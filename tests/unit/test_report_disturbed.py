@@ -82,7 +82,7 @@ def test_each_trial_is_read_from_its_last_attempt_and_its_own_status() -> None:
     assert notes[0] == f"point 1 (bs=4k) trial 1: {VMOTION} — in the statistics"
     assert "point 3 trial 2: run again after 1 disturbed attempt (not stored; the kept " \
            "attempt was not disturbed)" in notes
-    assert "point 3 trial 3: not watched (vCenter's events not read)" in notes
+    assert "point 3 trial 3: not watched (events not read: vc1)" in notes
     assert trial_text(testbed["disturbances"][3:6]) == (  # type: ignore[index]
         "run again, disturbed: HA restart; run again, disturbed: HA restart; "
         "disturbed: HA restart")
@@ -323,3 +323,83 @@ def test_a_points_operations_table_says_its_disturbed_trials(tmp_path: Path) -> 
     captions = re.findall(r"<caption>Operations — ([^<]*(?:<span[^>]*>[^<]*</span>)?)", ops)
     assert captions == ["3 trials", '3 trials; <span class="disturbed-note">1 of 3 trials '
                         'disturbed: trial 2, in the statistics</span>']
+
+
+# ------------------------------------------------- retried, not watched, not stored
+
+WATCHED = {"disturbances": [
+    # point 1 trial 1: run again once, the kept attempt clean
+    {"point": 0, "trial": 1, "action": "retried", "text": VMOTION, "events": []},
+    # point 2 trial 2: esxtop could not be read (a source of the watch; not vCenter)
+    {"point": 1, "trial": 2, "action": "unread",
+     "text": "esxtop not read: esxtop on esx1 failed: ssh refused", "events": []},
+]}
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(f"sqlite:///{tmp_path}/w.db", tmp_path) as s:
+        points = [({"bs": "4k"}, {"ops": [100.0, 130.0, 101.0]}),
+                  ({"bs": "8k"}, {"ops": [200.0, 201.0, 199.0]})]
+        add_run(s, RUN, points, scenario=SC, testbed=WATCHED)
+        yield s
+
+
+def test_a_retried_or_unwatched_trial_is_never_called_disturbed(watched: Store) -> None:
+    # JUnit: a nightly CI that greps "disturbed:" must find no disturbed trial here (the
+    # kept attempt of the retried trial was clean; the other was not watched)
+    junit = render_report(watched, [RUN], "junit")
+    assert "disturbed: point" not in junit
+    assert ("run again: point 1 (bs=4k) trial 1: run again after 1 disturbed attempt "
+            "(not stored; the kept attempt was not disturbed)") in junit
+    # a not-watched trial says why, from its own record (here esxtop, not vCenter)
+    assert ("not watched: point 2 (bs=8k) trial 2: not watched (esxtop not read: esxtop "
+            "on esx1 failed: ssh refused)") in junit
+    # terminal: no n is marked (no kept trial was disturbed), so no line carries the mark
+    text = _terminal(watched, RUN)
+    assert "†" not in text
+    assert ("point 1 (bs=4k): 0 of 3 trials disturbed; trial 1 run again after 1 disturbed "
+            "attempt (not stored)") in text
+    # HTML and Markdown: the notes are not said to be vCenter's events
+    for fmt in ("html", "markdown"):
+        out = render_report(watched, [RUN], fmt)
+        assert "vCenter events" not in out, fmt
+        assert "not watched (esxtop not read: esxtop on esx1 failed: ssh refused)" in out
+
+
+def test_a_flagged_trial_with_no_stored_record_is_not_in_the_statistics() -> None:
+    # a run killed between the watch's record and the trial's: the trial has no figure
+    testbed = {"disturbances": [{"point": 0, "trial": 3, "action": "flag", "text": RESET}]}
+    found = point_disturbances(testbed, _trials({(0, 1): "ok", (0, 2): "ok"}))
+    (d,) = found[0].disturbed
+    assert not d.included and found[0].excluded == [3]
+    assert d.note() == f"point 1 trial 3: {RESET} — not stored, not in the statistics"
+    assert found[0].text() == ("1 of 2 trials disturbed: trial 3 not stored, not in the "
+                               "statistics")
+    # an interrupted trial is not "failed" either
+    found = point_disturbances(testbed, _trials({(0, 3): "interrupted"}))
+    assert found[0].disturbed[0].note().endswith("— interrupted, not in the statistics")
+
+
+def test_the_results_tables_number_points_as_the_notes_above_them(store: Store) -> None:
+    html = render_report(store, [RUN], "html")
+    results = html[html.index('<section id="results">'):html.index('<section id="guests">')]
+    assert "point 1 (bs=4k) trial 1:" in results  # the note names point 1 ...
+    # ... and so does the row of bs=4k (the terminal's # too), not 0
+    rows = re.findall(r'<td class="num">(\d+)</td>\s*<td>(4k|8k)</td>', results)
+    assert rows and set(rows) == {("1", "4k"), ("2", "8k")}
+
+
+def test_the_terminal_and_junit_answer_say_a_points_disturbed_trials(store: Store) -> None:
+    row1 = "1 of 3 trials disturbed: trial 2 failed, not in the statistics"
+    console = Console(width=400, record=True, file=io.StringIO())
+    print_summary(report_data(store, RUN), console)
+    text = console.export_text()
+    # the answer's headline figure (bs=8k) says it, as HTML and Markdown do
+    assert re.search(r"ops: 200\.5 ± 6\.4 ops/s \(n=2, at bs=8k\) \(" + re.escape(row1) + r"\)",
+                     text), text
+    junit = render_report(store, [RUN], "junit")
+    assert f"ops: 200.5 ± 6.4 ops/s (n=2, at bs=8k) ({row1})" in junit
+    # a clean run's figure line is as before
+    assert "ops: 200.0 ± 2.5 ops/s (n=3, at bs=8k)</system-out>" in render_report(
+        store, [CLEAN], "junit")

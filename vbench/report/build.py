@@ -250,12 +250,13 @@ def summary_for_terminal(store: Store, run_id: str, console: Console) -> None:
 def print_summary(data: ReportData, console: Console, *, with_verdict: bool = True) -> None:
     """The summary table of a run already loaded, fitted to the console (see
     :func:`vbench.report.fit.fit_table`)."""
+    from vbench.report.disturbed import by_title
     from vbench.report.fit import console_width, fit_table
     from vbench.report.terminal import disturbed_lines, summary_table
     from vbench.report.verdict_view import print_verdict
 
     if with_verdict:  # the answer first, then the figures per point
-        print_verdict(data.verdicted(), console)
+        print_verdict(data.verdicted(), console, by_title(data))
     # Too narrow even with cells wrapped: the spread and the cv leave before any name.
     table = fit_table(summary_table(data), console_width(console), drop=("min–max", "cv"))
     console.print(table)
@@ -300,10 +301,11 @@ def show_text_of(data: ReportData, console: Console) -> None:
         f"[bold]run {r['run_id']}[/]  scenario {r['scenario_name']}  status {r['status']}",
         highlight=False,
     )
+    from vbench.report.disturbed import by_title
     from vbench.report.verdict_view import print_verdict
 
     verdict = data.verdicted()
-    print_verdict(verdict, console)  # the study's answer before the details
+    print_verdict(verdict, console, by_title(data))  # the study's answer before the details
     console.print(
         f"tags: {', '.join(r.get('tags') or ()) or '-'}  run dir: {r.get('run_dir')}",
         highlight=False,

@@ -22,6 +22,10 @@ from vbench.report.svg import TrialMark
 
 INCLUDED = "in the statistics"
 EXCLUDED = "not in the statistics"
+# What the lines of :func:`footnotes` are (above the HTML results tables, in Markdown):
+# not only vCenter's events (busy VMs in esxtop too), and not only disturbed trials.
+NOTES_TITLE = ("What the lab's watch found in the trials' steady windows (trials disturbed, "
+               "run again, not watched)")
 # The charts' marker of a disturbed trial's value (its legend entry says the rest).
 MARK_LABEL = f"disturbed, {INCLUDED}"
 
@@ -36,10 +40,17 @@ class DisturbedTrial:
     text: str  # what happened and when
     at: tuple[float, ...]  # each event's time (epoch s, the controller's clock)
     included: bool  # its figures are in the point's statistics (the trial succeeded)
+    status: str | None = "ok"  # the kept trial's own status (None: no record stored)
+
+    @property
+    def left_out(self) -> str:
+        """Why a trial out of the statistics is out: its status ("failed", "interrupted")
+        or "not stored" (a run stopped between the watch's record and the trial's)."""
+        return "not stored" if self.status is None else self.status
 
     @property
     def counted(self) -> str:
-        return INCLUDED if self.included else f"failed, {EXCLUDED}"
+        return INCLUDED if self.included else f"{self.left_out}, {EXCLUDED}"
 
     def note(self, title: str = "") -> str:
         """"point 2 (bs=4k) trial 3: vMotion of guest1 … — in the statistics"."""
@@ -60,6 +71,7 @@ class PointDisturbance:
     disturbed: tuple[DisturbedTrial, ...] = ()
     retried: tuple[tuple[int, int], ...] = ()  # (trial, disturbed attempts run again)
     unwatched: tuple[int, ...] = ()  # trials whose steady window was not watched
+    unwatched_why: tuple[str, ...] = ()  # for each, its record's text (what was not read)
 
     @property
     def included(self) -> list[int]:
@@ -74,8 +86,9 @@ class PointDisturbance:
         parts = []
         if self.included:
             parts.append(f"{_trials(self.included)}, {INCLUDED}")
-        if self.excluded:
-            parts.append(f"{_trials(self.excluded)} failed, {EXCLUDED}")
+        for why in dict.fromkeys(d.left_out for d in self.disturbed if not d.included):
+            out_ = [d.trial for d in self.disturbed if not d.included and d.left_out == why]
+            parts.append(f"{_trials(out_)} {why}, {EXCLUDED}")
         head = f"{len(self.disturbed)} of {self.trials} trials disturbed"
         out = [head + (": " + "; ".join(parts) if parts else "")]
         out += [f"trial {t} run again after {n} disturbed attempt{'s' if n != 1 else ''} "
@@ -138,7 +151,8 @@ def point_disturbances(testbed: Mapping[str, Any] | None,
         count[p] = count.get(p, 0) + 1
     found: dict[int, dict[str, list[Any]]] = {}
     for (p, t), entries in sorted(entries_of(testbed).items()):
-        mine = found.setdefault(p, {"disturbed": [], "retried": [], "unwatched": []})
+        mine = found.setdefault(p, {"disturbed": [], "retried": [], "unwatched": [],
+                                    "why": []})
         last = entries[-1]
         action = str(last.get("action") or "flag")
         again = sum(1 for e in entries if e.get("action") == "retried")
@@ -146,13 +160,16 @@ def point_disturbances(testbed: Mapping[str, Any] | None,
             mine["retried"].append((t, again))
         if action == "unread":
             mine["unwatched"].append(t)
+            mine["why"].append(str(last.get("text") or ""))
         elif action != "retried":  # flag, fail (or a kind to come): the kept attempt
+            # In the statistics only when its own record is ok: a trial with no record
+            # (a run stopped between the watch's record and the trial's) has no figure.
             kept = status.get((p, t))
-            included = kept == "ok" if kept is not None else action == "flag"
             mine["disturbed"].append(DisturbedTrial(p, t, action, str(last.get("text") or ""),
-                                                    _times(last.get("events")), included))
+                                                    _times(last.get("events")), kept == "ok",
+                                                    None if kept is None else str(kept)))
     return {p: PointDisturbance(p, max(count.get(p, 0), 1), tuple(v["disturbed"]),
-                                tuple(v["retried"]), tuple(v["unwatched"]))
+                                tuple(v["retried"]), tuple(v["unwatched"]), tuple(v["why"]))
             for p, v in found.items()}
 
 
@@ -171,19 +188,32 @@ def disturbed_in(pd_: PointDisturbance | None, values: Mapping[int, float | None
     return inside, [d.trial for d in pd_.disturbed if d.trial not in inside]
 
 
-def footnotes(found: Mapping[int, PointDisturbance], titles: Mapping[int, str]) -> list[str]:
-    """One line per disturbed trial, then per point its retried and unwatched trials."""
-    out = [d.note(titles.get(p, "")) for p in sorted(found) for d in found[p].disturbed]
+DISTURBED, RETRIED, UNWATCHED = "disturbed", "run again", "not watched"
+
+
+def kinds_of_notes(found: Mapping[int, PointDisturbance], titles: Mapping[int, str]
+                   ) -> list[tuple[str, str]]:
+    """(kind, line) of :func:`footnotes`: ``disturbed`` (a kept attempt was), ``run
+    again`` (its disturbed attempts were not kept: the kept one was clean) or ``not
+    watched`` — what a line of a machine-read output (JUnit) is prefixed with."""
+    out = [(DISTURBED, d.note(titles.get(p, ""))) for p in sorted(found)
+           for d in found[p].disturbed]
     for p in sorted(found):
         pd_ = found[p]
         where = f"point {p + 1}" + (f" ({titles[p]})" if titles.get(p) else "")
-        out += [f"{where} trial {t}: run again after {n} disturbed attempt"
-                f"{'s' if n != 1 else ''} (not stored; the kept attempt was not disturbed)"
+        out += [(RETRIED, f"{where} trial {t}: run again after {n} disturbed attempt"
+                 f"{'s' if n != 1 else ''} (not stored; the kept attempt was not disturbed)")
                 for t, n in pd_.retried
                 if t not in {d.trial for d in pd_.disturbed}]
-        out += [f"{where} trial {t}: not watched (vCenter's events not read)"
-                for t in pd_.unwatched]
+        whys = pd_.unwatched_why or ("",) * len(pd_.unwatched)
+        out += [(UNWATCHED, f"{where} trial {t}: not watched ({why or 'not read'})")
+                for t, why in zip(pd_.unwatched, whys, strict=False)]
     return out
+
+
+def footnotes(found: Mapping[int, PointDisturbance], titles: Mapping[int, str]) -> list[str]:
+    """One line per disturbed trial, then per point its retried and unwatched trials."""
+    return [line for _, line in kinds_of_notes(found, titles)]
 
 
 def trial_marks(pd_: PointDisturbance | None, values: Mapping[int, float | None],

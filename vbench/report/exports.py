@@ -23,7 +23,14 @@ from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
 from vbench.analysis.verdict import QosView, verdict_to_json
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
-from vbench.report.disturbed import by_title, disturbed_in, footnotes, of_data
+from vbench.report.disturbed import (
+    NOTES_TITLE,
+    by_title,
+    disturbed_in,
+    footnotes,
+    kinds_of_notes,
+    of_data,
+)
 from vbench.report.verdict_view import junit_answer, markdown_lines
 
 FORMATS = ("html", "json", "csv", "junit", "markdown")
@@ -300,14 +307,16 @@ def _suite(data: ReportData) -> ET.Element:
         ET.SubElement(props, "property", name=key, value=str(run.get(key, "")))
     bad = [t for t in data.trials if t.get("status") != "ok"]
     found = of_data(data)  # disturbed trials: said in the output, never a failure here
-    disturbed = footnotes(found, {p: analysis.figures.title(p) for p in found})
+    # each line prefixed by what it is: "disturbed: …" only of a kept attempt disturbed
+    disturbed = [f"{kind}: {line}" for kind, line in
+                 kinds_of_notes(found, {p: analysis.figures.title(p) for p in found})]
     _case(suite, f"{name}.run", "trials completed",
           f"{len(bad)} of {len(data.trials)} trials did not complete" if bad else None,
           "\n".join([*([f"point {int(t['point']) + 1} trial {t['trial']}: {t.get('error')}"
                         for t in bad] or [f"{len(data.trials)} trials ok"]),
-                     *(f"disturbed: {n}" for n in disturbed)]))
+                     *disturbed]))
     verdict = data.verdicted()
-    answer_name, answer_failure, answer_out = junit_answer(verdict)
+    answer_name, answer_failure, answer_out = junit_answer(verdict, by_title(data))
     _case(suite, f"{name}.answer", answer_name, answer_failure, answer_out)
     # A search's levels above its answer fail QoS by design: not a failing test.
     expected = {p for a in verdict.answers for p in a.qos_expected}
@@ -422,7 +431,7 @@ def _md_run(d: ReportData) -> list[str]:
                      + (" Measured on a simulated lab: the simulator's figures, not a real "
                         "vSphere's." if verdict.simulated else ""))
     if found:
-        lines += ["", "Disturbed trials (vCenter events in their steady window):", ""]
+        lines += ["", f"{NOTES_TITLE}:", ""]
         lines += [f"- {_md(n)}" for n in footnotes(found, {p: f.title(p) for p in found})]
     expected = {p for ans in verdict.answers for p in ans.qos_expected}
     bad = [c for c in a.qos.failures if c.point not in expected]

@@ -271,7 +271,7 @@ def _with_disturbed(section: dict[str, Any] | None, view: ReportView
 def _disturbed(view: ReportView) -> dict[str, Any] | None:
     """The run's disturbed trials (vbench/report/disturbed.py), for the summary's line
     and the notes above the results tables; None when the lab's watch found none."""
-    from vbench.report.disturbed import chart_note, footnotes, of_data
+    from vbench.report.disturbed import NOTES_TITLE, chart_note, footnotes, of_data
 
     found = of_data(view.data)
     if not found:
@@ -282,7 +282,7 @@ def _disturbed(view: ReportView) -> dict[str, Any] | None:
     summary = (f"{disturbed} disturbed trial{'s' if disturbed != 1 else ''}: {inside} in the "
                f"statistics, {disturbed - inside} not" if disturbed else
                "no kept trial was disturbed")
-    return {"summary": summary, "charts": chart_note(found),
+    return {"summary": summary, "charts": chart_note(found), "title": NOTES_TITLE,
             "notes": footnotes(found, titles)}
 
 

@@ -126,7 +126,10 @@ def disturbed_lines(data: ReportData) -> list[str]:
 
     out = []
     for p, mine in sorted(of_data(data).items()):
-        out.append(f"{DISTURBED_MARK} point {p + 1} ({data.analyzed().figures.title(p)}): "
+        # The mark only where the table put it (a kept trial disturbed): a point whose
+        # disturbed attempts were run again, or not watched, has a line but no mark.
+        mark = f"{DISTURBED_MARK} " if mine.disturbed else ""
+        out.append(f"{mark}point {p + 1} ({data.analyzed().figures.title(p)}): "
                    f"{mine.text()}")
         out += [f"  trial {d.trial}: {d.text}" for d in mine.disturbed]
     return out

@@ -15,9 +15,18 @@ QOS_KIND = {"pass": "good", "fail": "bad", "bracket": "good", "none": "neutral"}
 SIMULATED_NOTE = "simulated lab"
 
 
-def terminal_lines(v: Verdict) -> list[str]:
-    """Answer first, then how to read it, the headline figures, QoS, noise, vSphere."""
-    return v.lines()
+def terminal_lines(v: Verdict, disturbed_at: Mapping[str, str] | None = None) -> list[str]:
+    """Answer first, then how to read it, the headline figures, QoS, noise, vSphere;
+    ``disturbed_at`` as for :func:`html_context` (said after the figure's line)."""
+    said = {f"  {f.text()}": f"  {figure_text(f, disturbed_at)}" for f in v.headline}
+    return [said.get(line, line) for line in v.lines()]
+
+
+def figure_text(f: Figure, disturbed_at: Mapping[str, str] | None = None) -> str:
+    """:meth:`Figure.text`, and the disturbed trials of the point it was measured at
+    (``disturbed_at``: point title -> their text, vbench/report/disturbed.by_title)."""
+    note = (disturbed_at or {}).get(f.where or "") if f.value is not None else None
+    return f.text() + (f" ({note})" if note else "")
 
 
 def qos_badge(v: Verdict) -> tuple[str, str]:
@@ -108,25 +117,29 @@ def json_doc(v: Verdict) -> dict[str, Any]:
     return verdict_to_json(v)
 
 
-def junit_answer(v: Verdict) -> tuple[str, str | None, str]:
+def junit_answer(v: Verdict, disturbed_at: Mapping[str, str] | None = None
+                 ) -> tuple[str, str | None, str]:
     """(name, failure or None, output) of the JUnit case of the study's answer: it fails
-    only when the study found no answer it calls good (a search with no passing level)."""
+    only when the study found no answer it calls good (a search with no passing level);
+    ``disturbed_at`` as for :func:`html_context`."""
     a = v.answer
     if a is None:
         return "answer", None, "no answer declared"
     failure = f"{a.title}: {a.text}" if a.ok is False else None
-    out = "\n".join([a.line(), *a.details, *(f.text() for f in v.headline)])
+    out = "\n".join([a.line(), *a.details,
+                     *(figure_text(f, disturbed_at) for f in v.headline)])
     return a.title, failure, out
 
 
-def print_verdict(v: Verdict, console: Any) -> None:
+def print_verdict(v: Verdict, console: Any, disturbed_at: Mapping[str, str] | None = None
+                  ) -> None:
     """The verdict on a rich console, answer first (never cut: off a terminal the
     console does not wrap; lines are the same as :func:`terminal_lines`)."""
     from rich.text import Text
 
     from vbench.report.fit import console_width
 
-    for line in terminal_lines(v):
+    for line in terminal_lines(v, disturbed_at):
         style = ""
         if v.answer is not None and line == v.answer.line():
             style = "bold red" if v.answer.ok is False else "bold"
