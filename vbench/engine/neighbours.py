@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vbench.collectors.esxtop.neighbours import (
+    GROUP_CPU,
+    USED,
     Benchmarks,
     busy_neighbours,
     neighbour_event,
@@ -65,19 +67,20 @@ def group_cpu_series(run_dir: Path, point: int, trial: int, window: Window
             unread.setdefault(host, f"esxtop on {host} failed: {rec.get('error')}")
             continue
         interval = float(rec.get("interval") or 0)
-        frame = _read(run_dir / rec["file"])
-        if not in_window(frame["time"], window, interval).any():
+        times = pq.read_table(run_dir / rec["file"], columns=["time"]).column("time")
+        if not in_window(times.cast("int64").to_numpy() / 1e6, window, interval).any():
             unread.setdefault(host, f"esxtop on {host}: no sample in the steady window")
             continue
-        out.append((host, frame[frame["object"].eq("Group Cpu")
-                               & frame["counter"].eq("% Used")], interval))
+        out.append((host, _group_cpu(run_dir / rec["file"]), interval))
     read = {h for h, *_ in out}
     return out, [why for host, why in unread.items() if host not in read]
 
 
-def _read(path: Path) -> pd.DataFrame:
-    """A stored series' rows, ``time`` in epoch seconds, the text columns as str."""
-    frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"]
+def _group_cpu(path: Path) -> pd.DataFrame:
+    """A stored series' ``Group Cpu % Used`` rows (a few of a capture's thousands of
+    columns), ``time`` in epoch seconds, the text columns as str."""
+    frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"],
+                          filters=[("object", "=", GROUP_CPU), ("counter", "=", USED)]
                           ).to_pandas()
     seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
     return frame.assign(time=seconds, object=frame["object"].astype(str),
