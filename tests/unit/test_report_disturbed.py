@@ -403,3 +403,31 @@ def test_the_terminal_and_junit_answer_say_a_points_disturbed_trials(store: Stor
     # a clean run's figure line is as before
     assert "ops: 200.0 ± 2.5 ops/s (n=3, at bs=8k)</system-out>" in render_report(
         store, [CLEAN], "junit")
+
+
+def test_a_task_that_began_before_the_trial_does_not_stretch_its_time_series(
+        store: Store) -> None:
+    # A snapshot removal that started half an hour before the steady window and ended in
+    # it (vbench/vsphere/hygiene_events.py looks an hour back): its time is its start.
+    data = report_data(store, RUN)
+    ok = [t for t in data.trials if t["status"] == "ok"]
+    frame = pd.DataFrame([
+        {"metric": "cpu", "value": float(k), "ts": t["phases"]["warmup_start"] + k,
+         "point": t["point"], "trial": t["trial"], "unit": "%", "source": "esxtop",
+         "entity": ""} for t in ok for k in range(0, 80, 5)])
+    ids = iter(range(10))
+    early = [(0, 1, -1800.0, "point 1 trial 1: snapshot removal … — in the statistics")]
+    (chart,) = series_charts(frame, ok, {0: "bs=4k", 1: "bs=8k"}, lambda: f"c{next(ids)}",
+                             events=early)
+    svg = str(chart["svg"])
+    # the time axis is the traces' (0 … 80 s), not stretched to -1800 s
+    ticks = [float(v.replace(",", "")) for v in re.findall(r'<text [^>]*>(-?[\d,]+)</text>',
+                                                           svg)]
+    assert min(ticks) >= 0, ticks
+    # the line is drawn at the trace's start, and the caption says when it really was
+    (x,) = re.findall(r'<line class="disturbed" x1="([^"]+)"', svg)
+    # the time axis's 0 (its tick texts are centred; the value axis's end at its left)
+    (zero,) = re.findall(r'<text x="([^"]+)"(?:(?!text-anchor="end")[^>])*>0</text>', svg)
+    assert abs(float(x) - float(zero)) < 0.5
+    assert "point 1 trial 1 before its warm-up (1800 s before; drawn at its start)" \
+        in chart["caption"]

@@ -206,7 +206,9 @@ def timeseries_svg(
     window shaded. ``small``: a small multiple (title inside, no legend, fewer ticks).
     ``settled``: where the warm-up detector found the series settled (a dashed line).
     ``events``: disturbances of a trial drawn, (seconds since its start, what): a dotted
-    line each (vbench/report/disturbed.py)."""
+    line each (vbench/report/disturbed.py); the time axis is the traces' and the window's,
+    an event outside it is drawn at its edge (a task that began half an hour before the
+    trial must not squeeze every trace into the chart's last pixels)."""
     groups = sorted({tr.group for tr in traces})
     legend = Legend()
     if not small and 1 < len(groups) <= _MAX_LEGEND and len(group_names) >= len(groups):
@@ -230,8 +232,6 @@ def timeseries_svg(
         lo, hi = min(lo, window[0]), max(hi, window[1])
     if settled is not None:
         lo, hi = min(lo, settled), max(hi, settled)
-    if events:
-        lo, hi = min(lo, *(e[0] for e in events)), max(hi, *(e[0] for e in events))
     x_marks = ticks(lo, hi if hi > lo else lo + 1, 4 if small else 8)
     xs = Scale(x_marks[0], x_marks[-1], canvas.x0, canvas.x1)
     if window is not None:
@@ -251,8 +251,8 @@ def timeseries_svg(
         canvas.line(xs(settled), canvas.y0, xs(settled), canvas.y1, INK, 1.0, dash="4 3")
         canvas.text(xs(settled) + 3, canvas.y1 + 10, f"settled {settled:.0f} s",
                     anchor="start", size=SMALL)
-    for at, what in events:
-        canvas.event_line(xs(at), what)
+    for at, what in events:  # one outside the traces (a task begun before the trial) at
+        canvas.event_line(xs(min(max(at, xs.lo), xs.hi)), what)  # their edge: its tooltip says
     canvas.x_label("seconds since the trial's warm-up started" if not small else "seconds")
     canvas.legend(legend)
     return canvas.svg(chart_id, title or ylabel, _domain_attr(marks))

@@ -210,12 +210,21 @@ def series_charts(
                + (f" Dashed line: the series settled {mark:.0f} s after the warm-up began "
                   "(MSER-5, median over its trials)." if mark is not None else "")
                + (" Dotted orange: a disturbance — " + "; ".join(
-                   f"point {p + 1} trial {t} at {at:.0f} s" for p, t, at, _w in mine[:8])
+                   _event_text(p, t, at) for p, t, at, _w in mine[:8])
                   + (f"; {len(mine) - 8} more (each line's tooltip names it)"
                      if len(mine) > 8 else "") + "."
                   if mine else ""))
         out.append({"svg": Markup(svg), "caption": cap, "title": metric, "kind": "series"})
     return out
+
+
+def _event_text(point: int, trial: int, at: float) -> str:
+    """Where a caption says a disturbance is (one before the trial's warm-up, a task
+    that began earlier, is drawn at the trace's start: said so)."""
+    if at < 0:
+        return (f"point {point + 1} trial {trial} before its warm-up ({-at:.0f} s before; "
+                "drawn at its start)")
+    return f"point {point + 1} trial {trial} at {at:.0f} s"
 
 
 def _events_in(cols: _Columns, rows: np.ndarray,
