@@ -431,3 +431,23 @@ def test_a_task_that_began_before_the_trial_does_not_stretch_its_time_series(
     assert abs(float(x) - float(zero)) < 0.5
     assert "point 1 trial 1 before its warm-up (1800 s before; drawn at its start)" \
         in chart["caption"]
+
+
+def test_a_charts_caption_counts_the_diamonds_it_draws(tmp_path: Path) -> None:
+    # The disturbed trial has an ops value but no lat value (its collector failed): the
+    # lat chart draws no diamond, and its caption must not say it drew one.
+    sc = scenario_doc("still", {"bs": ["4k", "8k"]}, report={"headline": ["ops", "lat"]})
+    with Store.open(f"sqlite:///{tmp_path}/m.db", tmp_path) as s:
+        add_run(s, RUN, [({"bs": "4k"}, {"ops": [100.0, 130.0, 101.0],
+                                         "lat": [1.0, None, 1.1]}),
+                         ({"bs": "8k"}, {"ops": [200.0, 201.0, 199.0],
+                                         "lat": [2.0, 2.1, 2.2]})],
+                scenario=sc, testbed={"disturbances": TESTBED["disturbances"][:1]})
+        html = render_report(s, [RUN], "html").replace("&#39;", "'")
+    captions = dict(re.findall(r"<figcaption>((?:ops|lat)) in [^<]*?(diamond[^<.]*|)\.?</fig",
+                               html))
+    svgs = {m: [x for x in _svgs(html) if f">{m} (" in x] for m in ("ops", "lat")}
+    assert any('class="disturbed"' in x for x in svgs["ops"])
+    assert not any('class="disturbed"' in x for x in svgs["lat"])
+    assert "diamond = a disturbed trial's value (1 trial, in the statistics)" in captions["ops"]
+    assert captions["lat"] == "", captions

@@ -337,7 +337,7 @@ def _disturbed_marks(view: ReportView, metric: str
     f = view.data.analyzed().figures
     marks = tuple(trial_marks(found.get(p.point), f.trial_values(p.point, metric), p.title)
                   for p in view.points)
-    return marks, chart_note(found)
+    return marks, chart_note(found, sum(len(m) for m in marks))
 
 
 def derived_series(figs: Sequence[DerivedFigure]) -> Series:

@@ -230,9 +230,11 @@ def trial_marks(pd_: PointDisturbance | None, values: Mapping[int, float | None]
     return tuple(out)
 
 
-def chart_note(found: Mapping[int, PointDisturbance]) -> str:
-    """The captions' sentence: what the marker is, and what is not drawn."""
-    inside = sum(len(p.included) for p in found.values())
+def chart_note(found: Mapping[int, PointDisturbance], drawn: int | None = None) -> str:
+    """The captions' sentence: what the marker is, and what is not drawn; ``drawn``: the
+    diamonds a chart draws (a trial with no value of its metric has none), default every
+    disturbed trial in the statistics."""
+    inside = sum(len(p.included) for p in found.values()) if drawn is None else drawn
     failed = sum(len(p.excluded) for p in found.values())
     out = []
     if inside:
