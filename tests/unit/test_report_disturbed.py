@@ -350,10 +350,10 @@ def test_a_retried_or_unwatched_trial_is_never_called_disturbed(watched: Store) 
     # kept attempt of the retried trial was clean; the other was not watched)
     junit = render_report(watched, [RUN], "junit")
     assert "disturbed: point" not in junit
-    assert ("run again: point 1 (bs=4k) trial 1: run again after 1 disturbed attempt "
+    assert ("retried: point 1 (bs=4k) trial 1: run again after 1 disturbed attempt "
             "(not stored; the kept attempt was not disturbed)") in junit
     # a not-watched trial says why, from its own record (here esxtop, not vCenter)
-    assert ("not watched: point 2 (bs=8k) trial 2: not watched (esxtop not read: esxtop "
+    assert ("unwatched: point 2 (bs=8k) trial 2: not watched (esxtop not read: esxtop "
             "on esx1 failed: ssh refused)") in junit
     # terminal: no n is marked (no kept trial was disturbed), so no line carries the mark
     text = _terminal(watched, RUN)

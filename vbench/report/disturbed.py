@@ -188,14 +188,14 @@ def disturbed_in(pd_: PointDisturbance | None, values: Mapping[int, float | None
     return inside, [d.trial for d in pd_.disturbed if d.trial not in inside]
 
 
-DISTURBED, RETRIED, UNWATCHED = "disturbed", "run again", "not watched"
+DISTURBED, RETRIED, UNWATCHED = "disturbed", "retried", "unwatched"  # as in JSON
 
 
 def kinds_of_notes(found: Mapping[int, PointDisturbance], titles: Mapping[int, str]
                    ) -> list[tuple[str, str]]:
-    """(kind, line) of :func:`footnotes`: ``disturbed`` (a kept attempt was), ``run
-    again`` (its disturbed attempts were not kept: the kept one was clean) or ``not
-    watched`` — what a line of a machine-read output (JUnit) is prefixed with."""
+    """(kind, line) of :func:`footnotes`: ``disturbed`` (a kept attempt was),
+    ``retried`` (its disturbed attempts were not kept: the kept one was clean) or
+    ``unwatched`` — what a line of a machine-read output (JUnit) is prefixed with."""
     out = [(DISTURBED, d.note(titles.get(p, ""))) for p in sorted(found)
            for d in found[p].disturbed]
     for p in sorted(found):
