@@ -451,3 +451,39 @@ def test_a_charts_caption_counts_the_diamonds_it_draws(tmp_path: Path) -> None:
     assert not any('class="disturbed"' in x for x in svgs["lat"])
     assert "diamond = a disturbed trial's value (1 trial, in the statistics)" in captions["ops"]
     assert captions["lat"] == "", captions
+
+
+def _captions(html: str) -> list[str]:
+    return [c.replace("&#39;", "'") for c in re.findall(r"<figcaption>([^<]*)</figcaption>",
+                                                        html)]
+
+
+def test_a_qos_chart_says_which_of_its_points_had_disturbed_trials(tmp_path: Path) -> None:
+    from tests.unit.test_findmax_report import stored_search
+    from vbench.report.build import render_run_report
+
+    store, run_id, _ = stored_search(tmp_path)
+    with store:  # the answer's level (users=896) is the tenth point run
+        store.set_testbed(run_id, {"disturbances": [
+            {"point": 9, "trial": 1, "action": "flag", "text": VMOTION, "events": []}]})
+        html = render_run_report(store, run_id, tmp_path / "r.html").read_text()
+    (qos,) = [c for c in _captions(html) if c.startswith("lat: bar = mean over the trials")]
+    # a statistic over trials per bar draws no trial: the caption says the point's
+    assert qos.endswith("Disturbed trials: users=896 (1 of 4 trials disturbed: trial 1, in "
+                        "the statistics)."), qos
+
+
+def test_a_tiles_qos_chart_says_its_points_disturbed_trial(tmp_path: Path) -> None:
+    from tests.unit.test_tiles import _tiles_run
+
+    store = _tiles_run(tmp_path, [{"metric": "ops", "op": ">=", "threshold": 50}])
+    with store:
+        store.set_testbed("r1", {"disturbances": [
+            {"point": 1, "trial": 1, "action": "flag", "text": VMOTION, "events": []}]})
+        html = render_report(store, ["r1"], "html")
+    # the web tiles' chart at tiles=2: one bar per tile, every tile in the disturbed trial
+    (tiles2,) = [c for c in _captions(html) if c.startswith("web.ops at tiles=2")]
+    assert "Disturbed trials: tiles=2 (1 of 2 trials disturbed: trial 1, in the " \
+           "statistics)" in tiles2
+    assert not [c for c in _captions(html) if c.startswith("web.ops at tiles=1")
+                and "Disturbed" in c]

@@ -374,7 +374,12 @@ def derived_charts(
     return out
 
 
-def qos_charts(qos: QosResult, ids: ChartIds) -> list[dict[str, Any]]:
+def qos_charts(qos: QosResult, ids: ChartIds, disturbed: Mapping[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+    """A bar chart per criterion (per subject, or per point when many subjects);
+    ``disturbed``: point title -> its disturbed trials' text (vbench/report/disturbed.py),
+    said in the caption of a chart with a bar of that point (a bar is a statistic over
+    trials: no trial is drawn)."""
     groups: dict[tuple[str, str], list[QosCheck]] = {}
     for c in qos.checks:
         groups.setdefault((c.metric, c.stat), []).append(c)
@@ -388,17 +393,17 @@ def qos_charts(qos: QosResult, ids: ChartIds) -> list[dict[str, Any]]:
             for subject in subjects:
                 mine = [c for c in checks if c.subject_text == subject]
                 out.append(qos_bar(mine, [c.point_title for c in mine], ylabel, ids,
-                                    f"{metric} {subject}".strip()))
+                                    f"{metric} {subject}".strip(), disturbed))
         else:
             for point in points:
                 mine = [c for c in checks if c.point_title == point]
                 out.append(qos_bar(mine, [c.subject_text for c in mine], ylabel, ids,
-                                    f"{metric} at {point}"))
+                                    f"{metric} at {point}", disturbed))
     return out
 
 
 def qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids: ChartIds,
-             title: str) -> dict[str, Any]:
+             title: str, disturbed: Mapping[str, str] | None = None) -> dict[str, Any]:
     bars = [Bar(n, c.value, None, None) for n, c in zip(names, checks, strict=True)]
     svg = bar_chart_svg(
         bars, ylabel, chart_id=ids.next(), title=title,
@@ -408,6 +413,10 @@ def qos_bar(checks: Sequence[QosCheck], names: Sequence[str], ylabel: str, ids: 
     failed = sum(1 for c in checks if not c.passed)
     cap = (f"{title}: bar = {checks[0].stat} over the trials of each point, green = pass, "
            f"red = fail; dashed red = the QoS limit. {failed} of {len(checks)} checks fail.")
+    said = [f"{p} ({(disturbed or {})[p]})"
+            for p in dict.fromkeys(c.point_title for c in checks) if (disturbed or {}).get(p)]
+    if said:
+        cap += f" Disturbed trials: {'; '.join(said)}."
     return chart(svg, cap, title, "qos")
 
 

@@ -226,7 +226,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "derived": derived_tables(analysis.derived, view.factors,
                                   {p: d.text() for p, d in of_data(view.data).items()}),
         "qos": {"verdict": analysis.qos.verdict(), "passed": analysis.qos.passed,
-                "rows": qos_rows(analysis.qos), "charts": qos_charts(analysis.qos, ids),
+                "rows": qos_rows(analysis.qos),
+                "charts": qos_charts(analysis.qos, ids, by_title(view.data)),
                 "has_subject": any(c.subject for c in analysis.qos.checks)}
         if analysis.qos.declared else None,
         "regression": regression_section(view.data.regression),
