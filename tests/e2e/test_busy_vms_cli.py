@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -44,7 +45,7 @@ def busy_process() -> Iterator[int]:
 
 
 def _setup(guests: LocalGuests, tmp: Path, folder: str, busy: dict[str, int],
-           disturbance: dict) -> tuple[Path, Path]:
+           disturbance: dict, also: tuple[dict, ...] = ()) -> tuple[Path, Path]:
     esxtop = install_replay(guests, folder)
     with Guest(guests[0]) as host:
         host.put_text("".join(f"{g}={pid}\n" for g, pid in busy.items()),
@@ -54,8 +55,8 @@ def _setup(guests: LocalGuests, tmp: Path, folder: str, busy: dict[str, int],
     doc["nodes"]["guest1"]["vm"] = "styx"  # the benchmark's own VM on esx1
     lab.write_text(yaml.safe_dump(doc, sort_keys=False))
     s = scenario(tmp / "s.yaml", [{"kind": "esxtop", "interval": "2s",
-                                   "options": {"command": esxtop, "counters": ["cpu"]}}],
-                 groups=1)
+                                   "options": {"command": esxtop, "counters": ["cpu"]}},
+                                  *also], groups=1)
     doc = yaml.safe_load(s.read_text())
     doc["phases"]["steady"] = "5s"
     doc["disturbance"] = disturbance
@@ -73,7 +74,9 @@ def test_a_busy_vm_that_is_not_the_runs_disturbs_the_trial_which_runs_again(
 ) -> None:
     s, lab = _setup(local_guests, tmp_path, "replay-neighbour-retry",
                     {"styx": busy_process, "poseidon": busy_process},
-                    {"action": "retry", "retries": 1, "other_vm_cpu": 5})
+                    {"action": "retry", "retries": 1, "other_vm_cpu": 5},
+                    also=({"kind": "guest_sysstat", "interval": "1s",
+                           "options": {"activities": ["cpu"]}},))
     res = vbench("run", str(s), "--lab", str(lab), "--no-report")
     assert res.returncode == 0, res.stdout + res.stderr
     run_id = run_id_of(res.stdout)
@@ -88,6 +91,13 @@ def test_a_busy_vm_that_is_not_the_runs_disturbs_the_trial_which_runs_again(
         assert [(e["kind"], e["source"], e["about"]) for e in r["events"]] == [
             ("cpu", "esxtop", "poseidon")]
     assert (run_dir / "attempts" / "0-1.1").is_dir()
+    # The kept attempt's series hold its own samples only: the retry collects into the
+    # same remote folder, where sadc appended to the set-aside attempt's .sa file.
+    start = trials[0]["phases"]["warmup_start"]
+    for rec in json.loads((run_dir / "series" / "0-1" / "collectors.json").read_text()):
+        times = pq.read_table(run_dir / rec["file"], columns=["time"]).column("time")
+        first = times.cast("int64").to_numpy().min() / 1e6
+        assert first >= start - 2.5, (rec["collector"], first - start)
     assert [t["status"] for t in trials] == ["ok"]
     cpu = {r.guest: r.value for r in samples.itertuples() if r.metric == "vm_cpu_used"}
     assert cpu["styx"] > 5 and cpu["poseidon"] > 5, cpu

@@ -151,10 +151,14 @@ class GuestSysstat(Collector):
         self.files = {"data": f"{base}.sa", "pid": f"{base}.pid", "log": f"{base}.log"}
         self.guest.mkdir(ctx.remote_dir(self.guest))
         count = self.samples_needed(ctx.planned_seconds)
+        data, pid = shlex.quote(self.files["data"]), shlex.quote(self.files["pid"])
         # The shell records sadc's own pid (exec keeps it) so its CPU time can be read.
+        # An earlier attempt's file is removed first: a trial run again (`disturbance:
+        # retry`) collects into the same folder, and sadc appends to an existing file —
+        # the kept attempt's series and raw .sa held the set-aside attempt's samples.
         script = (
-            f"echo $$ > {shlex.quote(self.files['pid'])}; exec {shlex.quote(sadc)} -S DISK "
-            f"{int(self.interval)} {count} {shlex.quote(self.files['data'])}"
+            f"rm -f {data} {pid}; echo $$ > {pid}; exec {shlex.quote(sadc)} -S DISK "
+            f"{int(self.interval)} {count} {data}"
         )
         self.proc = self.guest.start(["sh", "-c", script], log=self.files["log"])
 
