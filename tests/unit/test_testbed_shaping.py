@@ -189,3 +189,15 @@ def test_merge_and_terminal_lines() -> None:
     lines = render_lines(merged)
     assert lines[0].startswith("testbed: vCenter a 8") and any("host esx01" in x for x in lines)
     assert any(x.strip().startswith("VM v on —") for x in lines)
+
+
+def test_a_lab_without_vcenter_reads_as_such_in_the_testbed_lines() -> None:
+    """A local lab that watched esxtop records only its disturbances: no vCenter line
+    ("vCenter None — build —") is made up for it."""
+    tb = {"disturbances": [{"point": 0, "trial": 1, "action": "flag",
+                            "text": "VM poseidon used 96 % of a core on esx1"}]}
+    lines = render_lines(tb)
+    assert lines[0] == "testbed: a lab without vCenter (no vSphere inventory recorded)"
+    assert not any("vCenter None" in x or "build —" in x for x in lines), lines
+    assert lines[1] == ("  point 1 trial 1 disturbed: VM poseidon used 96 % of a core on "
+                        "esx1 (kept in the statistics)")

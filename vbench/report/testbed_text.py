@@ -49,8 +49,10 @@ def testbed_lines(tb: Mapping[str, Any] | None) -> list[str]:
     """One line for the vCenter, then one per host, datastore, cluster and VM."""
     if not tb:
         return []
-    vcs = tb.get("vcenters") or [tb.get("vcenter") or {}]
-    lines = [
+    vcs = tb.get("vcenters") or ([tb["vcenter"]] if tb.get("vcenter") else [])
+    # A lab without vCenter records only what it watched (its disturbances).
+    lines = [] if vcs else ["testbed: a lab without vCenter (no vSphere inventory recorded)"]
+    lines += [
         f"testbed: vCenter {vc.get('name')} {_v(vc.get('version'))} build {_v(vc.get('build'))}"
         f" (statistics level {_v(vc.get('stats_level'))})"
         for vc in vcs
