@@ -487,3 +487,41 @@ def test_a_tiles_qos_chart_says_its_points_disturbed_trial(tmp_path: Path) -> No
            "statistics)" in tiles2
     assert not [c for c in _captions(html) if c.startswith("web.ops at tiles=1")
                 and "Disturbed" in c]
+
+
+def test_a_steady_state_answer_says_a_disturbed_round_outside_its_window(
+        tmp_path: Path) -> None:
+    # A steady-state study: rounds 3-5 are the measurement window, the answer's figure
+    # their mean; round 2 was disturbed. The figure must not say round 2 is in it.
+    from tests.analysis_runs import UNITS
+    from vbench.engine.verdict import with_verdict
+    from vbench.results.identity import scenario_hash
+    from vbench.results.records import PhaseTimes, RunInfo, Sample, TrialResult
+
+    sc = scenario_doc("ss", {}, repeat=10, report={"headline": ["iops"]},
+                      steady_state={"metric": "iops", "window": 3, "max_excursion": 0.2,
+                                    "max_slope": 0.1, "max_rounds": 10})
+    with Store.open(f"sqlite:///{tmp_path}/s.db", tmp_path) as s:
+        s.create_run(RunInfo(run_id="ss1", scenario_name="ss", started=T0, scenario=sc,
+                             scenario_hash=scenario_hash(sc)))
+        s.add_points("ss1", [(0, {})])
+        for t, v in enumerate([50.0, 300.0, 100.0, 101.0, 99.0], 1):
+            at = T0 + 100 * t
+            s.record_trial("ss1", TrialResult(
+                0, t, "ok", PhaseTimes(at, at, at + 10, at + 70, at + 70, at + 71),
+                (Sample("iops", v, UNITS["iops"], "fio"),)))
+        s.finish_run("ss1", "ok", T0 + 3600)
+        for trial in (2, 4):
+            s.set_testbed("ss1", {"disturbances": [
+                {"point": 0, "trial": trial, "action": "flag", "text": VMOTION}]})
+            data = with_verdict(report_data(s, "ss1"))
+            console = Console(width=300, record=True, file=io.StringIO())
+            print_summary(data, console)
+            text = console.export_text()
+            figure = next(x for x in text.splitlines() if x.startswith("  iops: 100.0"))
+            if trial == 2:  # outside the window: not in this figure
+                assert figure.endswith("(n=3, at point 1) (trial 2 disturbed, outside the "
+                                       "steady-state window: not in this figure)"), figure
+            else:  # inside: one of the window's 3 rounds
+                assert figure.endswith("(n=3, at point 1) (1 of 3 rounds of the steady-state "
+                                       "window disturbed: trial 4, in the statistics)"), figure

@@ -81,7 +81,7 @@ class PointDisturbance:
     def excluded(self) -> list[int]:
         return [d.trial for d in self.disturbed if not d.included]
 
-    def text(self) -> str:
+    def text(self, of: str = "trials") -> str:
         """The point's row: "1 of 5 trials disturbed: trial 3, in the statistics"."""
         parts = []
         if self.included:
@@ -89,7 +89,7 @@ class PointDisturbance:
         for why in dict.fromkeys(d.left_out for d in self.disturbed if not d.included):
             out_ = [d.trial for d in self.disturbed if not d.included and d.left_out == why]
             parts.append(f"{_trials(out_)} {why}, {EXCLUDED}")
-        head = f"{len(self.disturbed)} of {self.trials} trials disturbed"
+        head = f"{len(self.disturbed)} of {self.trials} {of} disturbed"
         out = [head + (": " + "; ".join(parts) if parts else "")]
         out += [f"trial {t} run again after {n} disturbed attempt{'s' if n != 1 else ''} "
                 "(not stored)" for t, n in self.retried]
@@ -295,9 +295,46 @@ def run_lines(data: Any, name: str) -> list[str]:
 def by_title(data: Any) -> dict[str, str]:
     """Point title -> its disturbed trials' text, for a run's points with a disturbed
     trial: what the answer's headline figures (which name their point by its title) say
-    beside the point."""
+    beside the point. A steady-state study's figure is its window's rounds only: said of
+    those (:func:`window_text`)."""
     found = {p: d for p, d in of_data(data).items() if d.disturbed}
     if not found:
         return {}
     figures = data.analyzed().figures
-    return {figures.title(p): d.text() for p, d in found.items()}
+    windows = steady_windows(data)
+    return {figures.title(p): window_text(d, windows[p]) if p in windows else d.text()
+            for p, d in found.items()}
+
+
+def steady_windows(data: Any) -> dict[int, range]:
+    """Per deciding point of a steady-state study that reached it, the trials (rounds)
+    of its measurement window: what the answer's figure there is the mean of."""
+    from vbench.analysis.steady_answer import point_states
+    from vbench.analysis.steady_state import rule_of
+    from vbench.analysis.verdict_build import AnswerInputs
+
+    rule = rule_of((data.run.get("scenario") or {}).get("steady_state"))
+    if rule is None:
+        return {}
+    inputs = AnswerInputs(data.run, data.points, data.trials, data.analyzed(),
+                          tuple(data.headline_metrics))
+    f = inputs.analysis.figures
+    return {p: range(st.window.first, st.window.last + 1)
+            for p, st in point_states(inputs, rule).items()
+            if st.reached and st.window is not None and rule.decides(f.points.get(p, {}))}
+
+
+def window_text(pd_: PointDisturbance, window: range) -> str:
+    """A point's disturbed trials as a steady-state figure over ``window`` sees them:
+    "1 of 3 rounds of the steady-state window disturbed: trial 4, in the statistics",
+    and those outside it, not in the figure."""
+    inside = [d for d in pd_.disturbed if d.trial in window]
+    outside = [d.trial for d in pd_.disturbed if d.trial not in window]
+    out = []
+    if inside:
+        out.append(PointDisturbance(pd_.point, len(window), tuple(inside)).text(
+            "rounds of the steady-state window"))
+    if outside:
+        out.append(f"{_trials(outside)} disturbed, outside the steady-state window: not in "
+                   "this figure")
+    return "; ".join(out)
