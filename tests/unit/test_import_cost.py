@@ -112,6 +112,20 @@ def test_a_scenario_without_a_lab_builds_no_lab_model(command: str, tmp_path: Pa
     assert sorted(loaded & {"vbench.config.lab", "vbench.config.publish"}) == []
 
 
+def test_validate_leaves_what_only_a_trial_or_other_scenarios_need(tmp_path: Path) -> None:
+    # The fio parser, its auto warm-up, the collectors' registry and the steady-state
+    # rule are imported where they are used (≈ 6 ms together); the quickstart has no
+    # collector, no steady_state and no `warmup: auto`. The fio driver's catalogue reads
+    # its names and units from parsers.fio_metrics.
+    report, out = _probe(["validate", str(QUICKSTART)], tmp_path)
+    assert "2 points" in out
+    loaded = set(report["vbench"])
+    assert "vbench.workloads.fio" in loaded and "vbench.parsers.fio_metrics" in loaded
+    later = {"vbench.parsers.fio", "vbench.analysis.warmup", "vbench.workloads.fio.warmup",
+             "vbench.collectors.base", "vbench.analysis.steady_state"}
+    assert sorted(loaded & later) == []
+
+
 def test_no_model_field_takes_the_builtin_list_as_its_factory() -> None:
     # pydantic reads each default_factory's signature; for the builtin `list`, inspect
     # parses its text signature with tokenize (≈ 1 ms to compile its regexes, then 50 µs

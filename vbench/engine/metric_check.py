@@ -15,7 +15,7 @@ both, see docs/design.md).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from vbench.analysis import expr as ex
@@ -31,9 +31,6 @@ from vbench.analysis.catalogue import (
     where_example,
 )
 from vbench.analysis.direction import to_stored
-from vbench.analysis.steady_state import at_issues
-from vbench.collectors.base import get_collector
-from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
 from vbench.config.matrix import label_sets
 from vbench.config.scenario import QosCriterion, Scenario
 from vbench.config.yamlsrc import Source
@@ -55,17 +52,14 @@ def run_catalogues(
             return None
         entries.update(dict.fromkeys(declared))
     out = [Catalogue(driver.name, merge_labels(entries))]
-    for spec in scenario.collectors:
-        try:
-            cls = get_collector(spec.kind)
-            options = cls.Options.model_validate(spec.options)
-        except (ConfigError, ValueError):
-            continue  # the collector checks report it, located
+    for spec, cls, options in _collectors(scenario):
         declared = cls.metric_catalogue(options)
         if declared is None:
             return None
         out.append(Catalogue(spec.name or spec.kind, declared))
     if scenario.collectors:
+        from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
+
         out.append(Catalogue("derived", COLLECTOR_DERIVED, "the collectors' derived figures"))
     if scenario.derived:
         out.append(Catalogue("scenario", tuple(metric(d.name, d.unit, d.better or "none")
@@ -83,16 +77,34 @@ def stored_catalogue(
     entries: dict[Metric, None] = {}
     for p in params:
         entries.update(dict.fromkeys(driver.metric_catalogue(p) or ()))
-    for spec in scenario.collectors:
+    for _spec, cls, options in _collectors(scenario):
         try:
-            cls = get_collector(spec.kind)
-            declared = cls.metric_catalogue(cls.Options.model_validate(spec.options))
+            declared = cls.metric_catalogue(options)
         except (ConfigError, ValueError):
             continue
         entries.update(dict.fromkeys(declared or ()))
     if scenario.collectors:
+        from vbench.collectors.derived import METRICS as COLLECTOR_DERIVED
+
         entries.update(dict.fromkeys(COLLECTOR_DERIVED))
     return to_stored(entries)
+
+
+def _collectors(scenario: Scenario) -> Iterator[tuple[Any, Any, Any]]:
+    """(spec, collector class, options) of each collector whose kind and options are
+    valid (the collector checks report the others, located). The collectors' registry is
+    imported only for a scenario that has some."""
+    if not scenario.collectors:
+        return
+    from vbench.collectors.base import get_collector
+
+    for spec in scenario.collectors:
+        try:
+            cls = get_collector(spec.kind)
+            options = cls.Options.model_validate(spec.options)
+        except (ConfigError, ValueError):
+            continue
+        yield spec, cls, options
 
 
 def metric_issues(
@@ -102,6 +114,8 @@ def metric_issues(
     unit that does not fit its metric, and a ``steady_state.at`` no point has."""
     out: list[ConfigIssue] = []
     if scenario.steady_state is not None and scenario.steady_state.at:
+        from vbench.analysis.steady_state import at_issues
+
         out += [src.issue(("steady_state", *path), text) for path, text in
                 at_issues(scenario.steady_state.at, label_sets(scenario))]
     if catalogues is None:

@@ -21,31 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from vbench.errors import ParseError
 from vbench.parsers.base import ToolParser, register
+from vbench.parsers.fio_metrics import DIRECTIONS, PERCENTILES, UNITS
 
-if TYPE_CHECKING:  # made when a trial's figures are: the fio driver's catalogue (its
-    # names and units, read by validate and plan) needs only the constants below
+if TYPE_CHECKING:  # made when a trial's figures are
     from vbench.results.records import Sample
 
 SOURCE = "fio"
-# "mixed" appears instead of read/write when a job used unified_rw_reporting=1.
-DIRECTIONS = ("read", "write", "trim", "mixed")
-PERCENTILES: dict[str, float] = {
-    "clat_p50": 50.0,
-    "clat_p95": 95.0,
-    "clat_p99": 99.0,
-    "clat_p99.9": 99.9,
-}
-UNITS: dict[str, str] = {
-    "iops": "IO/s",
-    "bw": "MiB/s",
-    "lat_mean": "ms",
-    "clat_mean": "ms",
-    **dict.fromkeys(PERCENTILES, "ms"),
-    "io_bytes": "B",
-    "ios": "I/O",
-    "runtime": "s",
-}
-METRICS = tuple(UNITS)
 _LATENCY = ("lat_mean", "clat_mean", *PERCENTILES)
 _SUMMED = ("iops", "bw", "io_bytes", "ios")
 _MIB = 1024.0 * 1024.0

@@ -20,16 +20,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from vbench.analysis.catalogue import Better, Metric, metric, same_unit
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.lazy import lazy_module
-from vbench.parsers.fio import (
-    DIRECTIONS,
-    PERCENTILES,
-    UNITS,
-    FioResult,
-    aggregate_guests,
-    guest_samples,
-    measured_window,
-    parse_fio_json,
-)
+from vbench.parsers.fio_metrics import DIRECTIONS, PERCENTILES, UNITS
 from vbench.workloads import guest_trial
 from vbench.workloads.base import (
     Finding,
@@ -48,11 +39,15 @@ from vbench.workloads.fio.jobs import FioParams
 if TYPE_CHECKING:
     from vbench.analysis import warmup as warmup_rule
     from vbench.guest.ssh import Guest, RemoteProcess
+    from vbench.parsers import fio as fio_parser
+    from vbench.parsers.fio import FioResult
     from vbench.results.records import Sample
     from vbench.workloads.fio import warmup as fio_warmup
-else:  # only `phases.warmup: auto` needs them: imported at first use, not by validate
+else:  # imported at first use: a trial's (fio's output parsed; `phases.warmup: auto`), not
+    # validate's or plan's, which read the catalogue's names and units only
     warmup_rule = lazy_module("vbench.analysis.warmup")
     fio_warmup = lazy_module("vbench.workloads.fio.warmup")
+    fio_parser = lazy_module("vbench.parsers.fio")
 
 ROLE = "target"
 DATA_FILE = "fio.data"
@@ -378,8 +373,8 @@ class FioWorkload(Workload):
         ))
         samples: list[Sample] = []
         for g in guests:
-            samples += guest_samples(results[g.name], g.name)
-        samples += aggregate_guests(results)
+            samples += fio_parser.guest_samples(results[g.name], g.name)
+        samples += fio_parser.aggregate_guests(results)
         offsets = dict(zip((g.name for g in guests),
                            self._fan_out(ctx, guests, lambda g: g.clock_offset(rounds=3)[0]),
                            strict=True))
@@ -402,7 +397,7 @@ class FioWorkload(Workload):
         fio's own times the controller's marks stay."""
         windows = {}
         for name, result in results.items():
-            own = measured_window(result)
+            own = fio_parser.measured_window(result)
             if own is not None:
                 windows[name] = (own[0] - offsets[name], own[1] - offsets[name])
         if windows and len(windows) == len(results):
@@ -460,7 +455,7 @@ class FioWorkload(Workload):
                 guest.get(f"{d}/{name}", ctx.raw_path(guest.name, name))
         text = local.read_text(encoding="utf-8", errors="replace")
         try:
-            result = parse_fio_json(text, source=f"{guest.name}:{d}/{RESULT}")
+            result = fio_parser.parse_fio_json(text, source=f"{guest.name}:{d}/{RESULT}")
         except ParseError as exc:
             raise GuestError(guest.name, f"unreadable fio output: {exc}") from exc
         if result.errors:
