@@ -525,3 +525,15 @@ def test_a_steady_state_answer_says_a_disturbed_round_outside_its_window(
             else:  # inside: one of the window's 3 rounds
                 assert figure.endswith("(n=3, at point 1) (1 of 3 rounds of the steady-state "
                                        "window disturbed: trial 4, in the statistics)"), figure
+
+
+def test_the_json_verdicts_headline_figures_say_their_points_disturbed_trials(
+        store: Store) -> None:
+    row1 = "1 of 3 trials disturbed: trial 2 failed, not in the statistics"
+    data = report_data(store, RUN)
+    report = json.loads(render_report(store, [RUN], "json"))["runs"][0]["verdict"]
+    for verdict in (show_json_of(data)["verdict"], summary_json_of(data)["verdict"], report):
+        assert [(f["where"], f["disturbed"]) for f in verdict["headline"]] == [("bs=8k", row1)]
+        assert verdict["answer"]["figures"][0]["disturbed"] == row1
+    clean = show_json_of(report_data(store, CLEAN))["verdict"]
+    assert [f["disturbed"] for f in clean["headline"]] == [None]

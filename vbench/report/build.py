@@ -271,8 +271,7 @@ def show_json(store: Store, run_id: str) -> dict[str, Any]:
 def show_json_of(data: ReportData) -> dict[str, Any]:
     """What `vbench show --json` prints, of a run already loaded."""
     from vbench.analysis.aggregate import point_summaries
-    from vbench.analysis.verdict import verdict_to_json
-    from vbench.report.disturbed import of_data
+    from vbench.report.disturbed import of_data, verdict_json
     from vbench.report.exports import qos_json
 
     summary = point_summaries(data.samples) if len(data.samples) else None
@@ -284,7 +283,7 @@ def show_json_of(data: ReportData) -> dict[str, Any]:
         "disturbed": [p.to_json() for _, p in sorted(of_data(data).items())],
         "qos": qos_json(data.analyzed().qos, data.verdicted().qos),
         "warnings": list(data.warnings),
-        "verdict": verdict_to_json(data.verdicted()),
+        "verdict": verdict_json(data),
     }
 
 
@@ -359,8 +358,7 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
     """:func:`run_summary_json` of a run already loaded (its regression: ``data``'s)."""
     from vbench.analysis.figures import present
     from vbench.analysis.stats import summarize
-    from vbench.analysis.verdict import verdict_to_json
-    from vbench.report.disturbed import of_data
+    from vbench.report.disturbed import of_data, verdict_json
     from vbench.report.exports import STAT_FIELDS, qos_json, regression_json
 
     found = of_data(data)
@@ -399,5 +397,5 @@ def summary_json_of(data: ReportData) -> dict[str, Any]:
         "qos": qos_json(a.qos, data.verdicted().qos),
         "regression": regression_json(regression),
         "warnings": [*data.warnings, *a.problems],
-        "verdict": verdict_to_json(data.verdicted()),
+        "verdict": verdict_json(data),
     }

@@ -338,3 +338,18 @@ def window_text(pd_: PointDisturbance, window: range) -> str:
         out.append(f"{_trials(outside)} disturbed, outside the steady-state window: not in "
                    "this figure")
     return "; ".join(out)
+
+
+def verdict_json(data: Any) -> dict[str, Any]:
+    """The run's verdict as JSON (``show --json``, ``run --json``, ``report --format
+    json``), each headline figure (and each answer's) with ``disturbed``: its point's
+    disturbed trials as the other outputs say them beside it (:func:`by_title`), or null."""
+    from vbench.analysis.verdict import verdict_to_json
+
+    doc = verdict_to_json(data.verdicted())
+    notes = by_title(data)
+    for fig in [*doc.get("headline", ()), *(f for a in doc.get("answers", ())
+                                             for f in a.get("figures", ()))]:
+        fig["disturbed"] = notes.get(fig.get("where") or "") if fig.get("value") is not None \
+            else None
+    return doc

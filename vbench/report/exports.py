@@ -21,7 +21,7 @@ from vbench.analysis.qos import QosResult
 from vbench.analysis.regression import RegressionResult
 from vbench.analysis.run_analysis import RunAnalysis
 from vbench.analysis.stats import Summary, summarize
-from vbench.analysis.verdict import QosView, verdict_to_json
+from vbench.analysis.verdict import QosView
 from vbench.report.data import MISSING, ReportData, fmt_mean_ci, fmt_time
 from vbench.report.disturbed import (
     NOTES_TITLE,
@@ -30,6 +30,7 @@ from vbench.report.disturbed import (
     footnotes,
     kinds_of_notes,
     of_data,
+    verdict_json,
 )
 from vbench.report.verdict_view import junit_answer, markdown_lines
 
@@ -169,7 +170,7 @@ def run_json(data: ReportData, *, with_samples: bool = True) -> dict[str, Any]:
         "qos": qos_json(analysis.qos, data.verdicted().qos),
         "regression": regression_json(data.regression),
         "warnings": [*data.warnings, *analysis.problems],
-        "verdict": verdict_to_json(data.verdicted()),
+        "verdict": verdict_json(data),
     }
     if with_samples:
         out["samples"] = json.loads(data.samples.to_json(orient="records"))
