@@ -537,3 +537,21 @@ def test_the_json_verdicts_headline_figures_say_their_points_disturbed_trials(
         assert verdict["answer"]["figures"][0]["disturbed"] == row1
     clean = show_json_of(report_data(store, CLEAN))["verdict"]
     assert [f["disturbed"] for f in clean["headline"]] == [None]
+
+
+def test_a_headline_figure_with_no_data_says_no_disturbed_trial_anywhere(
+        tmp_path: Path) -> None:
+    # the search's answer level had a disturbed trial; its headline metric has no data
+    from tests.unit.test_findmax_report import stored_search
+
+    store, run_id, _ = stored_search(tmp_path)  # headline ops: never measured
+    with store:
+        store.set_testbed(run_id, {"disturbances": [
+            {"point": 9, "trial": 1, "action": "flag", "text": VMOTION, "events": []}]})
+        html, md = (render_report(store, [run_id], f) for f in ("html", "markdown"))
+        data = report_data(store, run_id)
+        (fig,) = show_json_of(data)["verdict"]["headline"]
+    assert fig["value"] is None and fig["disturbed"] is None
+    answer = html[html.index('<section id="answer"'):html.index('<section id="summary">')]
+    assert "users=896</td>" in answer and "disturbed-note" not in answer
+    assert "| ops | no data: no sample stored | — | users=896 |" in md

@@ -25,8 +25,14 @@ def terminal_lines(v: Verdict, disturbed_at: Mapping[str, str] | None = None) ->
 def figure_text(f: Figure, disturbed_at: Mapping[str, str] | None = None) -> str:
     """:meth:`Figure.text`, and the disturbed trials of the point it was measured at
     (``disturbed_at``: point title -> their text, vbench/report/disturbed.by_title)."""
-    note = (disturbed_at or {}).get(f.where or "") if f.value is not None else None
+    note = _note(f, disturbed_at)
     return f.text() + (f" ({note})" if note else "")
+
+
+def _note(f: Figure, disturbed_at: Mapping[str, str] | None) -> str:
+    """What a figure says of its point's disturbed trials (nothing when it has no value:
+    no trial is in it), as every output says it."""
+    return (disturbed_at or {}).get(f.where or "", "") if f.value is not None else ""
 
 
 def qos_badge(v: Verdict) -> tuple[str, str]:
@@ -66,7 +72,7 @@ def html_context(v: Verdict, disturbed_at: Mapping[str, str] | None = None
     text, kind = qos_badge(v)
     return {
         "answers": [answer_context(a) for a in v.answers],
-        "figures": [{**figure_row(f), "disturbed": (disturbed_at or {}).get(f.where or "", "")}
+        "figures": [{**figure_row(f), "disturbed": _note(f, disturbed_at)}
                     for f in v.headline],
         "window": next((f.window for f in v.headline if f.window), None),
         "simulated": v.simulated,
@@ -98,8 +104,8 @@ def markdown_lines(v: Verdict, md: Any, disturbed_at: Mapping[str, str] | None =
         for f in v.headline:
             sim = f" ({SIMULATED_NOTE})" if f.simulated else ""
             where = f.where or "—"
-            if (disturbed_at or {}).get(f.where or ""):
-                where += f" ({(disturbed_at or {})[f.where or '']})"
+            if _note(f, disturbed_at):
+                where += f" ({_note(f, disturbed_at)})"
             out.append(f"| {md(f.metric)} | {md(f.value_text())}{sim} | "
                        f"{f.n if f.value is not None else '—'} | {md(where)} | "
                        f"{md(f.window or '—')} |")
