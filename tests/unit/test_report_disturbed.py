@@ -555,3 +555,26 @@ def test_a_headline_figure_with_no_data_says_no_disturbed_trial_anywhere(
     answer = html[html.index('<section id="answer"'):html.index('<section id="summary">')]
     assert "users=896</td>" in answer and "disturbed-note" not in answer
     assert "| ops | no data: no sample stored | — | users=896 |" in md
+
+
+def test_a_flagged_trial_that_failed_is_not_said_kept_in_the_statistics(
+        tmp_path: Path) -> None:
+    # flagged (kept), then failed for its own reason: the warnings and `show`'s testbed
+    # lines said "(kept in the statistics)" while every table said it is not
+    from vbench.report.build import show_text_of
+
+    with Store.open(f"sqlite:///{tmp_path}/f.db", tmp_path) as s:
+        add_run(s, RUN, [({"bs": "4k"}, {"ops": [100.0, 130.0, 101.0]})], scenario=SC,
+                failed=[(0, 2)], testbed={"disturbances": [
+                    {"point": 0, "trial": 1, "action": "flag", "text": VMOTION},
+                    {"point": 0, "trial": 2, "action": "flag", "text": RESET}]})
+        data = report_data(s, RUN)
+        console = Console(width=400, record=True, file=io.StringIO())
+        show_text_of(data, console)
+    text = console.export_text()
+    kept = f"point 1 trial 1 disturbed: {VMOTION} (kept in the statistics)"
+    failed = (f"point 1 trial 2 disturbed: {RESET} (the trial failed: not in the "
+              "statistics)")
+    assert kept in data.warnings and failed in data.warnings
+    assert f"  {kept}" in text and f"  {failed}" in text
+    assert "(kept in the statistics)" not in text.replace(kept, "")

@@ -71,7 +71,7 @@ def report_data_of(
     # Lab hygiene not ok before the run, trials disturbed during it (engine/hygiene.py).
     from vbench.report.hygiene_text import hygiene_warnings
 
-    warnings.extend(hygiene_warnings(run_d))
+    warnings.extend(hygiene_warnings(run_d, trials))
     return ReportData(
         run=run_d,
         points=points,
@@ -326,7 +326,7 @@ def show_text_of(data: ReportData, console: Console) -> None:
     if r.get("testbed"):
         from vbench.report.testbed_text import testbed_lines
 
-        for line in testbed_lines(r["testbed"]):
+        for line in testbed_lines(r["testbed"], data.trials):
             console.print(line, highlight=False, markup=False)
     for w in data.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -45,7 +45,8 @@ def _vm(v: Mapping[str, Any]) -> str:
     )
 
 
-def testbed_lines(tb: Mapping[str, Any] | None) -> list[str]:
+def testbed_lines(tb: Mapping[str, Any] | None,
+                  trials: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
     """One line for the vCenter, then one per host, datastore, cluster and VM."""
     if not tb:
         return []
@@ -70,6 +71,6 @@ def testbed_lines(tb: Mapping[str, Any] | None) -> list[str]:
             f"({_v(c.get('drs_behavior'))}), HA {_v(c.get('ha'))}, EVC {_v(c.get('evc_mode'))}"
         )
     lines += [f"  {_vm(v)}" for v in tb.get("vms") or ()]
-    from vbench.report.hygiene_text import hygiene_lines
+    from vbench.report.hygiene_text import hygiene_lines, statuses_of
 
-    return lines + hygiene_lines(tb)
+    return lines + hygiene_lines(tb, None if trials is None else statuses_of(trials))
