@@ -21,6 +21,7 @@ from vbench.collectors.esxtop.neighbours import (
     neighbour_text,
     vm_cpu,
     vm_of_group,
+    vms_shown,
 )
 from vbench.config.hygiene import DisturbanceSpec
 from vbench.engine.disturbances import DISTURBANCES_FILE, Said, TrialWatch
@@ -63,7 +64,36 @@ def test_a_vms_cpu_is_its_mean_and_peak_over_the_steady_window() -> None:
     assert set(got) == {"poseidon", "styx"}
     p = got["poseidon"]
     assert (p.host, p.mean, p.peak, p.peak_at) == ("esx1", pytest.approx(50.0), 80.0, 106.0)
-    assert got["styx"].mean == pytest.approx(3.5)
+    # styx has values at 106 only (two groups: 3.5), none at 104 and 108: it used 0 there.
+    assert got["styx"].mean == pytest.approx(3.5 / 3)
+
+
+def test_a_vm_absent_from_part_of_the_window_uses_no_cpu_there() -> None:
+    """A VM powered on for the window's last sample only (empty cells before: esxtop's
+    columns are fixed when it starts) did not use 90 % of a core over the window."""
+    nan = float("nan")
+    frame = _frame([(t, "1:system", 50.0) for t in (104.0, 106.0, 108.0, 110.0)]
+                   + [(104.0, "5:poseidon", nan), (106.0, "5:poseidon", nan),
+                      (108.0, "5:poseidon", nan), (110.0, "5:poseidon", 90.0)])
+    (p,) = vm_cpu(frame, "esx1", Window(102.0, 110.0), 2.0)
+    assert (p.vm, p.mean, p.peak, p.peak_at) == ("poseidon", pytest.approx(22.5), 90.0, 110.0)
+
+
+def test_a_vm_named_like_a_user_world_is_a_vm_when_the_capture_shows_its_disks() -> None:
+    """``ubuntu-22.04`` ends in .<digits> as ``hostd.66694`` does; its virtual disks (or
+    its vmx world) say it is a VM."""
+    assert vm_of_group("9:ubuntu-22.04") is None  # nothing else known: a user world
+    shown = vms_shown([("Virtual Disk", "ubuntu-22.04"), ("Virtual Disk", "web.01:scsi0:0"),
+                       ("Vcpu", "12:db 2.1:4448:vmx"), ("Vcpu", "5481:hostd.66694:66694:hostd"),
+                       ("Group Cpu", "13:vm.7")])
+    assert shown == {"ubuntu-22.04", "web.01", "db 2.1"}
+    assert [vm_of_group(g, shown) for g in ("9:ubuntu-22.04", "10:web.01", "12:db 2.1",
+                                            "5481:hostd.66694", "13:vm.7")] == [
+        "ubuntu-22.04", "web.01", "db 2.1", None, None]
+    frame = pd.concat([_frame([(106.0, "9:ubuntu-22.04", 80.0), (106.0, "5:hostd.66694", 9.0)]),
+                       _frame([(106.0, "ubuntu-22.04:scsi0:0", 0.4)]).assign(
+                           object="Virtual Disk", counter="Average MilliSec/Read")])
+    assert [u.vm for u in vm_cpu(frame, "esx1", Window(102.0, 106.0), 2.0)] == ["ubuntu-22.04"]
 
 
 def test_the_benchmarks_vms_are_never_neighbours() -> None:
@@ -203,13 +233,40 @@ def test_the_collector_keeps_each_vms_cpu_and_its_figure_from_a_real_recording()
     assert (vm["poseidon"].unit, vm["poseidon"].labels) == ("% of a core", (("host", "esx1"),))
 
 
+def test_a_recorded_vm_named_like_a_user_world_keeps_its_cpu_and_figure(tmp_path: Path
+                                                                        ) -> None:
+    """The real recording with its VM poseidon renamed ubuntu-22.04 (in every column, as
+    esxtop would name it): the collector keeps its group and it gets vm_cpu_used."""
+    from vbench.collectors.esxtop import BASE_COUNTERS, tidy_frame, without_unasked_groups
+    from vbench.collectors.esxtop.figures import host_figures
+    from vbench.parsers.esxtop import EsxtopReader
+
+    copy = tmp_path / "renamed.csv"
+    copy.write_bytes(need(RECORDING).read_bytes().replace(b"poseidon", b"ubuntu-22.04"))
+    asked = ["Memory\\Free MBytes"]  # not the groups: the user worlds' are left out
+    with EsxtopReader(copy, [*asked, *BASE_COUNTERS], require_match=False) as reader:
+        frame = without_unasked_groups(tidy_frame(reader), reader, asked)
+    assert "5481:hostd.66694" not in set(frame["instance"])
+    times = sorted(set(frame["time"]))
+    figures = host_figures("esxtop", "esx1", frame, Window(times[0] - 5, times[-1]), 5.0)
+    vm = {s.guest: s.value for s in figures if s.metric == "vm_cpu_used"}
+    assert set(vm) == {"styx", "portunus", "hermes", "ananke", "ouranos", "ubuntu-22.04"}
+    assert vm["ubuntu-22.04"] == pytest.approx((5.83 + 6.11 + 5.18) / 3)
+
+
 def test_the_esxtop_source_reads_the_trials_stored_series(tmp_path: Path) -> None:
     """BusyNeighbours reads series/<point>-<trial>/ as the collectors stored it."""
     from vbench.engine.neighbours import BusyNeighbours
     from vbench.results.collected import CollectorRecord, write_manifest, write_series
 
-    frame = _frame([(104.0, "5:poseidon", 40.0), (106.0, "5:poseidon", 60.0),
-                    (106.0, "7:styx", 300.0), (106.0, "1:system", 90.0)])
+    frame = pd.concat([
+        _frame([(104.0, "5:poseidon", 40.0), (106.0, "5:poseidon", 60.0),
+                (106.0, "7:styx", 300.0), (106.0, "1:system", 90.0),
+                (104.0, "8:web.01", 50.0), (106.0, "8:web.01", 50.0),
+                (104.0, "9:hostd.6694", 80.0), (106.0, "9:hostd.6694", 80.0)]),
+        # web.01's disk: a VM, though named like a user world (hostd.6694 is one).
+        _frame([(106.0, "web.01:scsi0:0", 0.4), (106.0, "web.01", 0.4)]).assign(
+            object="Virtual Disk", counter="Average MilliSec/Read")], ignore_index=True)
     frame["metric"] = "m"
     rel = "series/0-1/esxtop/esx1.parquet"
     write_series(tmp_path / rel, frame, source="esxtop", entity="esx1", point=0, trial=1,
@@ -219,7 +276,7 @@ def test_the_esxtop_source_reads_the_trials_stored_series(tmp_path: Path) -> Non
     source = BusyNeighbours(tmp_path, Benchmarks(lambda: {"styx"}), 20.0)
     said = source(TrialResult(0, 1, "ok", PhaseTimes(steady_start=102.0, steady_end=106.0)),
                   (102.0, 106.0))
-    assert [s.event["about"] for s in said] == ["poseidon"]
+    assert [s.event["about"] for s in said] == ["poseidon", "web.01"]
     assert said[0].text.startswith("VM poseidon used 50 % of a core on esx1 in the steady "
                                    "window (mean; peak 60 % at ")
     assert source(_trial(2), (102.0, 106.0)) == []  # no collector ran in that trial

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vbench.collectors.esxtop.neighbours import (
+    DISK_READ,
     GROUP_CPU,
     USED,
+    VIRTUAL_DISK,
     Benchmarks,
     busy_neighbours,
     neighbour_event,
@@ -78,9 +80,11 @@ def group_cpu_series(run_dir: Path, point: int, trial: int, window: Window
 
 def _group_cpu(path: Path) -> pd.DataFrame:
     """A stored series' ``Group Cpu % Used`` rows (a few of a capture's thousands of
-    columns), ``time`` in epoch seconds, the text columns as str."""
+    columns) and one ``Virtual Disk`` counter's (the VMs it names: vm_cpu tells a VM named
+    like a user world by them), ``time`` in epoch seconds, the text columns as str."""
     frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"],
-                          filters=[("object", "=", GROUP_CPU), ("counter", "=", USED)]
+                          filters=[[("object", "=", GROUP_CPU), ("counter", "=", USED)],
+                                   [("object", "=", VIRTUAL_DISK), ("counter", "=", DISK_READ)]]
                           ).to_pandas()
     seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
     return frame.assign(time=seconds, object=frame["object"].astype(str),

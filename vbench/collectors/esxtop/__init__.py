@@ -28,7 +28,14 @@ from vbench.collectors.base import (
 )
 from vbench.collectors.checks import near
 from vbench.collectors.esxtop.figures import VM_CPU_UNIT, host_figures
-from vbench.collectors.esxtop.neighbours import GROUP_CPU, USED, vm_of_group
+from vbench.collectors.esxtop.neighbours import (
+    DISK_READ,
+    GROUP_CPU,
+    USED,
+    VIRTUAL_DISK,
+    vm_of_group,
+    vms_shown,
+)
 from vbench.errors import ConfigError, GuestError, VbenchError
 from vbench.lazy import lazy_module
 from vbench.parsers.esxtop import EsxtopReader
@@ -55,7 +62,7 @@ else:
 # each VM's CPU) are computed from these whatever else a scenario selects.
 BASE_COUNTERS = (
     "Physical Cpu(*)\\% Util Time",
-    "Virtual Disk(*)\\Average MilliSec/Read",
+    f"{VIRTUAL_DISK}(*)\\{DISK_READ}",
     "Virtual Disk(*)\\Average MilliSec/Write",
     f"{GROUP_CPU}(*)\\{USED}",
 )
@@ -242,9 +249,10 @@ def without_unasked_groups(frame: pd.DataFrame, reader: EsxtopReader,
     user worlds (a few dozen, named by pid) unless the scenario selected them: the VMs'
     are kept (``vm_cpu_used`` and the neighbours' watch read them)."""
     asked = set(compile_selection(counters).select(reader.columns))
+    shown = vms_shown((c.object, c.instance) for c in reader.columns)  # the header's VMs
     unasked = {c.instance for i, c in enumerate(reader.columns)
                if i not in asked and c.object == GROUP_CPU and c.counter == USED
-               and vm_of_group(c.instance) is None}
+               and vm_of_group(c.instance, shown) is None}
     if not unasked:
         return frame
     drop = frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED) \

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,15 +32,36 @@ USED = "% Used"
 SYSTEM_GROUPS = frozenset({"idle", "system", "helper", "drivers", "ft", "vmotion"})
 # A user world's group: "<process name>.<pid>" (sshd.489601, vmsyslogd.65818).
 _USER_WORLD = re.compile(r"\.\d+$")
+VIRTUAL_DISK, VCPU = "Virtual Disk", "Vcpu"
+DISK_READ = "Average MilliSec/Read"  # always read (the collector's BASE_COUNTERS)
+# A VM's virtual disk instance: "<vm>:scsi0:0", "<vm>:nvme0:1", "<vm>:sata0:2".
+_DISK = re.compile(r":[a-z]+\d+:\d+$")
 
 
-def vm_of_group(instance: str) -> str | None:
+def vms_shown(objects: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The names a capture's (object, instance) pairs show to be VMs, whatever they look
+    like: every VM with a virtual disk (``Virtual Disk(<vm>)``, ``(<vm>:scsi0:0)``) and
+    every group with a VMX world (``Vcpu(<id>:<vm>:<world id>:vmx)``, in ``-a``
+    captures). User worlds have neither."""
+    out: set[str] = set()
+    for obj, instance in objects:
+        if obj == VIRTUAL_DISK:
+            out.add(_DISK.sub("", instance))
+        elif obj == VCPU and instance.endswith(":vmx"):
+            group = instance.removesuffix(":vmx").rpartition(":")[0]  # "<id>:<vm>"
+            out.add(group.partition(":")[2])
+    return frozenset(out - {""})
+
+
+def vm_of_group(instance: str, shown: Collection[str] = frozenset()) -> str | None:
     """The VM a ``Group Cpu`` instance is (``1423953:poseidon`` -> ``poseidon``), or None
-    for the host's own groups and its user worlds. A VM whose name ends in ``.<digits>``
-    reads as a user world (esxtop names both the same way) and is not seen."""
+    for the host's own groups and its user worlds. A name ending in ``.<digits>`` is a user
+    world's (esxtop names both alike) unless ``shown`` (:func:`vms_shown`) names it."""
     gid, sep, name = instance.partition(":")
     if not sep or not gid.isdigit() or not name:
         return None
+    if name in shown:
+        return name
     if name.lower() in SYSTEM_GROUPS or _USER_WORLD.search(name):
         return None
     return name
@@ -58,21 +79,27 @@ class VmCpu:
 
 
 def vm_cpu(frame: pd.DataFrame, host: str, window: Window, interval: float) -> list[VmCpu]:
-    """Every VM's ``% Used`` on ``host`` over ``window``: the mean of the samples inside it
-    and the highest one (a VM with two groups in the window — powered off and on — is
-    their sum at each time). ``frame``: tidy esxtop rows in controller time."""
+    """Every VM's ``% Used`` on ``host`` over ``window``: the mean over the window's
+    samples — one where the VM has no value (powered off, or not yet in the capture)
+    counts 0 — and the highest one (a VM with two groups in the window, powered off and
+    on, is their sum at each time). ``frame``: tidy esxtop rows in controller time (its
+    ``Virtual Disk`` rows tell VMs named like user worlds: :func:`vms_shown`)."""
     from vbench.collectors.series import in_window
 
     rows = frame[frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED)
                  & in_window(frame["time"], window, interval)]
-    vms = rows["instance"].map(vm_of_group)
+    samples = rows["time"].nunique()
+    evidence = frame[frame["object"].isin((VIRTUAL_DISK, VCPU))]
+    shown = vms_shown(evidence[["object", "instance"]].drop_duplicates()
+                      .itertuples(index=False, name=None))
+    vms = rows["instance"].map(lambda i: vm_of_group(i, shown))
     rows = rows.assign(vm=vms)[vms.notna()].dropna(subset=["value"])
     out = []
     for vm, part in rows.groupby("vm", sort=True):
         per_time = part.groupby("time")["value"].sum()
         peak_at = float(per_time.idxmax())
-        out.append(VmCpu(str(vm), host, float(per_time.mean()), float(per_time.max()),
-                         peak_at))
+        out.append(VmCpu(str(vm), host, float(per_time.sum() / samples),
+                         float(per_time.max()), peak_at))
     return out
 
 
