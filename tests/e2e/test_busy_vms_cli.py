@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from tests.conftest import LocalGuests
-from tests.e2e.helpers import run_id_of, vbench
+from tests.e2e.helpers import interrupt_at_trial, run_id_of, show, vbench, vbench_popen
 from tests.e2e.test_collectors_cli import install_replay, lab_with_host, scenario, stored
 from vbench.errors import EXIT_LAB
 from vbench.guest.ssh import Guest
@@ -119,3 +119,28 @@ def test_with_fail_a_busy_neighbour_fails_the_trial_and_ignored_vms_are_not_said
     assert trials[0]["error"].startswith("disturbed: VM poseidon used "), trials[0]["error"]
     assert "hermes" not in trials[0]["error"]
     assert [r["action"] for r in _records(run_dir)] == ["fail"]
+
+
+def test_a_resumed_run_keeps_the_busy_vms_found_in_the_trials_it_keeps(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path, busy_process: int
+) -> None:
+    """Trial 1 is disturbed, the run is interrupted in trial 2's steady window and resumed:
+    trial 1's record is kept (once), trial 2 is watched again in the resumed session, and
+    the local lab's testbed holds both."""
+    s, lab = _setup(local_guests, tmp_path, "replay-neighbour-resume",
+                    {"poseidon": busy_process}, {"action": "flag", "other_vm_cpu": 5})
+    doc = yaml.safe_load(s.read_text())
+    doc["repeat"] = 2
+    s.write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = vbench_popen("run", str(s), "--lab", str(lab), "--no-report")
+    run_id = interrupt_at_trial(proc, vbench_home, 2, 120, "second trial")
+    _samples, _trials, run_dir = stored(run_id)
+    assert [(r["trial"], r["action"]) for r in _records(run_dir)] == [(1, "flag")]
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), "--no-report", timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    records = _records(run_dir)
+    assert [(r["trial"], r["action"]) for r in records] == [(1, "flag"), (2, "flag")]
+    assert all(r["text"].startswith("VM poseidon used ") for r in records), records
+    shown = show(run_id)
+    assert [d["trial"] for d in shown["run"]["testbed"]["disturbances"]] == [1, 2]
+    assert shown["disturbed"][0]["disturbed_included"] == [1, 2], shown["disturbed"]
