@@ -27,7 +27,6 @@ by the module asking, so the same driver code works in both places.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from functools import cached_property
@@ -175,6 +174,8 @@ def _apply(value: Any, fmt: str, tabs: bool) -> str:
 
 def render_json(data: Any) -> str:
     """A JSON document for a guest tool: every string escaped by the encoder."""
+    import json  # a rendered JSON file only: checking a scenario needs none
+
     return json.dumps(data, ensure_ascii=True)
 
 

@@ -19,7 +19,6 @@ guest's part, it does not split it. :func:`why_no_figure` says why a metric has 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,11 +27,14 @@ from vbench.analysis.stats import DEFAULT_CV_THRESHOLD, Summary, summarize
 from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import json
+
     import numpy as np
     import pandas as pd
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
+    json = lazy_module("json")  # stored labels: `vbench validate` reads none
 
 SUMMARY_COLUMNS = (
     "n", "mean", "median", "stdev", "min", "max", "cv",

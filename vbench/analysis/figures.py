@@ -9,7 +9,6 @@ same rule as :mod:`vbench.analysis.aggregate`. Only successful trials count.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,9 +21,12 @@ from vbench.config.tiles import TILE_LABEL
 from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import json
+
     import pandas as pd
 else:
     pd = lazy_module("pandas")
+    json = lazy_module("json")  # stored labels and digests: `vbench validate` reads none
 
 OK_STATUS = "ok"
 Values = dict[int, float | None]  # trial -> value

@@ -8,7 +8,6 @@ whose values are shown by ``ls``, ``show`` and every export."""
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -81,6 +80,8 @@ def one_json_document(f: F) -> F:
             raise  # the command's own exit: its document is printed
         except BaseException as exc:
             if kwargs.get("as_json") and isinstance(exc, Exception | KeyboardInterrupt):
+                import json
+
                 click.echo(json.dumps(failure_doc(exc, kwargs.get("tags", ())), indent=2))
             raise
 

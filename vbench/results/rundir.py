@@ -17,7 +17,6 @@ Layout::
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -27,12 +26,18 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from vbench.config.secrets import vbench_home
 from vbench.errors import ParseError
+from vbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import json
+else:  # `vbench validate` only asks where the results go (results_dir_default)
+    json = lazy_module("json")
 
 CONTROLLER_FILE = "controller.json"
 SECRET_KEYS: tuple[str, ...] = ("password", "secret", "token", "passphrase")

@@ -8,7 +8,6 @@ PostgreSQL is reached with psycopg 3. :class:`vbench.results.store.Store` sits o
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -20,10 +19,13 @@ from vbench.lazy import lazy_module
 # Lazy: `validate` and `plan` resolve the store's URL to see whether one exists without
 # paying for SQLAlchemy when none does.
 if TYPE_CHECKING:
+    import json
+
     import sqlalchemy as sa
     from sqlalchemy.engine import Connection, Engine
 else:
     sa = lazy_module("sqlalchemy")
+    json = lazy_module("json")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10

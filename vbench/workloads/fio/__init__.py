@@ -21,7 +21,6 @@ from vbench.analysis.catalogue import Better, Metric, metric, same_unit
 from vbench.errors import GuestError, Interrupted, ParseError, VbenchError
 from vbench.lazy import lazy_module
 from vbench.parsers.fio_metrics import DIRECTIONS, PERCENTILES, UNITS
-from vbench.workloads import guest_trial
 from vbench.workloads.base import (
     Finding,
     PlannedCommand,
@@ -42,12 +41,14 @@ if TYPE_CHECKING:
     from vbench.parsers import fio as fio_parser
     from vbench.parsers.fio import FioResult
     from vbench.results.records import Sample
+    from vbench.workloads import guest_trial
     from vbench.workloads.fio import warmup as fio_warmup
 else:  # imported at first use: a trial's (fio's output parsed; `phases.warmup: auto`), not
     # validate's or plan's, which read the catalogue's names and units only
     warmup_rule = lazy_module("vbench.analysis.warmup")
     fio_warmup = lazy_module("vbench.workloads.fio.warmup")
     fio_parser = lazy_module("vbench.parsers.fio")
+    guest_trial = lazy_module("vbench.workloads.guest_trial")
 
 ROLE = "target"
 DATA_FILE = "fio.data"

@@ -16,17 +16,21 @@ the guest's ``lsblk`` says which device carries it. A lab node may list its data
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vbench.errors import GuestError
+from vbench.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import json
+
     from vbench.guest.ssh import Guest
     from vbench.workloads.base import PlannedGuest
+else:
+    json = lazy_module("json")  # a guest's disk list, read at run time
 
 PREFIX = "disk"
 MAX_INDEX = 240  # 4 controllers × 60 disks: more than a VM can have
