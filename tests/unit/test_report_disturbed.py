@@ -386,6 +386,26 @@ def test_a_flagged_trial_with_no_stored_record_is_not_in_the_statistics() -> Non
     assert found[0].disturbed[0].note().endswith("— interrupted, not in the statistics")
 
 
+def test_a_disturbed_trial_partly_not_watched_says_both() -> None:
+    # esxtop on one host could not be read (engine/disturbances: PartlyRead, recorded
+    # first), vCenter saw a vMotion in the same attempt (recorded after): the kept trial
+    # is disturbed, and what was not watched is not lost
+    esx = "esxtop not read: esxtop on esx2 failed: ssh refused"
+    testbed = {"disturbances": [
+        {"point": 0, "trial": 1, "action": "unread", "text": esx},
+        {"point": 0, "trial": 1, "action": "flag", "text": VMOTION},
+        # an attempt set aside: its own unread record says nothing of the kept one
+        {"point": 0, "trial": 2, "action": "unread", "text": esx},
+        {"point": 0, "trial": 2, "action": "retried", "text": VMOTION},
+    ]}
+    (pd_,) = point_disturbances(testbed, _trials({(0, 1): "ok", (0, 2): "ok"})).values()
+    assert pd_.included == [1] and pd_.unwatched == (1,)
+    assert pd_.text() == ("1 of 2 trials disturbed: trial 1, in the statistics; trial 2 "
+                          "run again after 1 disturbed attempt (not stored); trial 1 "
+                          "partly not watched")
+    assert f"point 1 trial 1: partly not watched ({esx})" in footnotes({0: pd_}, {})
+
+
 def test_the_results_tables_number_points_as_the_notes_above_them(store: Store) -> None:
     html = render_report(store, [RUN], "html")
     results = html[html.index('<section id="results">'):html.index('<section id="guests">')]

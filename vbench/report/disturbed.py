@@ -70,7 +70,7 @@ class PointDisturbance:
     trials: int  # the point's trials (ok or not)
     disturbed: tuple[DisturbedTrial, ...] = ()
     retried: tuple[tuple[int, int], ...] = ()  # (trial, disturbed attempts run again)
-    unwatched: tuple[int, ...] = ()  # trials whose steady window was not watched
+    unwatched: tuple[int, ...] = ()  # trials whose steady window was not (all) watched
     unwatched_why: tuple[str, ...] = ()  # for each, its record's text (what was not read)
 
     @property
@@ -93,8 +93,11 @@ class PointDisturbance:
         out = [head + (": " + "; ".join(parts) if parts else "")]
         out += [f"trial {t} run again after {n} disturbed attempt{'s' if n != 1 else ''} "
                 "(not stored)" for t, n in self.retried]
-        if self.unwatched:
-            out.append(f"{_trials(self.unwatched)} not watched")
+        partly = [t for t in self.unwatched if t in {d.trial for d in self.disturbed}]
+        if [t for t in self.unwatched if t not in partly]:
+            out.append(f"{_trials([t for t in self.unwatched if t not in partly])} not watched")
+        if partly:
+            out.append(f"{_trials(partly)} partly not watched")
         return "; ".join(out)
 
     def to_json(self) -> dict[str, Any]:
@@ -158,10 +161,16 @@ def point_disturbances(testbed: Mapping[str, Any] | None,
         again = sum(1 for e in entries if e.get("action") == "retried")
         if again:
             mine["retried"].append((t, again))
-        if action == "unread":
+        # The kept attempt's records: those after the last attempt run again. A source
+        # that could not look is recorded before what the others found in that attempt.
+        kept_attempt = entries[max((i for i, e in enumerate(entries)
+                                    if e.get("action") == "retried"), default=-1) + 1:]
+        unread = [str(e.get("text") or "") for e in kept_attempt
+                  if e.get("action") == "unread"]
+        if unread:
             mine["unwatched"].append(t)
-            mine["why"].append(str(last.get("text") or ""))
-        elif action != "retried":  # flag, fail (or a kind to come): the kept attempt
+            mine["why"].append("; ".join(unread))
+        if action not in ("unread", "retried"):  # flag, fail (or a kind to come): kept
             # In the statistics only when its own record is ok: a trial with no record
             # (a run stopped between the watch's record and the trial's) has no figure.
             kept = status.get((p, t))
@@ -206,8 +215,9 @@ def kinds_of_notes(found: Mapping[int, PointDisturbance], titles: Mapping[int, s
                 for t, n in pd_.retried
                 if t not in {d.trial for d in pd_.disturbed}]
         whys = pd_.unwatched_why or ("",) * len(pd_.unwatched)
-        out += [(UNWATCHED, f"{where} trial {t}: not watched ({why or 'not read'})")
-                for t, why in zip(pd_.unwatched, whys, strict=False)]
+        seen = {d.trial for d in pd_.disturbed}  # disturbed too: what it saw is said above
+        out += [(UNWATCHED, f"{where} trial {t}: {'partly ' if t in seen else ''}not watched "
+                 f"({why or 'not read'})") for t, why in zip(pd_.unwatched, whys, strict=False)]
     return out
 
 
