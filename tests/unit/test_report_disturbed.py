@@ -461,6 +461,12 @@ def test_a_charts_caption_counts_the_diamonds_it_draws(tmp_path: Path) -> None:
     assert not any('class="disturbed"' in x for x in svgs["lat"])
     assert "diamond = a disturbed trial's value (1 trial, in the statistics)" in captions["ops"]
     assert captions["lat"] == "", captions
+    # the results table of each metric says it of that metric (as the JSON aggregates do)
+    cells = re.findall(r'<caption>(ops|lat) .*?<td class="disturbed">([^<]*)</td>', html,
+                       flags=re.S)
+    assert dict(cells) == {
+        "ops": "1 of 3 trials disturbed: trial 1, in the statistics",
+        "lat": "1 of 3 trials disturbed: trial 1 without a value, not in the statistics"}
 
 
 def _captions(html: str) -> list[str]:

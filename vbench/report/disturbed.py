@@ -13,6 +13,7 @@ trial that failed for another reason is not in the statistics either. Reads plai
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,13 @@ class PointDisturbance:
         if partly:
             out.append(f"{_trials(partly)} partly not watched")
         return "; ".join(out)
+
+    def of_metric(self, values: Mapping[int, float | None]) -> PointDisturbance:
+        """As a figure of one metric sees them (``values``: trial -> its value): a trial
+        in the statistics without a value of it is not in this figure's."""
+        return dataclasses.replace(self, disturbed=tuple(
+            dataclasses.replace(d, included=False, status="without a value")
+            if d.included and values.get(d.trial) is None else d for d in self.disturbed))
 
     def to_json(self) -> dict[str, Any]:
         return {"point": self.point, "point_number": self.point + 1, "trials": self.trials,

@@ -25,6 +25,7 @@ def result_tables(view: ReportView, choice: MetricChoice) -> list[dict[str, Any]
     from vbench.report.disturbed import of_data
 
     found = of_data(view.data)
+    figures = view.data.analyzed().figures if found else None
     tables = []
     for metric in choice.shown:
         scale = metric_scale(view, metric)
@@ -36,6 +37,8 @@ def result_tables(view: ReportView, choice: MetricChoice) -> list[dict[str, Any]
             if s is not None and s.noisy:
                 noisy = "noisy" + (f": ~{s.trials_needed} trials needed" if s.trials_needed else "")
             mine = found.get(p.point)
+            if mine is not None and figures is not None:  # as this metric's figure sees them
+                mine = mine.of_metric(figures.trial_values(p.point, metric))
             rows.append(
                 {"point": p, "cell": cell, "has_data": p.has_data and cell.n > 0, "noisy": noisy,
                  "disturbed": mine.text() if mine else ""}
