@@ -191,6 +191,30 @@ def test_a_disturbed_trial_runs_again_until_its_retries_are_spent() -> None:
     assert watch.check_trial(point, _trial(2)) is None  # type: ignore[arg-type]
 
 
+def test_a_resumed_run_counts_the_attempts_its_earlier_session_ran_again(tmp_path: Path
+                                                                         ) -> None:
+    """Session 1 ran trial 2 again once (retries: 2), then was interrupted. The resumed
+    session has one retry left, not two, keeps the record of the attempt set aside (the
+    kept trial's history) but not the interrupted attempt's, and numbers its records
+    after the file's (an id repeated made one hide the other in compare's facts)."""
+    old = [{"id": "point 1 trial 1 #1", "point": 0, "trial": 1, "action": "flag"},
+           {"id": "point 1 trial 2 #2", "point": 0, "trial": 2, "action": "retried"},
+           {"id": "point 1 trial 2 #3", "point": 0, "trial": 2, "action": "unread"}]
+    (tmp_path / DISTURBANCES_FILE).write_text("".join(json.dumps(e) + "\n" for e in old))
+    said: list[str] = []
+    watch = TrialWatch(DisturbanceSpec(action="retry", retries=2), [_Found(BUSY)], said.append)
+    watch.run_dir = tmp_path
+    watch.resumed(tmp_path, {(0, 1)})
+    assert [d["id"] for d in watch.disturbed] == ["point 1 trial 1 #1", "point 1 trial 2 #2"]
+    point = NS(index=0)
+    assert watch.check_trial(point, _trial(2)) is None  # type: ignore[arg-type]
+    assert said[-1].endswith("; running it again (2 of 2)")
+    kept = watch.check_trial(point, _trial(2))  # type: ignore[arg-type]
+    assert kept is not None and kept.status == "ok"
+    assert [(d["id"], d["action"]) for d in watch.disturbed[2:]] == [
+        ("point 1 trial 2 #4", "retried"), ("point 1 trial 2 #5", "flag")]
+
+
 def test_a_quiet_trial_is_kept_and_a_source_that_cannot_look_is_said() -> None:
     said: list[str] = []
     watch = TrialWatch(None, [_Found(), _Found(fails=True)], said.append)

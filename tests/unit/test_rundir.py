@@ -158,3 +158,17 @@ def test_results_dir_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     monkeypatch.delenv("VBENCH_HOME")
     assert vbench_home().name == "vbench"
     assert results_dir_default() == vbench_home() / "results"
+
+
+def test_an_attempt_set_aside_in_an_earlier_session_is_not_overwritten(tmp_path: Path) -> None:
+    """A resumed run numbers its attempts from 1 again: attempts/0-1.1 already holds the
+    earlier session's (`disturbance: retry`, then Ctrl-C); the next one set aside takes
+    the next free number (it raised 'Directory not empty': an internal error)."""
+    rd = RunDir(tmp_path, "20260101-000000-abcdef01")
+    for session in ("first", "resumed"):
+        (rd.raw_dir(0, 1) / "fio.json").write_text(session)
+        (rd.path / "series" / "0-1").mkdir(parents=True, exist_ok=True)
+        aside = rd.set_aside(0, 1, 1)
+        assert (aside / "raw" / "fio.json").read_text() == session
+    assert sorted(p.name for p in (rd.path / "attempts").iterdir()) == ["0-1.1", "0-1.2"]
+    assert not (rd.path / "raw" / "0-1").exists()

@@ -87,6 +87,7 @@ class TrialWatch:
         self.disturbed: list[dict[str, Any]] = []
         self.run_dir: Path | None = None
         self._attempts: dict[tuple[int, int], int] = {}
+        self._numbered = 0  # records numbered so far (ids are unique in the run)
         # Where the testbed keeps the records (called with all of them after each change).
         self.publish: Callable[[list[dict[str, Any]]], None] = lambda _d: None
         self.log: Callable[..., None] = lambda *_a, **_k: None  # the run's log
@@ -141,26 +142,35 @@ class TrialWatch:
 
     def resumed(self, run_dir: Path, done: Collection[tuple[int, int]]) -> None:
         """A resumed run keeps what its earlier sessions found in the trials it keeps
-        (``done``: (point, trial)); a trial it runs again is watched again."""
+        (``done``: (point, trial)); a trial it runs again is watched again, with the
+        retries its earlier attempts used counted (their records kept: those attempts
+        stay set aside) and its interrupted attempt's findings dropped."""
         try:
             lines = (run_dir / DISTURBANCES_FILE).read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return
+        self._numbered = len(lines)  # ids go on after the file's
         for line in lines:
             try:
                 entry = json.loads(line)
             except ValueError:  # a line a kill -9 cut short
                 continue
-            if isinstance(entry, dict) and (entry.get("point"), entry.get("trial")) in done:
+            if not isinstance(entry, dict):
+                continue
+            key = (entry.get("point"), entry.get("trial"))
+            if key in done:
                 self.disturbed.append(entry)
+            elif entry.get("action") == "retried":
+                self.disturbed.append(entry)
+                self._attempts[key] = self._attempts.get(key, 0) + 1
         if self.disturbed:
             self.publish(list(self.disturbed))
 
     def _keep(self, result: TrialResult, action: str, text: str,
               events: list[dict[str, Any]]) -> None:
         """One disturbed (or not watched) attempt: in the testbed and disturbances.jsonl."""
-        entry = {"id": f"point {result.point + 1} trial {result.trial} "
-                       f"#{len(self.disturbed) + 1}",
+        self._numbered += 1
+        entry = {"id": f"point {result.point + 1} trial {result.trial} #{self._numbered}",
                  "point": result.point, "trial": result.trial, "action": action,
                  "text": text, "events": events}
         self.disturbed.append(entry)

@@ -197,11 +197,15 @@ class RunDir:
     def set_aside(self, point: int, trial: int, attempt: int) -> Path:
         """Move an attempt that runs again out of ``raw/`` and ``series/`` (kept, under
         ``attempts/<point>-<trial>.<attempt>/``): the next attempt writes in their place,
-        and no file only this attempt wrote is read as the kept attempt's."""
+        and no file only this attempt wrote is read as the kept attempt's. A number an
+        earlier session of a resumed run set aside already takes the next free one."""
         from vbench.results.collected import SERIES_DIR
 
         key = f"{int(point)}-{int(trial)}"
-        aside = self.path / "attempts" / f"{key}.{int(attempt)}"
+        n = int(attempt)
+        while (self.path / "attempts" / f"{key}.{n}").exists():
+            n += 1
+        aside = self.path / "attempts" / f"{key}.{n}"
         for top in ("raw", SERIES_DIR):
             src = self.path / top / key
             if src.exists():
