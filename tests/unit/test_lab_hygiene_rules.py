@@ -266,6 +266,24 @@ def test_a_changed_power_policy_is_a_testbed_difference() -> None:
                                                                      "high-performance")
 
 
+def test_disturbances_are_not_testbed_facts_of_a_comparison() -> None:
+    """What disturbed a run's trials happened in it; it is not how the lab was set up.
+    compare says them on its own 'disturbed:' lines; as testbed facts every busy
+    neighbour's CPU figure and clock time was a 'testbed difference' between two runs."""
+    from vbench.analysis.figures import fact_differences
+
+    def run(cpu: int, policy: str) -> dict:
+        finding = r.Finding("power_policy", "host esx1", "ok", policy, f"host esx1: {policy}")
+        return {"testbed": {"hygiene": [finding.to_json()], "disturbances": [
+            {"id": "point 1 trial 1 #1", "point": 0, "trial": 1, "action": "flag",
+             "text": f"VM poseidon used {cpu} % of a core on esx1", "events": []}]}}
+
+    assert fact_differences(run(85, "balanced"), run(60, "balanced")) == []
+    assert [d.key for d in fact_differences(run(85, "balanced"), run(85, "custom"))] == [
+        "testbed.hygiene[power_policy host esx1].detail",
+        "testbed.hygiene[power_policy host esx1].state"]
+
+
 def test_what_a_disturbed_trial_gets() -> None:
     from vbench.engine.disturbances import disturbed_action
 

@@ -349,7 +349,10 @@ def run_facts(run: Mapping[str, Any]) -> dict[str, str]:
     """The facts two runs are compared on: the vSphere testbed snapshot, every guest's
     kernel, vCPUs, CPU model, memory and tool versions, the lab and the vbench version."""
     out: dict[str, str] = {}
-    _flatten(run.get("testbed") or {}, "testbed", out)
+    # What disturbed its trials happened in the run, it is not how the lab was set up
+    # (compare says it on its own lines): not a testbed fact.
+    testbed = {k: v for k, v in (run.get("testbed") or {}).items() if k != "disturbances"}
+    _flatten(testbed, "testbed", out)
     env = run.get("environment") or {}
     for name, g in (env.get("guests") or {}).items():
         if isinstance(g, Mapping):
