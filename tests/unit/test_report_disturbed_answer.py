@@ -31,6 +31,7 @@ from vbench.report.build import (
     show_json_of,
     summary_json_of,
 )
+from vbench.results.records import PhaseTimes, TrialResult
 from vbench.results.store import Store
 
 
@@ -144,3 +145,32 @@ def test_a_flagged_trial_that_failed_is_not_said_kept_in_the_statistics(
     assert kept in data.warnings and failed in data.warnings
     assert f"  {kept}" in text and f"  {failed}" in text
     assert "(kept in the statistics)" not in text.replace(kept, "")
+
+
+def test_show_prints_a_vm_name_as_it_is_named_never_as_markup_or_escapes(
+        tmp_path: Path) -> None:
+    # Another team's VM, named by them in vCenter: brackets (rich markup) and an escape
+    # sequence. `show` crashed on "[/old]" (MarkupError) and dropped "[old]"; the ESC went
+    # raw to the terminal. Written as the exports write it (\xNN).
+    from vbench.report.build import show_text_of
+
+    name = "db [/old] [old] x\x1b[31m\x07"
+    shown = "db [/old] [old] x\\x1b[31m\\x07"
+    with Store.open(f"sqlite:///{tmp_path}/m.db", tmp_path) as s:
+        add_run(s, RUN, [({"bs": "4k"}, {"ops": [100.0, 130.0, 101.0]})], scenario=SC,
+                failed=[(0, 2)], testbed={"disturbances": [
+                    {"point": 0, "trial": 1, "action": "flag", "text": f"VM {name} used 40 %"},
+                    {"point": 0, "trial": 2, "action": "fail", "text": f"VM {name} used 50 %"}]})
+        at = T0 + 200  # trial 2 as the engine stores a trial its disturbance failed
+        s.record_trial(RUN, TrialResult(0, 2, "failed", PhaseTimes(at, at, at + 10, at + 70,
+                                                                    at + 70, at + 71), (),
+                                        f"disturbed: VM {name} used 50 %"))
+        console = Console(width=400, file=io.StringIO(), force_terminal=True,
+                          color_system=None)
+        show_text_of(report_data(s, RUN), console)
+    out = console.file.getvalue()
+    assert "\x1b[31m" not in out and "\x07" not in out
+    assert f"warning: point 1 trial 1 disturbed: VM {shown} used 40 %" in out
+    assert f"  point 1 trial 1 disturbed: VM {shown} used 40 %" in out  # testbed lines
+    assert f"  trial 1: VM {shown} used 40 %" in out  # under the table
+    assert f"point 1 trial 2: failed — disturbed: VM {shown} used 50 %" in out

@@ -251,6 +251,7 @@ def print_summary(data: ReportData, console: Console, *, with_verdict: bool = Tr
     """The summary table of a run already loaded, fitted to the console (see
     :func:`vbench.report.fit.fit_table`)."""
     from vbench.report.disturbed import by_title
+    from vbench.report.exports import shown_text
     from vbench.report.fit import console_width, fit_table
     from vbench.report.terminal import disturbed_lines, summary_table
     from vbench.report.verdict_view import print_verdict
@@ -261,7 +262,7 @@ def print_summary(data: ReportData, console: Console, *, with_verdict: bool = Tr
     table = fit_table(summary_table(data), console_width(console), drop=("min–max", "cv"))
     console.print(table)
     for line in disturbed_lines(data):  # the † beside a point's n
-        console.print(line, highlight=False, markup=False)
+        console.print(shown_text(line), highlight=False, markup=False)
 
 
 def show_json(store: Store, run_id: str) -> dict[str, Any]:
@@ -293,6 +294,9 @@ def show_text(store: Store, run_id: str, console: Console) -> None:
 
 def show_text_of(data: ReportData, console: Console) -> None:
     """What `vbench show` prints, of a run already loaded."""
+    from rich.text import Text
+
+    from vbench.report.exports import shown_text
     from vbench.report.fit import console_width
 
     r = data.run
@@ -323,19 +327,21 @@ def show_text_of(data: ReportData, console: Console) -> None:
             f"{g.vcpus} vCPU, {g.cpu_model}; {tools}",
             highlight=False,
         )
+    # What a lab named (a VM another team named in vCenter, a tool's error) is text:
+    # never rich markup ("db [/old]" raised MarkupError), no control character raw.
     if r.get("testbed"):
         from vbench.report.testbed_text import testbed_lines
 
         for line in testbed_lines(r["testbed"], data.trials):
-            console.print(line, highlight=False, markup=False)
+            console.print(shown_text(line), highlight=False, markup=False)
     for w in data.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(Text.assemble(("warning:", "yellow"), f" {shown_text(w)}"),
+                      highlight=False)
     for t in data.trials:
         if t["status"] != "ok":
-            console.print(
-                f"point {t['point'] + 1} trial {t['trial']}: {t['status']} — {t['error']}",
-                highlight=False,
-            )
+            console.print(shown_text(f"point {t['point'] + 1} trial {t['trial']}: "
+                                     f"{t['status']} — {t['error']}"),
+                          highlight=False, markup=False)
     print_summary(data, console, with_verdict=False)
     qos = data.analyzed().qos
     # A search's failing levels are its bracket (the verdict says so), not a QoS failure.
