@@ -1,6 +1,7 @@
 """Tasks in a steady window, read from vcsim's task history: a snapshot task that started
 before the window and ended inside it (no event of its own says it) is a disturbance of
-the window; one that ended before the window is not."""
+the window; one that ended before the window is not; and the hygiene facts read around
+a VM deleted since its reference was read."""
 
 from __future__ import annotations
 
@@ -50,3 +51,28 @@ def test_a_task_started_before_the_window_and_ended_in_it_disturbs_it(
     # A window that opens after the task ended does not see it.
     later = read_disturbances(session, (done + 0.5, done + 2.0), objects)
     assert [d for d in later if d.kind == "snapshot"] == []
+
+
+def test_a_vm_deleted_since_its_reference_was_read_is_left_out_of_the_read(
+    session: VSphereSession,
+) -> None:
+    """A host's VM list read before a VM was destroyed (or vcsim's list still naming a VM
+    that moved away and was destroyed): the properties of the others are read, the gone
+    one is left out, instead of vCenter's ManagedObjectNotFound failing the whole read
+    (a resumed run's preflight crashed on it)."""
+    from pyVmomi import vim
+
+    from vbench.vsphere.hygiene import read_facts
+    from vbench.vsphere.inventory import retrieve_refs
+
+    inv = Inventory.load(session)
+    gone, kept = (inv.find("vm", n).ref for n in ("DC0_H0_VM0", "DC0_H0_VM1"))
+    with Watcher(session) as w:
+        w.wait_task(gone.PowerOffVM_Task(), "test", "power off")
+        w.wait_task(gone.Destroy_Task(), "test", "destroy")
+    got = retrieve_refs(session, [gone, kept], {vim.VirtualMachine: ("name",)})
+    assert [o.name for o in got] == ["DC0_H0_VM1"]
+    # The hygiene facts of the host, with the gone VM among "the run's VMs".
+    host = inv.find("host", "DC0_H0")
+    facts = read_facts(session, "vc1", [host], [gone, kept])
+    assert facts.run_vms == ("DC0_H0_VM1",)

@@ -115,16 +115,27 @@ def retrieve(
 def retrieve_refs(
     session: VSphereSession, refs: Iterable[Any], props: PropsByType, page_size: int = PAGE_SIZE
 ) -> list[Obj]:
-    """Properties of the given objects, in one filter (order of ``refs`` kept)."""
+    """Properties of the given objects, in one filter (order of ``refs`` kept). An object
+    removed since its reference was read (a VM deleted by someone, or a host's VM list
+    still naming one) is left out: vCenter refuses the whole filter for it, so the filter
+    is made again without it."""
     unique = {r._moId + kind_of(r): r for r in refs if r is not None}
-    if not unique:
-        return []
-    spec = PC.FilterSpec(
-        objectSet=[PC.ObjectSpec(obj=r, skip=False) for r in unique.values()],
-        propSet=_prop_specs(props),
-    )
-    found = {o.moid + o.kind: o for o in collect(session, spec, page_size)}
-    return [found[k] for k in unique if k in found]
+    while unique:
+        spec = PC.FilterSpec(
+            objectSet=[PC.ObjectSpec(obj=r, skip=False) for r in unique.values()],
+            propSet=_prop_specs(props),
+        )
+        try:
+            found = {o.moid + o.kind: o for o in collect(session, spec, page_size)}
+        except vmodl.fault.ManagedObjectNotFound as exc:
+            gone = getattr(exc, "obj", None)
+            key = gone._moId + kind_of(gone) if gone is not None else None
+            if key not in unique:
+                raise
+            del unique[key]
+            continue
+        return [found[k] for k in unique if k in found]
+    return []
 
 
 # --- the inventory, by name ------------------------------------------------------------
