@@ -104,6 +104,9 @@ def test_the_benchmarks_vms_are_never_neighbours() -> None:
     assert own.owns("vcls-4a1b") and own.owns("vCLS-4a1b")
     assert not own.owns("vb-20250101-000000-ffff0000-web-1")  # another run's clone
     assert not own.owns("poseidon") and not own.owns("guest1")
+    # A name typed in the lab file (a node's vm:, default its name) as ignore patterns
+    # are: node perf-db-01 is the VM vCenter and esxtop show as PERF-DB-01.
+    assert Benchmarks(lambda: {"perf-db-01"}).owns("PERF-DB-01")
 
 
 def test_a_neighbour_over_the_threshold_disturbs_and_is_said() -> None:

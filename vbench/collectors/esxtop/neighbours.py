@@ -105,16 +105,19 @@ def vm_cpu(frame: pd.DataFrame, host: str, window: Window, interval: float) -> l
 
 @dataclass(frozen=True)
 class Benchmarks:
-    """Which VMs are the benchmark's: by name (the lab nodes the run uses, its `vm:`
-    groups' VMs), by prefix (the VMs it clones: ``vb-<run id>-``), and those the
-    scenario says to ignore (``disturbance.ignore``, glob patterns)."""
+    """Which VMs are the benchmark's: by name, case-insensitive as typed in a lab file
+    (the lab nodes the run uses, its `vm:` groups' VMs), by prefix (the VMs it clones:
+    ``vb-<run id>-``), and those the scenario says to ignore (``disturbance.ignore``,
+    glob patterns)."""
 
     names: Callable[[], Collection[str]] = frozenset  # asked each time: VMs come and go
     prefixes: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
 
     def owns(self, vm: str) -> bool:
-        return (vm in self.names() or any(vm.startswith(p) for p in self.prefixes if p)
+        low = vm.casefold()
+        return (any(n.casefold() == low for n in self.names())
+                or any(vm.startswith(p) for p in self.prefixes if p)
                 or matches(vm, self.ignore))
 
 
