@@ -503,3 +503,20 @@ def test_a_tiles_qos_chart_says_its_points_disturbed_trial(tmp_path: Path) -> No
            "statistics)" in tiles2
     assert not [c for c in _captions(html) if c.startswith("web.ops at tiles=1")
                 and "Disturbed" in c]
+
+
+def test_the_testbed_sections_disturbances_number_points_and_show_times(
+        store: Store) -> None:
+    from vbench.report.data import fmt_time
+
+    html = render_report(store, [RUN], "html")
+    env = html[html.index('<section id="environment"'):]
+    table = env[env.index("Disturbed trials</"):env.index("Disturbed trials: events")]
+    rows = re.findall(r"<tr><td>(point [^<]*)</td><td[^>]*>(\d+)</td>", table)
+    # the stored point 0 is point 1, as its id and every table say
+    assert rows == [("point 1 trial 1 #1", "1"), ("point 2 trial 2 #2", "2")], rows
+    events = env[env.index("Disturbed trials: events"):]
+    events = events[:events.index("</table>")]
+    assert "1,800,000,131" not in events  # the event's time, not epoch seconds
+    assert fmt_time(T0 + 131.0, zone=True) in events
+    assert "<td>point 1 trial 1 #1</td>" in events  # each event under its record's id

@@ -238,7 +238,7 @@ def keyed_text(key: str, v: Any) -> str:
     time instead of ``1,795,452,866``."""
     x = _num(v)
     name = key.rsplit(".", 1)[-1].lower()
-    if (x is not None and not isinstance(v, bool) and name.endswith(_MOMENT_KEYS)
+    if (x is not None and not isinstance(v, bool) and (name == "at" or name.endswith(_MOMENT_KEYS))
             and _EPOCH_RANGE[0] <= x <= _EPOCH_RANGE[1]):
         return fmt_time(x, zone=True)
     if isinstance(v, list | tuple) and v and all(isinstance(i, Mapping) for i in v):

@@ -243,7 +243,7 @@ def _records(title: str, records: Sequence[Mapping[str, Any]]) -> list[Table]:
     rows = tuple(tuple(keyed_text(c, r.get(c)) if c in r else MISSING for c in order)
                  for r in records)
     tables = [Table(title, tuple(order), rows)]
-    owner = next((c for c in ("name", "hostname") if c in order), None)
+    owner = next((c for c in ("name", "hostname", "id") if c in order), None)
     for c in nested:
         subs = [(r.get(owner) if owner else i + 1, item) for i, r in enumerate(records)
                 if _nested(r.get(c)) for item in r[c]]
@@ -253,6 +253,15 @@ def _records(title: str, records: Sequence[Mapping[str, Any]]) -> list[Table]:
                             tuple((scalar_text(o), *row) for (o, _), row
                                   in zip(subs, sub.rows, strict=True))))
     return tables
+
+
+def _numbered(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A disturbance record with its point from 1 (its id, "point 1 trial 2 #1", and
+    every table number points so; the record keeps the stored index from 0)."""
+    point = record.get("point")
+    if isinstance(point, int) and not isinstance(point, bool):
+        return {**record, "point": point + 1}
+    return record
 
 
 def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
@@ -265,6 +274,8 @@ def testbed_tables(testbed: Mapping[str, Any] | None) -> list[Table]:
     for key, value in testbed.items():
         is_records = (isinstance(value, list) and value
                       and all(isinstance(v, Mapping) for v in value))
+        if key == "disturbances" and is_records:  # points numbered as the tables say them
+            value = [_numbered(r) for r in value]
         if key in _TESTBED_TITLES and is_records:
             tables.append(_records(_TESTBED_TITLES[key], value))
         else:
