@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-import pkgutil
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
@@ -65,6 +64,8 @@ class Registry(Generic[T]):
         if self._loaded:
             return
         self._loaded = True
+        import pkgutil  # listing every plugin: looking one up by name does not
+
         pkg = importlib.import_module(self.package)
         for info in pkgutil.iter_modules(pkg.__path__, f"{self.package}."):
             if info.ispkg:  # one package per plugin; flat modules are shared helpers

@@ -122,7 +122,11 @@ def test_validate_leaves_what_only_a_trial_or_other_scenarios_need(tmp_path: Pat
     loaded = set(report["vbench"])
     assert "vbench.workloads.fio" in loaded and "vbench.parsers.fio_metrics" in loaded
     later = {"vbench.parsers.fio", "vbench.analysis.warmup", "vbench.workloads.fio.warmup",
-             "vbench.collectors.base", "vbench.analysis.steady_state"}
+             "vbench.collectors.base", "vbench.analysis.steady_state",
+             "vbench.analysis.findmax_qos"}
+    # Nor statistics or pkgutil: validate learns from no stored run in a first-use home
+    # and looks its driver up by name. (json too, but the probe itself imports it.)
+    assert sorted(set(report["loaded"]) & {"statistics", "pkgutil"}) == []
     assert sorted(loaded & later) == []
 
 

@@ -12,7 +12,6 @@ runs is used, so one slow run does not skew the next estimate.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,11 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from vbench.engine.plan import Plan
 from vbench.errors import VbenchError
+from vbench.lazy import lazy_module
 from vbench.results.store_engine import resolve_url
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) only when one exists to learn from
+    import statistics
+
     from vbench.analysis.findmax import Outlook
     from vbench.results.store import RunRow, Store, TrialRow
+else:  # learning from stored runs, or a search's estimate: not a first validate's
+    statistics = lazy_module("statistics")
 
 RUNS = 3  # stored runs learned from
 # Without a stored run: the run's set-up and clean-up guessed (a lab is bound).

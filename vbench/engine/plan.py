@@ -303,10 +303,14 @@ def _keys(path: str) -> tuple[str | int, ...]:
 def analysis_issues(scenario: Scenario) -> list[tuple[tuple[Any, ...], str]]:
     """Mistakes in derived figures and QoS criteria, found before anything runs."""
     from vbench.analysis.derived import check_derived
-    from vbench.analysis.findmax_qos import check_search
     from vbench.analysis.qos import check_qos
 
-    return [*check_derived(scenario), *check_qos(scenario), *check_search(scenario)]
+    out = [*check_derived(scenario), *check_qos(scenario)]
+    if scenario.search is not None:  # the find-max modules for a search only
+        from vbench.analysis.findmax_qos import check_search
+
+        out += check_search(scenario)
+    return out
 
 
 def _search_bound(
