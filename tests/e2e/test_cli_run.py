@@ -123,8 +123,14 @@ def test_run_directory_keeps_inputs_raw_outputs_and_log(run_env: dict[str, objec
     assert sum(",total_iops," in line for line in samples) == 4 * (1 + 2 + 2)
     summary = json.loads((d / "summary.json").read_text())
     assert len(summary["points"]) == 2
-    # Written once the verdict is kept: the same verdict, with the run's exit code.
-    assert summary["verdict"] == json.loads((d / "verdict.json").read_text())
+    # Written once the verdict is kept: the same verdict, with the run's exit code; as
+    # every JSON output shows it, each figure also says its point's disturbed trials
+    # (none in this run: null).
+    verdict = summary["verdict"]
+    answers = [*verdict["answers"], *([verdict["answer"]] if verdict.get("answer") else [])]
+    figures = [*verdict["headline"], *(f for a in answers for f in a["figures"])]
+    assert figures and [f.pop("disturbed") for f in figures] == [None] * len(figures)
+    assert verdict == json.loads((d / "verdict.json").read_text())
     assert summary["verdict"]["exit_code"] == 0 and summary["qos"]["passed"] is True
     env = json.loads((d / "environment.json").read_text())
     assert env["guests"]["guest1"]["tools"]["fio"].startswith("fio-")
