@@ -520,3 +520,18 @@ def test_the_testbed_sections_disturbances_number_points_and_show_times(
     assert "1,800,000,131" not in events  # the event's time, not epoch seconds
     assert fmt_time(T0 + 131.0, zone=True) in events
     assert "<td>point 1 trial 1 #1</td>" in events  # each event under its record's id
+
+
+def test_the_html_comparison_says_which_run_had_disturbed_trials(store: Store) -> None:
+    # the disturbed run compared against a clean one: as `vbench compare` says it
+    html = render_report(store, [CLEAN, RUN], "html")
+    section = html[html.index('<section id="comparison"'):]
+    section = section[:section.index("</section>")]
+    assert (f"run {RUN}: point 1 (bs=4k): 1 of 3 trials disturbed: trial 1, in the "
+            "statistics") in section
+    assert (f"run {RUN}: point 2 (bs=8k): 1 of 3 trials disturbed: trial 2 failed, not in "
+            "the statistics") in section
+    assert f"run {CLEAN}:" not in section
+    plain = render_report(store, [CLEAN, CLEAN], "html")
+    plain = plain[plain.index('<section id="comparison"'):]
+    assert "disturbed" not in plain[:plain.index("</section>")]

@@ -241,7 +241,8 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "series_charts": series["charts"],
         "series_flat": series["flat"],
         "series_legend": series["legend"],
-        "overlay": overlay_section(analysis.figures, others, compared, ids, mode, overrides),
+        "overlay": _with_disturbed_runs(overlay_section(
+            analysis.figures, others, compared, ids, mode, overrides), view),
         "operations": _with_disturbed(ops_section(operation_figures(
             view.data.samples, {p.point: p.title for p in view.points}, run.get("run_dir"),
             cv_threshold=view.cv_threshold), ids, mode, {p.point: p.labels for p in view.points}),
@@ -257,6 +258,18 @@ def build_context(view: ReportView) -> dict[str, Any]:
         "fmt_num": fmt_num,
         "version": __version__,
     }
+
+
+def _with_disturbed_runs(section: dict[str, Any] | None, view: ReportView
+                         ) -> dict[str, Any] | None:
+    """Each comparison with the disturbed trials of its two runs, a line per point, as
+    `vbench compare` prints them under its table."""
+    from vbench.report.disturbed import run_lines
+
+    for cmp, other in zip((section or {}).get("comparisons", ()), view.data.others,
+                          strict=False):
+        cmp["disturbed"] = [*run_lines(view.data, "run"), *run_lines(other, "run")]
+    return section
 
 
 def _with_disturbed(section: dict[str, Any] | None, view: ReportView
