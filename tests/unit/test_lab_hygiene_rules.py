@@ -438,10 +438,50 @@ def test_a_trial_not_watched_names_the_vcenter_that_did_not_answer() -> None:
     watch.publish = published.append
     result = TrialResult(0, 2, "ok", PhaseTimes(steady_start=100.0, steady_end=110.0))
     assert watch.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
+    # vc1 answered (nothing happened there): only vc2 was not watched.
     assert said == ["point 1 trial 2: vCenter's events not read (vcenter vc2: connection "
-                    "refused); the trial is kept, not watched"]
+                    "refused); the rest was watched"]
     assert published[-1][0]["action"] == "unread"
     assert published[-1][0]["text"] == "events not read: vcenter vc2: connection refused"
+
+
+def test_a_vcenter_that_answered_still_counts_when_another_did_not(monkeypatch) -> None:
+    """Two vCenters, vc2 not answering: vc1's vMotion in the steady window still disturbs
+    the trial (it was dropped with vc2's error: 'not watched', never flagged); with
+    neither answering the trial is not watched."""
+    from types import SimpleNamespace as NS
+
+    from vbench.engine import hygiene
+    from vbench.engine.disturbances import TrialWatch
+    from vbench.results.records import PhaseTimes, TrialResult
+
+    moved = Disturbance(104.0, "migration", "vMotion of guest1 to esx2", "VmMigratedEvent",
+                        "alice", "guest1")
+    down: set[str] = {"vc2"}
+
+    def read(session: str, *_a: object, **_k: object) -> list[Disturbance]:
+        if session in down:
+            raise ConnectionRefusedError("connection refused")
+        return [moved]
+
+    monkeypatch.setattr(hygiene, "read_disturbances", read)
+    vs = NS(scenario=NS(lab_hygiene=None, disturbance=None), vcenters=["vc1", "vc2"],
+            lab=NS(vcenters={"vc1": NS(user="u"), "vc2": NS(user="u")}), journal=None,
+            workload_vcenters=[], vms=[], inventories={}, extra_testbed={},
+            sessions=NS(get=lambda vc: vc))
+    said: list[str] = []
+    watch = TrialWatch(None, [hygiene.RunHygiene(vs)], said.append)  # type: ignore[arg-type]
+    result = TrialResult(0, 1, "ok", PhaseTimes(steady_start=100.0, steady_end=110.0))
+    assert watch.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
+    assert [(d["action"], d["text"]) for d in watch.disturbed] == [
+        ("unread", "events not read: vcenter vc2: connection refused"),
+        ("flag", watch.disturbed[1]["text"])]
+    assert watch.disturbed[1]["text"].startswith("vMotion of guest1 to esx2 at ")
+    down.add("vc1")
+    watch.check_trial(NS(index=0), TrialResult(0, 2, "ok", PhaseTimes(  # type: ignore[arg-type]
+        steady_start=100.0, steady_end=110.0)))
+    assert [d["action"] for d in watch.disturbed[2:]] == ["unread"]
+    assert said[-1].endswith("; the trial is kept, not watched")
 
 
 def test_an_undo_that_cannot_reach_vcenter_is_said_and_the_rest_goes_on(tmp_path) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vbench.config.hygiene import DisturbanceSpec, LabHygiene
-from vbench.engine.disturbances import Said
+from vbench.engine.disturbances import PartlyRead, Said
 from vbench.errors import LabError
 from vbench.results.records import TrialResult
 from vbench.vsphere.hygiene import read_facts, run_hosts
@@ -149,14 +149,24 @@ class RunHygiene:
 
     def __call__(self, result: TrialResult, window: tuple[float, float]) -> list[Said]:
         """vCenter's events and tasks in the trial's steady window, but those about the
-        VMs ``disturbance.ignore`` names."""
-        return [Said(d.at, disturbance_text(d, window[0]), d.to_json())
-                for d in self._disturbances(window)
+        VMs ``disturbance.ignore`` names. A vCenter that does not answer is not watched:
+        LabError when none did, else PartlyRead with what the others said."""
+        found, unread = self._disturbances(window)
+        said = [Said(d.at, disturbance_text(d, window[0]), d.to_json()) for d in found
                 if not (d.kind in IGNORABLE and self.watch.ignores(d.about))]
+        if unread and len(unread) == len(self.vsphere.vcenters):
+            raise unread[0] if len(unread) == 1 else LabError(
+                "vcenters", "; ".join(str(e) for e in unread))
+        if unread:
+            raise PartlyRead("; ".join(str(e) for e in unread), said)
+        return said
 
-    def _disturbances(self, window: tuple[float, float]) -> list[Disturbance]:
+    def _disturbances(self, window: tuple[float, float]
+                      ) -> tuple[list[Disturbance], list[LabError]]:
+        """What every vCenter said, in time order, and why those that did not answer."""
         vs = self.vsphere
         out: list[Disturbance] = []
+        unread: list[LabError] = []
         user_of = {vc: vs.lab.vcenters[vc].user for vc in vs.vcenters}
         ignore = bool(vs.workload_vcenters)  # the workload's own vCenter work is no noise
         own = _own_tasks(vs)
@@ -169,8 +179,8 @@ class RunHygiene:
                                          shown=shown)
             except Exception as exc:  # said with the vCenter that did not answer
                 why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
-                raise LabError(f"vcenter {vc}", why) from exc
-        return sorted(out, key=lambda d: d.at)
+                unread.append(LabError(f"vcenter {vc}", why))
+        return sorted(out, key=lambda d: d.at), unread
 
     def _objects(self, vc: str) -> tuple[set[str], dict[str, str]]:
         """The names (and moids) of the run's VMs, hosts and clusters in ``vc``."""
