@@ -365,6 +365,11 @@ def test_a_retried_or_unwatched_trial_is_never_called_disturbed(watched: Store) 
     assert "†" not in text
     assert ("point 1 (bs=4k): 0 of 3 trials disturbed; trial 1 run again after 1 disturbed "
             "attempt (not stored)") in text
+    # the summary's line: nothing found disturbed is not "no trial was disturbed" when
+    # a trial was not watched
+    html = render_report(watched, [RUN], "html")
+    assert ("Lab disturbances: no kept trial found disturbed; 1 trial run again after a "
+            "disturbed attempt; 1 trial not watched (may have been disturbed)") in html
     # HTML and Markdown: the notes are not said to be vCenter's events
     for fmt in ("html", "markdown"):
         out = render_report(watched, [RUN], fmt)

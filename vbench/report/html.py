@@ -295,7 +295,17 @@ def _disturbed(view: ReportView) -> dict[str, Any] | None:
     inside = sum(len(p.included) for p in found.values())
     summary = (f"{disturbed} disturbed trial{'s' if disturbed != 1 else ''}: {inside} in the "
                f"statistics, {disturbed - inside} not" if disturbed else
-               "no kept trial was disturbed")
+               "no kept trial found disturbed")
+    again = sum(len(p.retried) for p in found.values())
+    if again:
+        summary += (f"; {again} trial{'s' if again != 1 else ''} run again after a disturbed "
+                    "attempt")
+    # Not watched is not undisturbed: said, lest "none found" read as "none happened".
+    blind = sum(len([t for t in p.unwatched if t not in p.included + p.excluded])
+                for p in found.values())
+    if blind:
+        summary += (f"; {blind} trial{'s' if blind != 1 else ''} not watched (may have "
+                    "been disturbed)")
     return {"summary": summary, "charts": chart_note(found), "title": NOTES_TITLE,
             "notes": footnotes(found, titles)}
 
