@@ -6,9 +6,12 @@ The run's testbed keeps one entry per disturbed (or not watched) attempt
 ``action`` flag | fail | retried | unread, ``text``, ``events[].at``). Per trial, its last
 entry says what became of the attempt that was kept: ``flag`` or ``fail`` — that attempt
 was disturbed; ``unread`` — it was not watched; ``retried`` — the kept attempt ran after
-it, undisturbed. Whether a disturbed trial's figures are in the point's mean and CI is
-read from the trial's own record (``status: ok``), not assumed from the action: a flagged
-trial that failed for another reason is not in the statistics either. Reads plain JSON.
+it, undisturbed. An ``unread`` entry of the kept attempt (after the last ``retried``)
+before its ``flag`` or ``fail`` — one source could not look, another found something —
+makes the trial disturbed and partly not watched. Whether a disturbed trial's figures
+are in the point's mean and CI is read from the trial's own record (``status: ok``), not
+assumed from the action: a flagged trial that failed for another reason, or has no
+record, is not in the statistics either. Reads plain JSON.
 """
 
 from __future__ import annotations
