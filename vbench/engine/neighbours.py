@@ -82,10 +82,12 @@ def _group_cpu(path: Path) -> pd.DataFrame:
     """A stored series' ``Group Cpu % Used`` rows (a few of a capture's thousands of
     columns) and one ``Virtual Disk`` counter's (the VMs it names: vm_cpu tells a VM named
     like a user world by them), ``time`` in epoch seconds, the text columns as str."""
+    # One column's filter, then the pairs: a filter of two (object, counter) terms took
+    # ~1.4x as long on an all-counter capture (1.05 M rows).
     frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"],
-                          filters=[[("object", "=", GROUP_CPU), ("counter", "=", USED)],
-                                   [("object", "=", VIRTUAL_DISK), ("counter", "=", DISK_READ)]]
-                          ).to_pandas()
+                          filters=[("counter", "in", [USED, DISK_READ])]).to_pandas()
+    frame = frame[(frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED))
+                  | (frame["object"].eq(VIRTUAL_DISK) & frame["counter"].eq(DISK_READ))]
     seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
     return frame.assign(time=seconds, object=frame["object"].astype(str),
                         instance=frame["instance"].astype(str),
