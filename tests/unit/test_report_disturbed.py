@@ -377,6 +377,20 @@ def test_a_retried_or_unwatched_trial_is_never_called_disturbed(watched: Store) 
         assert "not watched (esxtop not read: esxtop on esx1 failed: ssh refused)" in out
 
 
+def test_compare_prefixes_a_point_with_no_disturbed_trial_lab_watch(
+        watched: Store, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vbench.cli import cli
+
+    out = CliRunner().invoke(cli, ["compare", RUN, RUN, "--store", f"sqlite:///{tmp_path}/w.db"])
+    assert out.exit_code == 0, out.output
+    lines = [x for x in out.output.splitlines() if "trials disturbed" in x]
+    assert lines and not [x for x in lines if x.startswith("disturbed:")], lines
+    assert (f"lab watch: run A {RUN}: point 1 (bs=4k): 0 of 3 trials disturbed; trial 1 run "
+            "again after 1 disturbed attempt (not stored)") in lines
+
+
 def test_a_flagged_trial_with_no_stored_record_is_not_in_the_statistics() -> None:
     # a run killed between the watch's record and the trial's: the trial has no figure
     testbed = {"disturbances": [{"point": 0, "trial": 3, "action": "flag", "text": RESET}]}

@@ -53,7 +53,7 @@ def compare(
     from vbench.analysis.run_analysis import better_overrides
     from vbench.engine.verdict import with_verdict
     from vbench.report.build import headline_metrics, report_data_of
-    from vbench.report.disturbed import of_data, run_lines
+    from vbench.report.disturbed import compare_lines, of_data
     from vbench.report.textfmt import format_compare
     from vbench.report.verdict_view import compare_answer_lines, compare_answers
     from vbench.results.stored import StoredRun
@@ -77,8 +77,8 @@ def compare(
             click.echo("(levels of a find-max search, compared where both runs ran them:)")
         click.echo(format_compare(result, output_width()), nl=False)
         # Trials the lab's watch found disturbed: whether the figures above include them.
-        for line in [*run_lines(da, "run A"), *run_lines(db, "run B")]:
-            click.echo(f"disturbed: {line}")
+        for line in [*compare_lines(da, "run A"), *compare_lines(db, "run B")]:
+            click.echo(line)
         return
     click.echo(json.dumps({
         "answers": answers,

@@ -313,6 +313,15 @@ def run_lines(data: Any, name: str) -> list[str]:
             f"{found[p].text()}" for p in sorted(found) if figures is not None]
 
 
+def compare_lines(data: Any, name: str) -> list[str]:
+    """:func:`run_lines` as `vbench compare` prints them: ``disturbed:`` before a point
+    with a disturbed trial, ``lab watch:`` before one whose trials were only run again
+    or not watched (a script that greps "disturbed:" must not count those)."""
+    found = of_data(data)
+    return [f"{'disturbed' if found[p].disturbed else 'lab watch'}: {line}"
+            for p, line in zip(sorted(found), run_lines(data, name), strict=False)]
+
+
 def by_title(data: Any) -> dict[str, str]:
     """Point title -> its disturbed trials' text, for a run's points with a disturbed
     trial: what the answer's headline figures (which name their point by its title) say
