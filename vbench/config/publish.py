@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from vbench.config.types import Duration, OneLine, SecretRef, Strict, new_list
 
@@ -46,9 +46,7 @@ HttpUrl = Annotated[str, AfterValidator(_http_url)]
 
 
 class LabModel(Strict):
-    # As config.lab.LabModel (which imports this module for Lab.publish): built when a
-    # lab is first loaded, not at import.
-    model_config = ConfigDict(defer_build=True)
+    """A model of the lab file's ``publish:`` (imported by config.lab for Lab.publish)."""
 
 
 class Pushgateway(LabModel):
