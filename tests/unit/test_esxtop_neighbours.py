@@ -333,7 +333,8 @@ def test_a_host_esxtop_could_not_read_is_not_passed_as_undisturbed(tmp_path: Pat
     assert watch.check_trial(NS(index=0), result) is result  # type: ignore[arg-type]
     assert [(d["action"], d["text"]) for d in watch.disturbed] == [
         ("unread", "VM CPU not read: esxtop on esx1 failed: esxtop not found on the host; "
-                   "esxtop on esx2: no sample in the steady window"),
+                   "esxtop on esx2: no sample in the 6 s steady window (a sample covers "
+                   "the 2 s before it)"),
         ("flag", watch.disturbed[1]["text"])]
     assert watch.disturbed[1]["text"].startswith("VM poseidon used 60 % of a core on esx3")
     assert said[0].endswith("; the rest was watched")

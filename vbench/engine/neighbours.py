@@ -71,7 +71,10 @@ def group_cpu_series(run_dir: Path, point: int, trial: int, window: Window
         interval = float(rec.get("interval") or 0)
         times = pq.read_table(run_dir / rec["file"], columns=["time"]).column("time")
         if not in_window(times.cast("int64").to_numpy() / 1e6, window, interval).any():
-            unread.setdefault(host, f"esxtop on {host}: no sample in the steady window")
+            # Said with the lengths: an interval longer than the window is the usual cause.
+            unread.setdefault(host, f"esxtop on {host}: no sample in the "
+                              f"{window.end - window.start:g} s steady window (a sample "
+                              f"covers the {interval:g} s before it)")
             continue
         out.append((host, _group_cpu(run_dir / rec["file"]), interval))
     read = {h for h, *_ in out}
