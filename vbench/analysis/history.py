@@ -17,7 +17,8 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,6 +88,20 @@ class HistorySeries:
 
 
 @dataclass(frozen=True)
+class RunWatch:
+    """What the lab's watch recorded of one run's trials, as stored with it
+    (``testbed["disturbances"]``), and the trials behind the figures the history read —
+    plain data: vbench/report/disturbed.py says which trials were disturbed and whether a
+    figure includes them. Only runs with such records have one."""
+
+    entries: tuple[Mapping[str, Any], ...]  # the testbed's records, in order
+    trials: tuple[Mapping[str, Any], ...]  # {point, trial, status} of the trials read
+    points: Mapping[LabelKey, int]  # a point's labels -> its index in this run
+    # (point, metric) -> {trial: its value} of the successful trials (stored metrics only)
+    values: Mapping[tuple[int, str], Mapping[int, float]]
+
+
+@dataclass(frozen=True)
 class History:
     scenario: str
     runs: tuple[HistoryRun, ...]  # oldest first
@@ -94,6 +109,7 @@ class History:
     factors: tuple[str, ...]
     series: tuple[HistorySeries, ...]  # metric by metric, points in order
     variants: tuple[HistoryVariant, ...] = ()
+    watch: Mapping[str, RunWatch] = field(default_factory=dict)  # run id -> its records
 
     def for_metric(self, metric: str) -> list[HistorySeries]:
         return [s for s in self.series if s.metric == metric]
@@ -312,13 +328,50 @@ def load_history(
     }
     factors, series = _assemble(runs, metrics, points, summaries, units, specs)
     names, variants = _variants(selected)
+    watch = _watches(frame, runs, points)
     hist_runs = tuple(
         HistoryRun(r.run_id, r.started, r.status, r.tags, r.vbench_version,
                    r.run_id in baseline_ids, i.lab_name, i.lab_kind.text, i.lab_fingerprint,
                    i.scenario_hash, i.overrides, names[r.run_id])
         for r, i in selected
     )
-    return History(scenario, hist_runs, tuple(metrics), factors, series, variants)
+    return History(scenario, hist_runs, tuple(metrics), factors, series, variants, watch)
+
+
+def _watches(frame: pd.DataFrame, runs: Sequence[RunRow],
+             points: Mapping[str, Mapping[int, Mapping[str, str]]]) -> dict[str, RunWatch]:
+    """The :class:`RunWatch` of each run whose testbed has disturbance records, from the
+    samples already read (most nights have none: nothing more is computed for them)."""
+    entries = {r.run_id: tuple(d for d in r.testbed["disturbances"] if isinstance(d, Mapping))
+               for r in runs if isinstance(r.testbed, Mapping)
+               and isinstance(r.testbed.get("disturbances"), list | tuple)
+               and r.testbed["disturbances"]}
+    if not entries:
+        return {}
+    mine = frame[frame["run_id"].isin(list(entries))]
+    trials: dict[str, dict[tuple[int, int], str]] = {rid: {} for rid in entries}
+    for rid, p, t, status in mine[["run_id", "point", "trial", "status"]].drop_duplicates(
+            ).itertuples(index=False):
+        trials[rid][(int(p), int(t))] = str(status)
+    values: dict[str, dict[tuple[int, str], dict[int, float]]] = {rid: {} for rid in entries}
+    ok = mine[(mine["status"] == "ok") & ~mine["labelled"]]
+    per_trial = ok.groupby(["run_id", "point", "metric", "trial"])["value"].mean()
+    for (rid, p, m, t), v in per_trial.items():
+        if math.isfinite(v):
+            values[rid].setdefault((int(p), str(m)), {})[int(t)] = float(v)
+    out = {}
+    for rid, found in entries.items():
+        read = trials[rid]
+        # A recorded trial with no figure of these metrics (it failed before any):
+        # whatever its status, none of its values is in these figures.
+        for d in found:
+            with contextlib.suppress(TypeError, ValueError):
+                read.setdefault((int(d.get("point")), int(d.get("trial"))), "without a value")
+        out[rid] = RunWatch(found, tuple({"point": p, "trial": t, "status": s}
+                                         for (p, t), s in sorted(read.items())),
+                            {_key(lb): p for p, lb in points.get(rid, {}).items()},
+                            values[rid])
+    return out
 
 
 def _assemble(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from vbench.analysis.changepoints import Change, changes_of
 from vbench.analysis.comparable import compare_runs
 from vbench.analysis.figures import FactDiff, fact_differences
-from vbench.analysis.history import History, HistoryRun, HistorySeries
+from vbench.analysis.history import History, HistoryRun, HistorySeries, RunWatch
 from vbench.results.identity import identity_of
 from vbench.results.store import RunRow, Store
 from vbench.results.triage import Ack, Alert, SeriesKey, point_key
@@ -55,6 +55,10 @@ class SeriesChange:
     # The scenario (after --set) differing between run_before and run_id, as diff lines
     # (empty: the same experiment).
     setup: tuple[str, ...] = ()
+    # The first run after and the run before, as the lab's watch saw them: (role "after" |
+    # "before", the run, its records), only runs with records (vbench/report/
+    # history_watch.py says which of the point's trials were disturbed).
+    watched: tuple[tuple[str, HistoryRun, RunWatch], ...] = ()
 
     @property
     def key(self) -> SeriesKey:
@@ -163,7 +167,9 @@ def _one_series(
             hist.scenario, after.lab, after.lab_fingerprint, s.metric, s.unit, s.better,
             dict(s.labels), s.title, c, after.run_id, before.run_id, after.started, effect,
             noise, ack, raised,
-            change_id=change_id(after.run_id, s.metric, s.labels, several)))
+            change_id=change_id(after.run_id, s.metric, s.labels, several),
+            watched=tuple((role, r, hist.watch[r.run_id]) for role, r in
+                          (("after", after), ("before", before)) if r.run_id in hist.watch)))
     return out
 
 

@@ -198,6 +198,7 @@ def history(
     each ran in, which ran with --set, and how scenario variants differ."""
     from vbench.analysis.comparable import comparable_json
     from vbench.engine.verdict import verdicts_of
+    from vbench.report.history_watch import cells, figure_json, run_json
     from vbench.report.historyfmt import format_history
     from vbench.report.verdict_view import answer_json
 
@@ -222,10 +223,13 @@ def history(
             return
         click.echo(format_history(hist, verdicts), nl=False)
         return
+    marked = cells(hist)
     click.echo(json.dumps({
         "scenario_name": hist.scenario,
         "scenario": hist.scenario,  # the same, under its first name (kept for scripts)
-        "runs": [dataclasses.asdict(r) | answer_json(verdicts[r.run_id]) for r in hist.runs],
+        # Each run's disturbed trials, each figure's (vbench/report/history_watch.py).
+        "runs": [dataclasses.asdict(r) | answer_json(verdicts[r.run_id])
+                 | {"disturbed": run_json(hist.watch.get(r.run_id))} for r in hist.runs],
         "variants": [
             {"name": v.name, "lab": v.lab, "lab_kind": v.lab_kind,
              "lab_fingerprint": v.lab_fingerprint, "scenario_hash": v.scenario_hash,
@@ -235,8 +239,9 @@ def history(
         "series": [
             {"metric": s.metric, "unit": s.unit, "better": s.better, "point": s.title,
              "labels": dict(s.labels), "change": s.change,
-             "values": [_stats(x) if x is not None else None for x in s.summaries]}
-            for s in hist.series
+             "values": [_stats(x) | figure_json(marked.get((k, i))) if x is not None else None
+                        for i, x in enumerate(s.summaries)]}
+            for k, s in enumerate(hist.series)
         ],
     }, indent=2, default=str))
 

@@ -9,8 +9,11 @@ from collections.abc import Mapping
 
 from vbench.analysis.direction import way_text
 from vbench.analysis.history import History, sparkline
+from vbench.analysis.stats import Summary
 from vbench.analysis.verdict import Verdict
 from vbench.report.data import MISSING, fmt_num
+from vbench.report.disturbed import PointDisturbance
+from vbench.report.history_watch import LEGEND, MARK, cells, run_lines
 from vbench.report.textfmt import table, utc
 
 WIDTH = 100
@@ -66,6 +69,12 @@ def _answer_lines(history: History, verdicts: Mapping[str, Verdict | None]) -> l
     return [*out, ""]
 
 
+def _cell(summary: Summary | None, disturbed: PointDisturbance | None) -> str:
+    if summary is None:
+        return MISSING
+    return fmt_num(summary.mean) + (f" {MARK}" if disturbed and disturbed.included else "")
+
+
 def format_history(history: History,
                    verdicts: Mapping[str, Verdict | None] | None = None) -> str:
     if not history.runs:
@@ -78,6 +87,11 @@ def format_history(history: History,
            + (", v = variant)" if several else ")")]
     out += _variant_lines(history)
     out += _override_lines(history)
+    disturbed = cells(history)
+    place = {id(s): k for k, s in enumerate(history.series)}
+    watched = run_lines(history)
+    if watched:
+        out += [LEGEND, "disturbed trials (oldest first):", *watched]
     out.append("")
     out += _answer_lines(history, verdicts or {})
     for m in history.metrics:
@@ -91,11 +105,11 @@ def format_history(history: History,
         lead = ["run", "lab", *(["v"] if several else []), "started"]
         rows = []
         for i, r in enumerate(runs):
-            cells = [fmt_num(s.summaries[i].mean) if s.summaries[i] is not None else MISSING
-                     for s in series]
+            figures = [_cell(s.summaries[i], disturbed.get((place[id(s)], i)))
+                       for s in series]
             mark = (" *" if r.baseline else "") + (" +" if r.overrides else "")
             rows.append([r.run_id + mark, r.lab or "-", *([r.variant] if several else []),
-                         utc(r.started), *cells])
+                         utc(r.started), *figures])
         right = tuple(range(len(lead), len(lead) + len(series)))
         pad = [""] * (len(lead) - 1)
         trend = ["trend", *pad, *(sparkline(s.means) for s in series)]

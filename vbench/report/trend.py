@@ -13,7 +13,7 @@ text only), so a page of many runs and points stays small and quick to draw.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -21,6 +21,9 @@ from html import escape
 from vbench.analysis.direction import way_text
 from vbench.analysis.history import History, HistoryRun, HistorySeries
 from vbench.analysis.stats import Summary
+from vbench.report.disturbed import MARK_LABEL, PointDisturbance
+from vbench.report.history_watch import figure_disturbance
+from vbench.report.svg import DISTURBED
 
 # Okabe–Ito, colour-blind safe; variant A (the newest run's) is the first.
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
@@ -177,8 +180,14 @@ def chart_svg(
     label = f"{series.metric} ({unit})" if unit else series.metric
     out.append(f'<text x="12" y="{TOP + ph / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 12 {TOP + ph / 2:.1f})">{escape(label)}</text>')
+    disturbed = {r.run_id: d for r in runs if r.run_id in history.watch
+                 and (d := figure_disturbance(history.watch[r.run_id], series.labels,
+                                              series.metric)) is not None and d.included}
     for name in names:
-        out += _variant_marks(runs, series, name, _color(name, names), x, y, unit)
+        out += _variant_marks(runs, series, name, _color(name, names), x, y, unit, disturbed)
+    if disturbed:  # the key of the orange diamonds, as the run report's charts say it
+        out.append(_diamond(LEFT + 10, TOP - 11, 4.0, 'class="key"')
+                   + f'<text x="{LEFT + 18}" y="{TOP - 7}">{escape(MARK_LABEL)}</text>')
     key = tuple(sorted(series.labels.items()))
     out += _change_marks([m for m in marks if m.metric == series.metric and m.labels == key],
                          x, TOP + ph)
@@ -212,9 +221,18 @@ def _x_axis(t0: float, t1: float, x: Scale, base: float) -> list[str]:
     return out
 
 
+def _diamond(x: float, y: float, r: float, attrs: str, tip: str = "") -> str:
+    """A figure that includes disturbed trials: an orange diamond, outlined (as the run
+    report's charts draw a disturbed trial)."""
+    title = f"<title>{escape(tip)}</title>" if tip else ""
+    return (f'<polygon {attrs} points="{x:.1f},{y - r:.1f} {x + r:.1f},{y:.1f} {x:.1f},'
+            f'{y + r:.1f} {x - r:.1f},{y:.1f}" fill="{DISTURBED}" stroke="#222" '
+            f'stroke-width="0.8">{title}</polygon>')
+
+
 def _variant_marks(
     runs: Sequence[HistoryRun], series: HistorySeries, name: str, color: str,
-    x: Scale, y: Scale, unit: str,
+    x: Scale, y: Scale, unit: str, disturbed: Mapping[str, PointDisturbance],
 ) -> list[str]:
     pts = [(r, s) for r, s in zip(runs, series.summaries, strict=True)
            if r.variant == name and s is not None and s.mean is not None]
@@ -232,6 +250,12 @@ def _variant_marks(
             out.append(f'<path class="errorbar" d="M{xx:.1f} {y1:.1f}V{y2:.1f}'
                        f'M{xx - 4:.1f} {y1:.1f}h8M{xx - 4:.1f} {y2:.1f}h8" '
                        f'stroke="{color}" fill="none"/>')
+        if r.run_id in disturbed:
+            what = "; ".join(d.note(series.title) for d in disturbed[r.run_id].disturbed)
+            out.append(_diamond(xx, yy, 5.5, f'class="disturbed" data-run="{escape(r.run_id)}"',
+                                f"{_point_tip(r, s, unit)}; {disturbed[r.run_id].text()}: "
+                                f"{what}"))
+            continue
         fill = "#fff" if r.overrides else color  # hollow: the run was made with --set
         ring = ' stroke-width="2.5"' if r.baseline else ""
         out.append(f'<circle class="run" data-run="{escape(r.run_id)}" cx="{xx:.1f}" '
@@ -345,7 +369,9 @@ def render_trend(history: History, selection: Sequence[str] = (),
         body.append(f'<p class="sub">{len(runs)} run{"s" if len(runs) != 1 else ""}, '
                     f'{escape(_utc(runs[0].started))} → {escape(_utc(runs[-1].started))}'
                     f"{escape(chosen)}. Hollow marker: run made with --set; thick ring: "
-                    "the baseline run.</p>")
+                    "the baseline run"
+                    + ("; orange diamond: the figure includes disturbed trials (in the "
+                       "statistics)" if history.watch else "") + ".</p>")
         if len(history.variants) > 1:
             body += _variants_table(history, names)
         body += _metric_sections(history, names, extras.marks)
