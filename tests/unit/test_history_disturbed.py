@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,3 +118,62 @@ def test_trend_chart_draws_a_disturbed_night_as_a_diamond(store: Store) -> None:
     assert f'data-run="{FLAGGED}"' not in re.sub(r"<polygon.*?</polygon>", "", four_k)
     six_four = next(c for c in charts if "at bs=64k" in c)
     assert 'class="disturbed"' not in six_four  # the failed trial is not in any figure
+
+
+@pytest.fixture
+def stepped(tmp_path: Path) -> Iterator[Store]:
+    """Ten nights, -30 % from the sixth; the first night after has a busy neighbour in
+    its trial 2 (flagged, in the statistics), the night before a trial that was only run
+    again (not disturbed in the end)."""
+    sc = scenario_doc("stepped", report={"headline": ["ops"]})
+    with Store.open(f"sqlite:///{tmp_path}/s.db", tmp_path) as s:
+        for n in range(10):
+            level = 1000.0 if n < 5 else 700.0
+            testbed: dict[str, object] = {}
+            if n == 5:
+                testbed = {"disturbances": [{"point": 0, "trial": 2, "action": "flag",
+                                             "text": BUSY}]}
+            if n == 4:
+                testbed = {"disturbances": [{"point": 0, "trial": 1, "action": "retried",
+                                             "text": "HA restart"}]}
+            add_run(s, f"202711{10 + n}-020000-000007", [({}, {"ops": [
+                level + n % 3, level - 1 + n % 2, level + 1]})], scenario=sc,
+                started=T0 + n * 86400, testbed=testbed)
+        yield s
+
+
+def test_a_change_whose_first_night_after_was_disturbed_says_so(
+        stepped: Store, tmp_path: Path) -> None:
+    from vbench.analysis.nightly import find_changes
+    from vbench.report.changesfmt import changes_json, format_changes
+
+    hist = load_history(stepped, "stepped", ["ops"])
+    (change,) = find_changes(stepped, hist)
+    assert change.run_id == "20271115-020000-000007"
+    text = format_changes(hist, (change,))
+    night = time.strftime("%-d %b %Y", time.gmtime(T0 + 5 * 86400))
+    said = (f"the night of {night} (the first night after the change, run "
+            f"20271115-020000-000007) had 1 disturbed trial: trial 2: {BUSY} — in "
+            "the statistics")
+    assert f"    {said}\n" in text
+    assert "the night before it" not in text  # only run again there: not disturbed
+    (doc,) = changes_json(hist, (change,))["changes"]
+    assert doc["disturbed"] == [{"night": "after", "run_id": "20271115-020000-000007",
+                                 "started": T0 + 5 * 86400, "disturbed_included": [2],
+                                 "disturbed_excluded": [], "text": said}]
+    res = CliRunner().invoke(cli, ["history", "stepped", "--changes", "--store",
+                                   f"sqlite:///{tmp_path}/s.db"])
+    assert res.exit_code == 0 and said in res.output, res.output
+
+
+def test_the_sites_trend_page_marks_the_night_and_the_changes_triage(
+        stepped: Store, tmp_path: Path) -> None:
+    from vbench.report.site import write_site
+
+    site = write_site(stepped, tmp_path / "site")
+    page = html.unescape((tmp_path / "site" / site.scenarios[0].href).read_text())
+    assert re.findall(r'<polygon class="disturbed" data-run="([^"]+)"', page) == [
+        "20271115-020000-000007"]
+    changes = page[page.index('<section id="changes">'):]
+    changes = changes[:changes.index("</section>")]
+    assert f"had 1 disturbed trial: trial 2: {BUSY} — in the statistics" in changes

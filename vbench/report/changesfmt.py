@@ -10,6 +10,7 @@ from typing import Any
 from vbench.analysis.changepoints import ALPHA
 from vbench.analysis.history import History
 from vbench.analysis.nightly import ACKNOWLEDGED, ALERTED, SeriesChange, lab_series
+from vbench.report.history_watch import change_notes
 from vbench.report.textfmt import utc
 
 
@@ -33,6 +34,8 @@ def change_lines(c: SeriesChange, indent: str = "  ") -> list[str]:
            + (f" (lab noise {_pct(c.noise)}, measured by vbench run --aa)"
               if c.noise is not None else " (lab noise not measured)"),
            f"{indent}  {state_text(c)}"]
+    # A night either side with a disturbed trial: a step that may be a noisy neighbour.
+    out += [f"{indent}  {n['text']}" for n in change_notes(c)]
     if c.testbed:
         out.append(f"{indent}  testbed between {c.run_before} and {c.run_id}:")
         out += [f"{indent}    {d.key}: {d.a if d.a is not None else '—'} → "
@@ -91,6 +94,7 @@ def change_json(c: SeriesChange) -> dict[str, Any]:
                                            "why": c.ack.why, "run_id": c.ack.run_id},
         "testbed": testbed_json(c),
         "experiment": list(c.setup),
+        "disturbed": change_notes(c),
     }
 
 
@@ -147,7 +151,8 @@ def alert_sections(reg: Any) -> list[dict[str, Any]]:
         mark = ChangeMark(c.metric, tuple(sorted(c.labels.items())), before, c.started,
                           c.text(), c.ack is not None)
         out.append({
-            "id": c.change_id, "text": c.text(), "state": state_text(c),
+            "id": c.change_id, "text": c.text(),
+            "state": ". ".join([state_text(c), *(n["text"] for n in change_notes(c))]),
             "new": c in reg.failing_changes,
             "svg": Markup(chart_svg(hist, series, f"change-{i}", names, [mark])),
             "testbed": testbed_json(c),

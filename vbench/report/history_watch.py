@@ -119,12 +119,12 @@ def change_notes(c: SeriesChange) -> list[dict[str, Any]]:
         if pd_ is None:
             continue
         n = len(pd_.disturbed)
+        where = f" at {c.title}" if c.title and c.title != "all" else ""
         which = "the first night after the change" if role == "after" else "the night before it"
         what = "; ".join(f"trial {d.trial}: {d.text or 'disturbed'} — {d.counted}"
                          for d in pd_.disturbed)
         out.append({"night": role, "run_id": run.run_id, "started": run.started,
                     **figure_json(pd_),
                     "text": f"the night of {night(run.started)} ({which}, run {run.run_id}) "
-                            f"had {n} disturbed trial{'s' if n != 1 else ''} at {c.title}: "
-                            f"{what}"})
+                            f"had {n} disturbed trial{'s' if n != 1 else ''}{where}: {what}"})
     return out

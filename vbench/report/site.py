@@ -21,6 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vbench.report.history_watch import change_notes
 from vbench.report.trend import ChangeMark, TrendExtras
 
 if TYPE_CHECKING:
@@ -260,6 +261,8 @@ def _changes_section(changes: Sequence[SeriesChange]) -> str:
     for c in changes:
         state = (f"acknowledged by {c.ack.who} ({_utc(c.ack.at)}): {c.ack.why}"
                  if c.ack is not None else c.state)
+        # a night either side with a disturbed trial: maybe a noisy neighbour, not a step
+        state = ". ".join([state, *(n["text"] for n in change_notes(c))])
         testbed = "; ".join(f"{d.key}: {d.a or 'absent'} → {d.b or 'absent'}"
                             for d in c.testbed) or "—"
         rows.append(
