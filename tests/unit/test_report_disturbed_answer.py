@@ -143,7 +143,9 @@ def test_a_flagged_trial_that_failed_is_not_said_kept_in_the_statistics(
     failed = (f"point 1 trial 2 disturbed: {RESET} (the trial failed: not in the "
               "statistics)")
     assert kept in data.warnings and failed in data.warnings
-    assert f"  {kept}" in text and f"  {failed}" in text
+    # Said once, as a warning: the testbed lines leave out what the warnings say.
+    assert text.count(kept) == 1 and text.count(failed) == 1
+    assert f"warning: {kept}" in text and f"warning: {failed}" in text
     assert "(kept in the statistics)" not in text.replace(kept, "")
 
 
@@ -171,6 +173,24 @@ def test_show_prints_a_vm_name_as_it_is_named_never_as_markup_or_escapes(
     out = console.file.getvalue()
     assert "\x1b[31m" not in out and "\x07" not in out
     assert f"warning: point 1 trial 1 disturbed: VM {shown} used 40 %" in out
-    assert f"  point 1 trial 1 disturbed: VM {shown} used 40 %" in out  # testbed lines
+    # The testbed lines do not repeat what the warnings say.
+    assert out.count(f"point 1 trial 1 disturbed: VM {shown} used 40 %") == 1
     assert f"  trial 1: VM {shown} used 40 %" in out  # under the table
     assert f"point 1 trial 2: failed — disturbed: VM {shown} used 50 %" in out
+
+
+def test_the_terminal_says_a_points_disturbed_trials_once_not_per_figure() -> None:
+    """Six headline figures of one point, one disturbed trial there: the note follows the
+    first figure of the point only (it was repeated on every line); a figure of another,
+    clean point has none."""
+    from vbench.analysis.verdict import Figure, QosView, Verdict
+    from vbench.report.verdict_view import terminal_lines
+
+    at8k = [Figure(m, 1.0, "x", 2, where="bs=8k") for m in ("ops", "bw", "lat")]
+    at4k = Figure("ops4", 2.0, "x", 2, where="bs=4k")
+    v = Verdict("r", "s", "t", "ok", 0, "", (), (*at8k, at4k), QosView("none", "none"))
+    note = "1 of 2 trials disturbed: trial 1, in the statistics"
+    text = "\n".join(terminal_lines(v, {"bs=8k": note}))
+    assert text.count(note) == 1, text
+    assert f"  {at8k[0].text()} ({note})" in text
+    assert f"  {at8k[1].text()}\n" in text and f"  {at4k.text()}\n" in text

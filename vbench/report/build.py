@@ -332,8 +332,11 @@ def show_text_of(data: ReportData, console: Console) -> None:
     if r.get("testbed"):
         from vbench.report.testbed_text import testbed_lines
 
+        # A disturbance or finding the warnings below say is said there only.
+        said = {w.strip() for w in data.warnings}
         for line in testbed_lines(r["testbed"], data.trials):
-            console.print(shown_text(line), highlight=False, markup=False)
+            if line.strip() not in said:
+                console.print(shown_text(line), highlight=False, markup=False)
     for w in data.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {shown_text(w)}"),
                       highlight=False)

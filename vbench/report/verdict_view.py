@@ -17,8 +17,15 @@ SIMULATED_NOTE = "simulated lab"
 
 def terminal_lines(v: Verdict, disturbed_at: Mapping[str, str] | None = None) -> list[str]:
     """Answer first, then how to read it, the headline figures, QoS, noise, vSphere;
-    ``disturbed_at`` as for :func:`html_context` (said after the figure's line)."""
-    said = {f"  {f.text()}": f"  {figure_text(f, disturbed_at)}" for f in v.headline}
+    ``disturbed_at`` as for :func:`html_context` (said after the line of the first figure
+    measured at the point: the lines of its other figures would repeat it)."""
+    noted: set[str] = set()
+    said = {}
+    for f in v.headline:
+        first = bool(_note(f, disturbed_at)) and (f.where or "") not in noted
+        said[f"  {f.text()}"] = f"  {figure_text(f, disturbed_at if first else None)}"
+        if first:
+            noted.add(f.where or "")
     return [said.get(line, line) for line in v.lines()]
 
 
