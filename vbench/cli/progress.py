@@ -5,6 +5,10 @@ per trial, so logs stay readable: its time, the point (1-based, with its factor 
 the trial, its status and headline figure, and the time left. Both show one estimate of
 the time left (:class:`vbench.cli.eta.Eta`); a find-max search's is a range, from the
 levels and trials the search may still run. A resumed run first says what it kept.
+
+What a lab or a scenario names (a VM another team named 'db [/old]' in vCenter, a guest
+tool's error, a factor value) is printed as text, never as rich markup, and its control
+characters as ``\\xNN`` (:func:`shown`), as `vbench show` prints them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.text import Text
 
 from vbench.cli.eta import Eta
 from vbench.cli.options import counted, span, text_console
@@ -28,6 +33,14 @@ from vbench.results.records import TrialResult
 if TYPE_CHECKING:
     from vbench.analysis.findmax import Outlook
     from vbench.results.store import Store
+
+
+def shown(text: str) -> str:
+    """``text`` with no control character raw (an ESC or a BEL in a VM's name would
+    reach the terminal): the rule of `vbench show` and the exports."""
+    from vbench.report.exports import shown_text
+
+    return shown_text(text)
 
 
 def point_text(point: PlannedPoint, plan: Plan) -> str:
@@ -132,7 +145,8 @@ class RichProgress(ProgressSink):
             self.console.print(_run_text(plan, self._kept), highlight=False, markup=False)
             return
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            # The description holds "[bs=4k]" and lab names: text, not markup.
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("trials · run left ≈ {task.fields[left]}"),
@@ -192,7 +206,7 @@ class RichProgress(ProgressSink):
         left = f" ({format_duration(seconds)})" if seconds else ""
         self._progress.update(
             self._task,
-            description=(
+            description=shown(
                 f"{point_text(self._point, self._plan)} {self._trial_of()} · {name}{left}"
             ),
             left=self._left(),
@@ -209,14 +223,13 @@ class RichProgress(ProgressSink):
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, left=self._left())
             if result.status != "ok":
-                self._progress.console.print(
-                    f"[red]{where} trial {result.trial} {result.status}:[/] {result.error}",
-                    highlight=False, markup=True,
-                )
+                self._progress.console.print(Text.assemble(
+                    (shown(f"{where} trial {result.trial} {result.status}:"), "red"),
+                    f" {shown(str(result.error))}"), highlight=False)
             elif failed:
-                self._progress.console.print(
-                    f"[red]{where} trial {result.trial}: {', '.join(failed)} failed[/] "
-                    "(the run log's workload_failed says why)", highlight=False, markup=True)
+                self._progress.console.print(Text.assemble(
+                    (shown(f"{where} trial {result.trial}: {', '.join(failed)} failed"), "red"),
+                    " (the run log's workload_failed says why)"), highlight=False)
             return
         # One plain line per trial (cron, CI): when, where, what it measured, time left.
         figure = headline_text(result, self._headlines) if result.status == "ok" else None
@@ -228,14 +241,16 @@ class RichProgress(ProgressSink):
             line += f" · {', '.join(failed)} failed"
         if result.error:
             line += f" — {result.error}"
-        print(f"{line} · run left ≈ {self._left()}", file=sys.stderr, flush=True)
+        print(shown(f"{line} · run left ≈ {self._left()}"), file=sys.stderr, flush=True)
 
     def end_run(self) -> None:
         if self._progress is not None:
             self._progress.stop()
 
     def notice(self, message: str) -> None:
-        self.console.print(message, highlight=False, markup=False)
+        """An engine's line (a disturbance, a hygiene finding, a clean-up): it names
+        the lab's VMs and hosts, and quotes their errors."""
+        self.console.print(shown(message), highlight=False, markup=False)
 
 
 def _run_text(plan: Plan, kept: Kept | None = None) -> str:
