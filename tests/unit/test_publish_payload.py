@@ -180,3 +180,38 @@ def test_publish_tags_choose_the_runs_a_lab_publishes() -> None:
     assert nightly.wants(("nightly", "x")) and not nightly.wants(()) \
         and not nightly.wants(("adhoc",))
     assert Publish.model_validate({"webhooks": [{"url": "http://h"}]}).wants(())
+
+
+def test_the_pushgateway_and_the_webhook_get_each_points_disturbed_trials(
+        tmp_path: Path) -> None:
+    """From a stored run's summary (as `vbench run` publishes it): per point, how many
+    of its trials the lab's watch found disturbed, in its figures and left out."""
+    from tests.analysis_runs import add_run, scenario_doc
+    from vbench.report.build import run_summary_json
+    from vbench.results.store import Store
+
+    sc = scenario_doc("pub", {"bs": ["4k", "64k"]}, report={"headline": ["ops"]})
+    testbed = {"disturbances": [
+        {"point": 0, "trial": 1, "action": "flag", "text": "VM poseidon used 48 %"},
+        {"point": 0, "trial": 2, "action": "fail", "text": "vMotion of g1"}]}
+    with Store.open(f"sqlite:///{tmp_path}/p.db", tmp_path) as store:
+        add_run(store, "r1", [({"bs": "4k"}, {"ops": [1.0, 2.0, 3.0]}),
+                              ({"bs": "64k"}, {"ops": [4.0, 5.0, 6.0]})],
+                scenario=sc, testbed=testbed, failed=[(0, 2)])
+        doc = run_summary_json(store, "r1")
+    facts = facts_of(doc, {"lab": {"name": "lab1"}}, 0, None)
+    text = prometheus_text(facts)
+    assert text.count("# TYPE vbench_point_disturbed_trials gauge") == 1
+    assert 'vbench_point_disturbed_trials{point="bs=4k",statistics="included"} 1.0' in text
+    assert 'vbench_point_disturbed_trials{point="bs=4k",statistics="excluded"} 1.0' in text
+    # a point with none found: 0 (a count), never absent while the summary says it
+    assert 'vbench_point_disturbed_trials{point="bs=64k",statistics="included"} 0.0' in text
+    body = webhook_body(facts)
+    assert body["disturbed"] == [
+        {"point": "bs=4k", "labels": {"bs": "4k"}, "included": 1, "excluded": 1,
+         "included_trials": [1], "excluded_trials": [2]},
+        {"point": "bs=64k", "labels": {"bs": "64k"}, "included": 0, "excluded": 0,
+         "included_trials": [], "excluded_trials": []}]
+    # a summary written before these were kept: nothing said, not 0
+    old = facts_of({"points": [{"title": "all", "figures": {}}]}, {}, 0, None)
+    assert old.disturbed == () and "disturbed" not in prometheus_text(old)

@@ -29,6 +29,17 @@ class PointFigure:
 
 
 @dataclass(frozen=True)
+class PointWatch:
+    """A point's trials the lab's watch found disturbed (docs/lab-hygiene.md): those
+    whose figures are in the point's statistics, and those left out (failed)."""
+
+    point: str
+    labels: Mapping[str, str]
+    included: tuple[int, ...]  # trial numbers
+    excluded: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Alert:
     """A change worth a person's attention: a regression against the baseline, or (when
     change-point detection reports one) a change point the run is the first after."""
@@ -57,6 +68,8 @@ class RunFacts:
     report: str | None
     figures: tuple[PointFigure, ...]
     alerts: tuple[Alert, ...]
+    # Every point the summary says its disturbed trials of (none: a summary without them)
+    disturbed: tuple[PointWatch, ...] = ()
 
 
 def _num(value: Any) -> float | None:
@@ -105,6 +118,8 @@ def facts_of(doc: Mapping[str, Any], record: Mapping[str, Any], exit_code: int,
                       for f in _figures(doc)),
         alerts=tuple(replace(a, point=_told_apart(a.point, a.labels, shared))
                      for a in alerts),
+        disturbed=tuple(replace(w, point=_told_apart(w.point, w.labels, shared))
+                        for w in _watched(doc)),
     )
 
 
@@ -129,6 +144,19 @@ def _figures(doc: Mapping[str, Any]) -> list[PointFigure]:
     return out
 
 
+def _watched(doc: Mapping[str, Any]) -> list[PointWatch]:
+    """Each point's ``disturbed_included`` / ``disturbed_excluded`` (summary.json)."""
+    out = []
+    for p in doc.get("points") or ():
+        inside, left = p.get("disturbed_included"), p.get("disturbed_excluded")
+        if not isinstance(inside, list) or not isinstance(left, list):
+            continue  # a summary written before they were kept: unknown, not 0
+        labels = {str(k): str(v) for k, v in (p.get("labels") or {}).items()}
+        out.append(PointWatch(str(p.get("title") or "all"), labels,
+                              tuple(int(t) for t in inside), tuple(int(t) for t in left)))
+    return out
+
+
 # --- Prometheus ----------------------------------------------------------------------
 
 # (name, help) of every family pushed: each family is announced once, typed gauge.
@@ -137,6 +165,8 @@ FAMILIES = {
     "vbench_figure_ci_low": "Lower end of the 95 % confidence interval of the mean.",
     "vbench_figure_ci_high": "Upper end of the 95 % confidence interval of the mean.",
     "vbench_figure_trials": "Trials the figure is the mean of.",
+    "vbench_point_disturbed_trials": "Trials of the point the lab's watch found disturbed "
+    "(statistics: included in its figures, or excluded).",
     "vbench_run_info": "Always 1: the last run published for this scenario and lab.",
     "vbench_run_exit_code": "The run's exit code (0 ok, 1 QoS/regression, 3 lab, 130).",
     "vbench_run_ok": "1 when the run ended ok and exited 0, else 0.",
@@ -167,6 +197,11 @@ def prometheus_text(facts: RunFacts) -> str:
             if value is not None:  # a missing figure is absent, never 0
                 rows[name].append(_series(name, key, value))
         rows["vbench_figure_trials"].append(_series("vbench_figure_trials", key, float(f.n)))
+    for w in facts.disturbed:
+        for which, trials in (("included", w.included), ("excluded", w.excluded)):
+            rows["vbench_point_disturbed_trials"].append(_series(
+                "vbench_point_disturbed_trials", {"point": w.point, "statistics": which},
+                float(len(trials))))
     info = {"run_id": facts.run_id, "status": facts.status, "verdict": facts.verdict_status,
             "lab_fingerprint": facts.lab_fingerprint, "verdict_text": facts.verdict_text}
     rows["vbench_run_info"].append(_series("vbench_run_info", info, 1.0))
@@ -208,4 +243,8 @@ def webhook_body(facts: RunFacts) -> dict[str, Any]:
     doc["verdict"] = {"status": doc.pop("verdict_status"), "text": doc.pop("verdict_text")}
     doc["figures"] = [{**f, "labels": dict(f["labels"])} for f in doc["figures"]]
     doc["tags"] = list(facts.tags)
+    doc["disturbed"] = [{"point": w.point, "labels": dict(w.labels),
+                         "included": len(w.included), "excluded": len(w.excluded),
+                         "included_trials": list(w.included),
+                         "excluded_trials": list(w.excluded)} for w in facts.disturbed]
     return doc
