@@ -1,7 +1,8 @@
 """Lab hygiene against a real vCenter simulator (vcsim), end to end: findings read from
 vcsim's objects (DRS, power policy, other powered-on VMs) in `lab check` and the run's
 testbed; a host in maintenance mode failing preflight; a VM relocated by a second client
-during a steady window flagging (and, with `disturbance: retry`, re-running) its trial;
+during a steady window flagging (and, with `disturbance: retry`, re-running) its trial,
+and kept when the interrupted run is resumed;
 `lab_hygiene: {tune: true}` overriding DRS for the run's VMs and restoring it at the
 end, and after kill -9 through `vbench cleanup`."""
 
@@ -80,10 +81,14 @@ def _with_session(sim: Sim, fn: Callable[[Any, Inventory], Any]) -> Any:
         return fn(session, Inventory.load(session))
 
 
-def _relocate_run_vm(sim: Sim) -> str:
-    """A second client moves the run's VM to another host of its cluster; its name."""
+def _relocate_run_vm(sim: Sim, when: Callable[[], None] | None = None) -> str:
+    """A second client moves the run's VM to another host of its cluster; its name.
+    ``when``: waited for once logged in and the VM found (only the move is left to do
+    inside the steady window it waits for)."""
     def move(session: Any, inv: Inventory) -> str:
         vm = next(o for o in inv.candidates("vm") if o.name.startswith("vb-"))
+        if when is not None:
+            when()
         now = vm.ref.runtime.host
         target = next(h.ref for h in inv.candidates("host")
                       if h.ref in now.parent.host and h.ref != now)
@@ -293,3 +298,54 @@ def _journal(run_dir: Path) -> list[dict[str, Any]]:
     import json
 
     return [json.loads(x) for x in (run_dir / "tune.jsonl").read_text().splitlines()]
+
+
+
+def test_a_run_resumed_after_a_relocation_keeps_its_disturbance(sim: Sim) -> None:
+    """A VM relocated in trial 2's steady window, Ctrl-C in the next point's first trial
+    (the VM is destroyed at the interrupt), then --resume: the resumed preflight reads a
+    lab whose hosts may still name the destroyed VM; the run ends with the disturbance
+    kept and the interrupted trial run again on a new VM, and nothing left in vCenter."""
+    home = Path(os.environ["VBENCH_HOME"])
+    scenario = sim.scenario("s.yaml", disturbance="flag", repeat=2,
+                            factors={"bs": ["4k", "8k"]}, lab_hygiene={"power_policy": "ignore"})
+    proc = vbench_popen("run", str(scenario), "--lab", str(sim.lab))
+    try:
+        wait_for(logged(home, "phase_mark", mark="steady_start", point=0, trial=1), 120,
+                 "the first steady window")  # the run's VM is there
+        vm = _relocate_run_vm(sim, lambda: wait_for(logged(
+            home, "phase_mark", mark="steady_start", point=0, trial=2), 120,
+            "trial 2's steady window"))
+        wait_for(logged(home, "phase_mark", mark="steady_start", point=1, trial=1), 120,
+                 "point 2's first steady window")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    run_id = run_id_of(out + err)
+    assert vm == f"vb-{run_id}-storage-1"
+    res = vbench("run", str(scenario), "--lab", str(sim.lab), "--resume", run_id)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (f"resuming run {run_id}: kept 2 trials (2 ok) of 1 point; 1 interrupted trial "
+            "run again; 2 of 4 trials remain") in res.stderr
+    assert "† point 1 (bs=4k): 1 of 2 trials disturbed: trial 2, in the statistics" \
+        in res.stderr
+    data = show(run_id)
+    assert [(t["point"], t["trial"], t["status"]) for t in data["trials"]] == [
+        (0, 1, "ok"), (0, 2, "ok"), (1, 1, "ok"), (1, 2, "ok")]
+    (entry,) = data["run"]["testbed"]["disturbances"]
+    assert (entry["point"], entry["trial"], entry["action"]) == (0, 2, "flag")
+    assert entry["text"].startswith("vMotion of storage-1 ")
+    said = "point 1 trial 2 disturbed: vMotion of storage-1 "
+    assert said in vbench("show", run_id).stdout
+    assert said in (Path(data["run"]["run_dir"]) / "report.html").read_text()
+    assert not [n for n in _with_session(sim, lambda _s, inv: [
+        o.name for o in inv.candidates("vm")]) if n.startswith("vb-")]
+    cleanup = vbench("cleanup", run_id, "--lab", str(sim.lab))
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    assert f"run {run_id}: nothing left to clean up" in cleanup.stdout
+    orphans = vbench("cleanup", "--orphans", "--older-than", "0s", "--lab", str(sim.lab))
+    assert orphans.returncode == 0 and "no orphans" in orphans.stdout
