@@ -36,15 +36,24 @@ def key_file_issues(plan: Plan, lab: Loaded[Lab]) -> list[ConfigIssue]:
 
 
 def _problem(path: Path, lab: Lab) -> str | None:
-    if not path.exists():
+    try:
+        path.stat()
+    except FileNotFoundError:
         made_by_lab_up = lab.local is not None and lab_dir() in path.parents
         hint = " (`vbench lab up` with this lab file creates it)" if made_by_lab_up else ""
         return f"key file {path} not found{hint}"
+    except OSError as exc:  # a name too long, a loop of links, a component not a folder
+        return f"key file {_shown(path)}: {exc.strerror or exc}"
     if path.is_dir():
         return f"key file {path} is a directory"
     if not os.access(path, os.R_OK):
         return f"key file {path} is not readable by {_user()}"
     return None
+
+
+def _shown(path: Path, most: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= most else f"{text[:most]}… ({len(text)} characters)"
 
 
 def _user() -> str:
