@@ -3,7 +3,7 @@
 markup (a closing tag that opens nothing raised MarkupError mid-run; '[bs=4k]' vanished
 from the progress bar and the red failure line) and never a raw control character (an
 ESC or a BEL from a name reached the terminal): each is written as ``\\xNN``, the rule of
-`vbench show` and the exports (vbench/report/exports.shown_text)."""
+`vbench show` and the exports (vbench/shown.py)."""
 
 from __future__ import annotations
 
@@ -80,3 +80,20 @@ def test_plain_lines_print_what_a_lab_named_as_text(
     assert "\x1b" not in err + out.getvalue() and "\x07" not in err + out.getvalue()
     assert f"point 1/2 [bs=4k] trial 1/3: failed — ssh: {SHOWN} · run left" in err
     assert f"collector failed: {SHOWN}\n" in out.getvalue()
+
+
+def test_the_error_line_prints_what_a_tool_wrote_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CLI's one error printer (a run stopped by a lab error says it there too): a
+    # tool's output quoted in the error reached the terminal with its ESC and BEL.
+    from vbench.cli import main
+
+    out = tmp_path / "fio.out"
+    out.write_text(f"fio: {NAMED}\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["parse", "fio", str(out)])
+    err = capsys.readouterr().err
+    assert exit_.value.code != 0 and err.startswith("error: ")
+    assert "\x1b" not in err and "\x07" not in err
+    assert SHOWN in err

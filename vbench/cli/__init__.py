@@ -9,6 +9,7 @@ import click
 
 from vbench import __version__
 from vbench.errors import EXIT_INTERRUPTED, EXIT_LAB, ConfigValidationError, VbenchError
+from vbench.shown import shown_text
 
 # Each command -> the module of vbench/cli that defines it (in its COMMANDS). A command
 # imports its own module alone — `vbench validate` does not pay for the other eight (≈ 4
@@ -100,12 +101,14 @@ def _main(argv: list[str] | None) -> None:
         if debug:
             _print_traceback()
         for issue in exc.issues:
-            click.echo(str(issue), err=True)
+            click.echo(shown_text(str(issue)), err=True)
         sys.exit(exc.exit_code)
     except VbenchError as exc:
         if debug:
             _print_traceback()
-        click.echo(f"error: {exc}", err=True)
+        # An error quotes what a lab or a tool wrote (a VM's name, a guest's stderr):
+        # its control characters as \xNN, never raw to the terminal (vbench/shown.py).
+        click.echo(shown_text(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -114,8 +117,8 @@ def _main(argv: list[str] | None) -> None:
         if debug:
             _print_traceback()
         else:
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
+            click.echo(shown_text(
+                f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"),
                 err=True,
             )
         sys.exit(EXIT_LAB)

@@ -8,7 +8,7 @@ levels and trials the search may still run. A resumed run first says what it kep
 
 What a lab or a scenario names (a VM another team named 'db [/old]' in vCenter, a guest
 tool's error, a factor value) is printed as text, never as rich markup, and its control
-characters as ``\\xNN`` (:func:`shown`), as `vbench show` prints them.
+characters as ``\\xNN`` (vbench/shown.py), as `vbench show` prints them.
 """
 
 from __future__ import annotations
@@ -29,18 +29,11 @@ from vbench.config.types import format_duration
 from vbench.engine.plan import Plan, PlannedPoint
 from vbench.engine.runner import ProgressSink
 from vbench.results.records import TrialResult
+from vbench.shown import shown_text
 
 if TYPE_CHECKING:
     from vbench.analysis.findmax import Outlook
     from vbench.results.store import Store
-
-
-def shown(text: str) -> str:
-    """``text`` with no control character raw (an ESC or a BEL in a VM's name would
-    reach the terminal): the rule of `vbench show` and the exports."""
-    from vbench.report.exports import shown_text
-
-    return shown_text(text)
 
 
 def point_text(point: PlannedPoint, plan: Plan) -> str:
@@ -206,7 +199,7 @@ class RichProgress(ProgressSink):
         left = f" ({format_duration(seconds)})" if seconds else ""
         self._progress.update(
             self._task,
-            description=shown(
+            description=shown_text(
                 f"{point_text(self._point, self._plan)} {self._trial_of()} · {name}{left}"
             ),
             left=self._left(),
@@ -224,12 +217,13 @@ class RichProgress(ProgressSink):
             self._progress.update(self._task, advance=1, left=self._left())
             if result.status != "ok":
                 self._progress.console.print(Text.assemble(
-                    (shown(f"{where} trial {result.trial} {result.status}:"), "red"),
-                    f" {shown(str(result.error))}"), highlight=False)
+                    (shown_text(f"{where} trial {result.trial} {result.status}:"), "red"),
+                    f" {shown_text(str(result.error))}"), highlight=False)
             elif failed:
+                said = f"{where} trial {result.trial}: {', '.join(failed)} failed"
                 self._progress.console.print(Text.assemble(
-                    (shown(f"{where} trial {result.trial}: {', '.join(failed)} failed"), "red"),
-                    " (the run log's workload_failed says why)"), highlight=False)
+                    (shown_text(said), "red"), " (the run log's workload_failed says why)"),
+                    highlight=False)
             return
         # One plain line per trial (cron, CI): when, where, what it measured, time left.
         figure = headline_text(result, self._headlines) if result.status == "ok" else None
@@ -241,7 +235,7 @@ class RichProgress(ProgressSink):
             line += f" · {', '.join(failed)} failed"
         if result.error:
             line += f" — {result.error}"
-        print(shown(f"{line} · run left ≈ {self._left()}"), file=sys.stderr, flush=True)
+        print(shown_text(f"{line} · run left ≈ {self._left()}"), file=sys.stderr, flush=True)
 
     def end_run(self) -> None:
         if self._progress is not None:
@@ -250,7 +244,7 @@ class RichProgress(ProgressSink):
     def notice(self, message: str) -> None:
         """An engine's line (a disturbance, a hygiene finding, a clean-up): it names
         the lab's VMs and hosts, and quotes their errors."""
-        self.console.print(shown(message), highlight=False, markup=False)
+        self.console.print(shown_text(message), highlight=False, markup=False)
 
 
 def _run_text(plan: Plan, kept: Kept | None = None) -> str:

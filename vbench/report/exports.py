@@ -33,6 +33,7 @@ from vbench.report.disturbed import (
     verdict_json,
 )
 from vbench.report.verdict_view import junit_answer, markdown_lines
+from vbench.shown import shown_text
 
 FORMATS = ("html", "json", "csv", "junit", "markdown")
 SUFFIXES = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".xml": "junit",
@@ -204,16 +205,8 @@ def to_json(datas: Sequence[ReportData]) -> str:
 
 # -------------------------------------------------------------------- CSV
 
-# What no export writes as it is: C0 controls (but tab, newline and CR), DEL and C1.
-# XML 1.0 cannot hold most of them even as a character reference, and an ESC in a
-# Markdown or CSV file read in a terminal moves the cursor. A label of a run stored
-# before they were refused, or a guest's error text, may hold one: written as \xNN.
-_UNSHOWN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def shown_text(text: str) -> str:
-    """``text`` with every control character an export cannot hold written as ``\\xNN``."""
-    return _UNSHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+# No export writes a control character as it is (vbench/shown.py): a label of a run
+# stored before they were refused, or a guest's error text, may hold one.
 
 
 # A spreadsheet runs a cell that begins with one of these as a formula (OWASP, "CSV
