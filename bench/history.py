@@ -18,7 +18,11 @@ Measured in the same run, each the median of ``--repeat``:
   wall and CPU (user + system) each, and the ratio per round (a load that changes
   during the run changes both sides of a round).
 
+- with ``--disturbed K`` (a store built by this run): every K-th run has a disturbed
+  trial recorded in its testbed, which `history` marks (what an older tree ignores).
+
     .venv/bin/python -m bench.history [--runs 200] [--repeat 3] [--keep DIR] [--before TREE]
+                                      [--disturbed K]
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ SCENARIO = {
 }
 
 
-def build(root: Path, runs: int) -> Store:
+def build(root: Path, runs: int, disturbed: int = 0) -> Store:
+    """The store; with ``disturbed`` K, every K-th run has a disturbed trial recorded in
+    its testbed (point 1 trial 1 flagged, as the lab's watch stores it)."""
     rng = np.random.default_rng(7)
     store = Store.open(f"sqlite:///{root}/history.db", root)
     for r in range(runs):
@@ -82,6 +88,10 @@ def build(root: Path, runs: int) -> Store:
                 )
                 store.record_trial(run_id, TrialResult(p, t, "ok", ph, samples))
         store.finish_run(run_id, "ok", start + 3600)
+        if disturbed and r % disturbed == 0:
+            store.set_testbed(run_id, {"disturbances": [
+                {"id": "point 1 trial 1 #1", "point": 0, "trial": 1, "action": "flag",
+                 "text": "VM other-01 used 48 % of esx01's CPU", "events": []}]})
     return store
 
 
@@ -132,12 +142,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build the store here and keep it")
     ap.add_argument("--before", type=Path, help="an older checkout to compare the command with")
+    ap.add_argument("--disturbed", type=int, default=0, metavar="K",
+                    help="every K-th run has a disturbed trial in its testbed (when built)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="vbench-bench-history-"))
     root.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     fresh = not (root / "history.db").exists()
-    store = build(root, args.runs) if fresh else Store.open(f"sqlite:///{root}/history.db", root)
+    url = f"sqlite:///{root}/history.db"
+    store = build(root, args.runs, args.disturbed) if fresh else Store.open(url, root)
     print(
         f"store: {args.runs} runs × {len(POINTS)} points × {TRIALS} trials × "
         f"{len(METRICS)} metrics ({'built' if fresh else 'reused'} in "
