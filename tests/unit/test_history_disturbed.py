@@ -59,14 +59,14 @@ def _row(text: str, run_id: str, metric: str = "ops") -> str:
 
 def test_history_marks_a_figure_that_includes_a_disturbed_trial(store: Store) -> None:
     text = format_history(load_history(store, "nightly-dist", ["ops"]))
-    assert "† = the figure includes disturbed trials (in the statistics" in text
+    assert "† = the figure includes disturbed trials (in the statistics)\n" in text
     flagged = _row(text, FLAGGED)
     # bs=4k's figure has the flagged trial in it; bs=64k's that night does not
     assert re.search(r"1,?000 †\s+305\b", flagged), flagged
     # the night whose disturbed trial failed: its figure is clean (the trial left out)
     assert "†" not in _row(text, FAILED)
     assert "†" not in _row(text, _run_id(1))
-    lines = text[text.index("disturbed trials (oldest first):"):].splitlines()
+    lines = text[text.index("disturbed trials (oldest first;"):].splitlines()
     assert lines[1] == (f"  {FAILED}  bs=64k: 1 of 3 trials disturbed: trial 2 failed, not "
                         "in the statistics")
     assert lines[3] == (f"  {FLAGGED}  bs=4k: 1 of 3 trials disturbed: trial 1, in the "

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from vbench.analysis.nightly import SeriesChange
 
 MARK = "†"  # beside a figure that includes disturbed trials (as the run summary marks n)
-LEGEND = (f"{MARK} = the figure includes disturbed trials (in the statistics; "
-          "what happened: below, and `vbench show RUN`)")
+LEGEND = f"{MARK} = the figure includes disturbed trials (in the statistics)"
 
 
 def run_disturbances(watch: RunWatch | None) -> dict[int, PointDisturbance]:

@@ -91,7 +91,8 @@ def format_history(history: History,
     place = {id(s): k for k, s in enumerate(history.series)}
     watched = run_lines(history)
     if watched:
-        out += [LEGEND, "disturbed trials (oldest first):", *watched]
+        out += [LEGEND, "disturbed trials (oldest first; `vbench show RUN` says more):",
+                *watched]
     out.append("")
     out += _answer_lines(history, verdicts or {})
     for m in history.metrics:
