@@ -177,3 +177,15 @@ def test_the_sites_trend_page_marks_the_night_and_the_changes_triage(
     changes = page[page.index('<section id="changes">'):]
     changes = changes[:changes.index("</section>")]
     assert f"had 1 disturbed trial: trial 2: {BUSY} — in the statistics" in changes
+
+
+def test_the_trend_pages_runs_table_says_each_runs_disturbed_trials(store: Store) -> None:
+    page = html.unescape(render_trend(load_history(store, "nightly-dist", ["ops"])))
+    runs = page[page.index('<section id="runs">'):]
+    assert "<th>disturbed trials</th>" in runs
+    row = {m.group(1): m.group(2) for m in re.finditer(
+        r"<tr><td><code>([^<]+)</code>.*?<td class=\"disturbed\">([^<]*)</td></tr>", runs)}
+    assert row[FLAGGED] == "bs=4k: 1 of 3 trials disturbed: trial 1, in the statistics"
+    assert row[FAILED] == ("bs=64k: 1 of 3 trials disturbed: trial 2 failed, not in the "
+                           "statistics")
+    assert row[_run_id(1)] == "—"

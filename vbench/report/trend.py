@@ -22,7 +22,7 @@ from vbench.analysis.direction import way_text
 from vbench.analysis.history import History, HistoryRun, HistorySeries
 from vbench.analysis.stats import Summary
 from vbench.report.disturbed import MARK_LABEL, PointDisturbance
-from vbench.report.history_watch import figure_disturbance
+from vbench.report.history_watch import figure_disturbance, point_title, run_disturbances
 from vbench.report.svg import DISTURBED
 
 # Okabe–Ito, colour-blind safe; variant A (the newest run's) is the first.
@@ -308,7 +308,12 @@ def _run_cell(run_id: str, href: Callable[[str], str | None] | None) -> str:
 def _runs_table(history: History, names: Sequence[str],
                 href: Callable[[str], str | None] | None = None) -> list[str]:
     rows = []
+    said = bool(history.watch)  # a column only when some run has the watch's records
     for r in reversed(history.runs):  # newest first, as `vbench ls`
+        watch = history.watch.get(r.run_id)
+        found = run_disturbances(watch)
+        what = "; ".join(f"{point_title(history, watch, p)}: {d.text()}"
+                         for p, d in sorted(found.items())) if watch is not None else ""
         rows.append(
             f'<tr><td>{_run_cell(r.run_id, href)}{" (baseline)" if r.baseline else ""}'
             f'</td><td>{escape(_utc(r.started))}</td><td>{escape(r.status)}</td>'
@@ -316,11 +321,12 @@ def _runs_table(history: History, names: Sequence[str],
             f'{escape(r.variant)}</td><td>{escape(r.lab or "—")}</td>'
             f'<td>{escape(r.lab_kind)}</td><td><code>{escape(r.scenario_hash)}</code></td>'
             f'<td>{escape(" ".join(r.overrides) or "—")}</td>'
-            f'<td>{escape(", ".join(r.tags) or "—")}</td></tr>')
+            f'<td>{escape(", ".join(r.tags) or "—")}</td>'
+            + (f'<td class="disturbed">{escape(what or "—")}</td>' if said else "") + "</tr>")
     return ['<section id="runs"><h2>Runs</h2><table><thead><tr><th>run</th><th>started</th>'
             '<th>status</th><th>variant</th><th>lab</th><th>kind</th><th>scenario hash</th>'
-            '<th>--set</th><th>tags</th></tr></thead><tbody>', *rows,
-            "</tbody></table></section>"]
+            '<th>--set</th><th>tags</th>' + ("<th>disturbed trials</th>" if said else "")
+            + '</tr></thead><tbody>', *rows, "</tbody></table></section>"]
 
 
 def _metric_sections(history: History, names: Sequence[str],
