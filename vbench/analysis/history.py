@@ -338,6 +338,13 @@ def load_history(
     return History(scenario, hist_runs, tuple(metrics), factors, series, variants, watch)
 
 
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _watches(frame: pd.DataFrame, runs: Sequence[RunRow],
              points: Mapping[str, Mapping[int, Mapping[str, str]]]) -> dict[str, RunWatch]:
     """The :class:`RunWatch` of each run whose testbed has disturbance records, from the
@@ -348,7 +355,12 @@ def _watches(frame: pd.DataFrame, runs: Sequence[RunRow],
                and r.testbed["disturbances"]}
     if not entries:
         return {}
+    # Only the points with records matter (what was disturbed and the point's trials).
+    pairs = {(rid, p) for rid, found in entries.items() for d in found
+             if isinstance(p := _int_or_none(d.get("point")), int)}
     mine = frame[frame["run_id"].isin(list(entries))]
+    mine = mine[pd.MultiIndex.from_arrays([mine["run_id"], mine["point"].astype(int)])
+                .isin(list(pairs))] if len(mine) else mine
     trials: dict[str, dict[tuple[int, int], str]] = {rid: {} for rid in entries}
     for rid, p, t, status in mine[["run_id", "point", "trial", "status"]].drop_duplicates(
             ).itertuples(index=False):
@@ -365,8 +377,9 @@ def _watches(frame: pd.DataFrame, runs: Sequence[RunRow],
         # A recorded trial with no figure of these metrics (it failed before any):
         # whatever its status, none of its values is in these figures.
         for d in found:
-            with contextlib.suppress(TypeError, ValueError):
-                read.setdefault((int(d.get("point")), int(d.get("trial"))), "without a value")
+            p, t = _int_or_none(d.get("point")), _int_or_none(d.get("trial"))
+            if p is not None and t is not None:
+                read.setdefault((p, t), "without a value")
         out[rid] = RunWatch(found, tuple({"point": p, "trial": t, "status": s}
                                          for (p, t), s in sorted(read.items())),
                             {_key(lb): p for p, lb in points.get(rid, {}).items()},
