@@ -189,3 +189,23 @@ def test_the_trend_pages_runs_table_says_each_runs_disturbed_trials(store: Store
     assert row[FAILED] == ("bs=64k: 1 of 3 trials disturbed: trial 2 failed, not in the "
                            "statistics")
     assert row[_run_id(1)] == "—"
+
+
+def test_the_nightly_checks_change_alert_says_the_disturbed_night(stepped: Store) -> None:
+    """A run's --check-regression lists the change tonight sits after with its triage:
+    the first night after it was disturbed, and the terminal, JSON and JUnit say so."""
+    import dataclasses
+
+    from vbench.report.build import check_regression_of, report_data_of
+    from vbench.report.exports import regression_json, to_junit
+    from vbench.report.textfmt import format_regression
+    from vbench.results.stored import StoredRun
+
+    data = report_data_of(StoredRun.load(stepped, "20271119-020000-000007"))
+    reg = check_regression_of(stepped, data.stored, data.analyzed().figures, "last:3")
+    assert [c.run_id for c in reg.changes] == ["20271115-020000-000007"]
+    said = f"run 20271115-020000-000007) had 1 disturbed trial: trial 2: {BUSY}"
+    assert said in format_regression(reg, 200)
+    (change,) = regression_json(reg)["changes"]
+    assert change["disturbed"][0]["disturbed_included"] == [2]
+    assert said in html.unescape(to_junit([dataclasses.replace(data, regression=reg)]))
