@@ -209,3 +209,7 @@ def test_the_nightly_checks_change_alert_says_the_disturbed_night(stepped: Store
     (change,) = regression_json(reg)["changes"]
     assert change["disturbed"][0]["disturbed_included"] == [2]
     assert said in html.unescape(to_junit([dataclasses.replace(data, regression=reg)]))
+    from vbench.report.changesfmt import alert_sections
+
+    (alert,) = alert_sections(reg)  # the HTML report's change-point figure caption
+    assert said in alert["state"]
