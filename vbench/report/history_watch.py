@@ -45,8 +45,9 @@ def figure_disturbance(watch: RunWatch | None, labels: Mapping[str, str], metric
     if watch is None:
         return None
     p = _point_of(watch, labels)
-    pd_ = (found if found is not None else run_disturbances(watch)).get(p) if p is not None \
-        else None
+    if p is None:
+        return None
+    pd_ = (found if found is not None else run_disturbances(watch)).get(p)
     if pd_ is None or not pd_.disturbed:
         return None
     stored = any(m == metric for _, m in watch.values) or not watch.values
