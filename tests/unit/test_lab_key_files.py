@@ -27,3 +27,9 @@ def test_a_key_file_under_a_file_is_a_problem_said(tmp_path: Path) -> None:
 
 def test_a_missing_key_file_is_said_not_found(tmp_path: Path) -> None:
     assert _problem(tmp_path / "none", LAB) == f"key file {tmp_path / 'none'} not found"
+
+
+def test_a_key_file_name_with_a_nul_character_is_a_problem_said() -> None:
+    """(ValueError from stat: an internal error; the lab fuzz test, seed 170.)"""
+    problem = _problem(Path("id\x00rsa"), LAB)
+    assert problem == "key file 'id\\x00rsa': a file name cannot hold a NUL character"

@@ -44,6 +44,8 @@ def _problem(path: Path, lab: Lab) -> str | None:
         return f"key file {path} not found{hint}"
     except OSError as exc:  # a name too long, a loop of links, a component not a folder
         return f"key file {_shown(path)}: {exc.strerror or exc}"
+    except ValueError:  # a NUL character, which no file name can hold
+        return f"key file {_shown(path)!r}: a file name cannot hold a NUL character"
     if path.is_dir():
         return f"key file {path} is a directory"
     if not os.access(path, os.R_OK):
