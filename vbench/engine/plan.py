@@ -24,6 +24,8 @@ from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, PlannedGuest, Workload, get_driver
 
 if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
+    from collections.abc import Iterable
+
     from vbench.config.lab import Lab
 
 
@@ -215,20 +217,20 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
     points: list[PlannedPoint] = []
     findings: dict[tuple[str, str, str], Finding] = {}
     issues: list[ConfigIssue] = []
+    said: set[str] = set()
     unbuilt = False  # a point whose parameters are invalid: its metric names are unknown
     bases = expand(scenario, src)
     for spec in search_starts(scenario, src, bases):  # a search: its first level
         try:
             # A factor may change a group's size, so every point binds its own guests.
             point_groups = _groups(spec, lab)
-            point = with_profile_labels(
-                _plan_point(spec, driver_cls, roles, point_groups), spec, lab
-            )
+            planned = _plan_point(spec, driver_cls, roles, point_groups)
+            point = with_profile_labels(planned, spec, lab)
             for g, names in untiled_groups(scenario, point_groups).items():
                 merged = dict.fromkeys((*groups.get(g, ()), *names))
                 groups[g] = tuple(merged)
         except ConfigValidationError as exc:
-            issues.extend(i for i in exc.issues if str(i) not in {str(x) for x in issues})
+            _add_once(issues, said, exc.issues)
             unbuilt = True
             continue
         errors, found = _driver_findings(driver_cls, spec, point, point_groups, lab)
@@ -422,6 +424,15 @@ def get_driver_located(scenario: Scenario, src: Any) -> type[Workload]:
         return get_driver(scenario.workload.driver)
     except ConfigError as exc:
         raise ConfigValidationError([src.issue(("workload", "driver"), str(exc))]) from None
+
+
+def _add_once(issues: list[ConfigIssue], said: set[str], new: Iterable[ConfigIssue]) -> None:
+    """Each issue once (every point of a factor may repeat its base's): a set of those
+    said, not a search of the list (1,000 points x 1,000 issues took 11 s)."""
+    for i in new:
+        if (text := str(i)) not in said:
+            said.add(text)
+            issues.append(i)
 
 
 def _plan_point(
