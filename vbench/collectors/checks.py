@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -48,6 +49,26 @@ def collector_issues(scenario: Scenario, src: Source, lab: Lab | None) -> list[C
         for j, msg in cls.target_problems(spec, scenario, lab):
             issues.append(src.issue((*here, "targets", j) if j is not None else here, msg))
     return issues
+
+
+def watch_window_warnings(scenario: Scenario, steady: Iterable[float]
+                          ) -> list[tuple[str, str]]:
+    """(path, message) for each esxtop collector whose interval is too long for the
+    shortest steady window (``steady``: each point's, in seconds) to hold a whole sample:
+    the busy VMs of such a trial could not be watched, which the run would only say
+    after it (docs/lab-hygiene.md). A window of twice the interval holds one."""
+    if scenario.disturbance is not None and not scenario.disturbance.watch:
+        return []
+    shortest = min(steady, default=None)
+    if shortest is None:
+        return []
+    return [(f"collectors.{i}.interval",
+             f"esxtop every {spec.interval:g} s: the shortest steady window ({shortest:g} s) "
+             "may hold no whole sample, and busy VMs that are not the run's would not be "
+             f"watched in it (said 'not watched'); a steady window of {2 * spec.interval:g} s "
+             "or more holds one")
+            for i, spec in enumerate(scenario.collectors)
+            if spec.kind == "esxtop" and 0 < shortest < 2 * spec.interval]
 
 
 def near(word: str, names: list[str]) -> str:

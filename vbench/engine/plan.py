@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from vbench.collectors.checks import collector_issues
+from vbench.collectors.checks import collector_issues, watch_window_warnings
 from vbench.config.hookspec import shell_hook_warnings
 from vbench.config.load import Loaded, validate_model
 from vbench.config.matrix import PointSpec, expand
@@ -240,13 +240,13 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
                         for f in found)
         points.append(point)
     findings.update(_budget_finding(scenario, len(points), src))
-    # A hook that hands a level's value to a shell: warned as fio's allow_exec is.
-    for path, message in shell_hook_warnings(scenario.factors):
+    # Warned: a hook handing a level's value to a shell; an esxtop interval too long.
+    for path, message in [*shell_hook_warnings(scenario.factors),
+                          *watch_window_warnings(scenario, (p.steady for p in points))]:
         findings[("warning", path, message)] = _located(
             Finding("warning", path, message, root=""), src)
     for spec in search_bounds(scenario, src, bases):
-        issues.extend(i for i in _search_bound(spec, driver_cls, roles, lab, groups)
-                      if str(i) not in {str(x) for x in issues})
+        _add_once(issues, said, _search_bound(spec, driver_cls, roles, lab, groups))
     issues.extend(src.issue(path, msg) for path, msg in analysis_issues(scenario))
     if not unbuilt:  # else every name would look unknown beside the real mistake
         catalogues = run_catalogues(scenario, driver_cls, (p.workload.params for p in points))
