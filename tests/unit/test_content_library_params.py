@@ -28,6 +28,12 @@ def test_sizes_use_binary_units() -> None:
         parse_size("lots")
     with pytest.raises(ValueError):
         parse_size(0)
+    # A number too large for the import's time estimate (float) was an internal error
+    # (OverflowError; the scenario fuzz test, seed 242): refused as a size instead.
+    assert parse_size("64t") == 64 << 40
+    for huge in (10**62, "65t", "1e30"):
+        with pytest.raises(ValueError, match="more than 64 TiB"):
+            parse_size(huge)
 
 
 def test_a_step_on_a_library_no_step_creates_is_refused() -> None:

@@ -50,6 +50,7 @@ Op = Literal[
     "create_library", "publish", "subscribe", "sync", "import", "export", "deploy", "capture"
 ]
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MAX_SIZE = 64 << 40  # the largest virtual disk vSphere makes is 62 TB
 
 
 def parse_size(value: Any) -> int:
@@ -68,6 +69,8 @@ def parse_size(value: Any) -> int:
             raise ValueError(f"{value!r} is not a size (e.g. 4096, 64m, 1g)") from None
     if n < 1:
         raise ValueError("a size must be at least 1 byte")
+    if n > MAX_SIZE:  # generated on the controller and uploaded: no item is this large
+        raise ValueError("a size of more than 64 TiB (the largest taken)")
     return n
 
 
