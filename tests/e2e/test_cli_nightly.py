@@ -56,7 +56,11 @@ def test_nightly_exit_statuses_and_reports(local_guests: LocalGuests, tmp_path: 
     reg = json.loads(second.stdout)["regression"]
     assert reg["regressed"] is True and reg["baseline"] == [doc["run_id"]]
     worse = {(c["point"], c["metric"]) for c in reg["checks"] if c["status"] == "regression"}
-    assert ("bs=4k", "total_iops") in worse
+    # At one point at least: three 1 s trials of unthrottled fio on a loaded machine can
+    # spread so wide that 300 IO/s is not significant at that point (a clean-clone run
+    # beside other work found only bs=64k regressed; such trials of another e2e run read
+    # 27,578 ± 84,106 IO/s).
+    assert {m for _, m in worse} >= {"total_iops"}, reg["checks"]
     run2 = json.loads(second.stdout)["run_id"]
     # Its last line says why it exits 1, not "ok".
     last = second.stderr.strip().splitlines()[-1]
