@@ -7,7 +7,6 @@ steady-state window and the trial counts, so that no renderer has to invent them
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -100,7 +99,7 @@ class ReportData:
 # ---------------------------------------------------------------- formatting
 
 
-def _num(x: Any) -> float | None:
+def finite(x: Any) -> float | None:
     """A finite float, or None for anything else (None, NaN, inf, text, numpy NA)."""
     if x is None or isinstance(x, bool):
         return None
@@ -112,7 +111,7 @@ def _num(x: Any) -> float | None:
 
 
 def fmt_num(value: Any, decimals: int | None = None) -> str:
-    x = _num(value)
+    x = finite(value)
     if x is None:
         return MISSING
     if 0 < abs(x) < 1e-6 and decimals is None:
@@ -129,7 +128,7 @@ def with_unit(text: str, unit: str) -> str:
 
 def fmt_value(x: Any, unit: str) -> str:
     shown = plain(unit)  # 0.05 fraction reads 5 %, 0 count reads 0
-    value = _num(x)
+    value = finite(x)
     return with_unit(fmt_num(x if value is None else shown.value(value)), shown.unit)
 
 
@@ -156,12 +155,12 @@ def fmt_range(s: Summary | None, unit: str) -> str:
 
 
 def fmt_pct(value: Any) -> str:
-    fraction = _num(value)
+    fraction = finite(value)
     return MISSING if fraction is None else f"{fraction * 100:.1f} %"
 
 
 def fmt_seconds(value: Any) -> str:
-    seconds = _num(value)
+    seconds = finite(value)
     if seconds is None:
         return MISSING
     if abs(seconds) >= 10 or seconds == int(seconds):
@@ -171,7 +170,7 @@ def fmt_seconds(value: Any) -> str:
 
 def fmt_duration(value: Any) -> str:
     """A human duration: ``90 s``, ``2 min``, ``2 min 05 s``, ``1 h``, ``1 h 02 min``."""
-    seconds = _num(value)
+    seconds = finite(value)
     if seconds is None:
         return MISSING
     s = round(seconds)
@@ -185,7 +184,7 @@ def fmt_duration(value: Any) -> str:
 
 def fmt_time(value: Any, *, seconds: bool = True, zone: bool = False) -> str:
     """Local time of an epoch timestamp."""
-    epoch = _num(value)
+    epoch = finite(value)
     if epoch is None:
         return MISSING
     stamp = datetime.fromtimestamp(epoch).astimezone()
@@ -194,120 +193,10 @@ def fmt_time(value: Any, *, seconds: bool = True, zone: bool = False) -> str:
 
 
 def fmt_clock(value: Any) -> str:
-    epoch = _num(value)
+    epoch = finite(value)
     if epoch is None:
         return MISSING
     return datetime.fromtimestamp(epoch).astimezone().strftime("%H:%M:%S")
-
-
-def scalar_text(v: Any) -> str:
-    """A table cell for an environment/testbed value of any shape."""
-    if v is None:
-        return MISSING
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return fmt_num(v)
-    if isinstance(v, list | tuple) and all(not isinstance(i, dict | list) for i in v):
-        return ", ".join(scalar_text(i) for i in v)
-    if isinstance(v, dict | list | tuple):
-        return json.dumps(v, sort_keys=True, default=str)
-    return str(v)
-
-
-# ------------------------------------------------------ environment / testbed
-
-
-@dataclass(frozen=True)
-class Table:
-    """A plain table of text cells (environment and testbed sections)."""
-
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-# Keys whose number is a moment (epoch seconds), shown as a time: `recorded_at`, …
-_MOMENT_KEYS = ("_at", "started", "ended", "timestamp", "recorded", "boot_time")
-# Epoch seconds from 2001 to 2100: a number outside is not taken for a moment.
-_EPOCH_RANGE = (1e9, 4.2e9)
-
-
-def keyed_text(key: str, v: Any) -> str:
-    """:func:`scalar_text`, with a moment (``controller.recorded_at``) shown as a local
-    time instead of ``1,795,452,866``."""
-    x = _num(v)
-    name = key.rsplit(".", 1)[-1].lower()
-    if (x is not None and not isinstance(v, bool) and (name == "at" or name.endswith(_MOMENT_KEYS))
-            and _EPOCH_RANGE[0] <= x <= _EPOCH_RANGE[1]):
-        return fmt_time(x, zone=True)
-    if isinstance(v, list | tuple) and v and all(isinstance(i, Mapping) for i in v):
-        return "; ".join(_record_text(i) for i in v)
-    return scalar_text(v)
-
-
-def _record_text(item: Mapping[str, Any]) -> str:
-    """A record inside a cell: "Past Day (period_s=300, level=1)"."""
-    name = item.get("name") or item.get("device") or item.get("label") or item.get("id")
-    rest = ", ".join(f"{k}={scalar_text(x)}" for k, x in item.items()
-                     if k not in ("name", "device", "label", "id") and not isinstance(x, dict))
-    return f"{name} ({rest})" if name and rest else str(name or rest)
-
-
-def _flatten(obj: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for k, v in obj.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping) and v:
-            out.extend(_flatten(v, key + "."))
-        else:
-            out.append((key, keyed_text(key, v)))
-    return out
-
-
-def _records_table(title: str, records: list[tuple[str | None, Mapping[str, Any]]]) -> Table:
-    """Rows of dicts → a table over the union of their keys (first-seen order)."""
-    columns: dict[str, None] = {}
-    flat = [(name, dict(_flatten(rec))) for name, rec in records]
-    for _, rec in flat:
-        columns.update(dict.fromkeys(rec))
-    named = any(name is not None for name, _ in flat)
-    head = (("name",) if named else ()) + tuple(columns)
-    rows = tuple(
-        ((name or "",) if named else ()) + tuple(rec.get(c, MISSING) for c in columns)
-        for name, rec in flat
-    )
-    return Table(title, head, rows)
-
-
-def tabulate(obj: Mapping[str, Any] | None, title: str) -> list[Table]:
-    """Turn a nested environment/testbed dict into readable tables.
-
-    Scalars (and small nested dicts) go into one ``item | value`` table; a dict of
-    dicts (e.g. guests by name) and a list of dicts (e.g. hosts) each become a table
-    with one row per entry.
-    """
-    if not obj:
-        return []
-    general: list[tuple[str, str]] = []
-    tables: list[Table] = []
-    for key, value in obj.items():
-        if (
-            isinstance(value, Mapping)
-            and value
-            and all(isinstance(v, Mapping) for v in value.values())
-        ):
-            tables.append(_records_table(str(key), [(str(k), v) for k, v in value.items()]))
-        elif (
-            isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value)
-        ):
-            tables.append(_records_table(str(key), [(None, v) for v in value]))
-        elif isinstance(value, Mapping):
-            general.extend(_flatten(value, f"{key}.") if value else [(str(key), MISSING)])
-        else:
-            general.append((str(key), keyed_text(str(key), value)))
-    head = [Table(title, ("item", "value"), tuple(general))] if general else []
-    return head + tables
 
 
 # --------------------------------------------------------------------- view
@@ -474,7 +363,7 @@ class ReportView:
         when the driver recorded it, else the controller's marks, else its samples."""
         ph = trial.get("phases") or {}
         for first, last in (("workload_start", "workload_end"), ("steady_start", "steady_end")):
-            start, end = _num(ph.get(first)), _num(ph.get(last))
+            start, end = finite(ph.get(first)), finite(ph.get(last))
             if start is not None and end is not None:
                 return end - start
         df = self.data.samples
@@ -505,7 +394,7 @@ class ReportView:
         """The controller's steady window minus the workload's own (starting the tool,
         seeing it exit): None when the driver recorded no window of its own."""
         ph = trial.get("phases") or {}
-        values = [_num(ph.get(k)) for k in
+        values = [finite(ph.get(k)) for k in
                   ("steady_start", "steady_end", "workload_start", "workload_end")]
         if any(v is None for v in values):
             return None

@@ -36,8 +36,6 @@ from vbench.report.data import (
     fmt_pct,
     fmt_seconds,
     fmt_time,
-    scalar_text,
-    tabulate,
 )
 from vbench.report.disturbed import by_title, of_data
 from vbench.report.exports import shown_text
@@ -62,6 +60,7 @@ from vbench.report.shown import choose_metrics, families
 from vbench.report.steady_chart import steady_charts
 from vbench.report.svg import PALETTE
 from vbench.report.tables import guest_table, result_tables
+from vbench.report.tabulate import scalar_text, tabulate
 from vbench.report.verdict_view import html_context
 from vbench.report.warmup_chart import warmup_charts
 from vbench.resources import data_dir

@@ -23,16 +23,13 @@ from vbench.report.data import (
     MISSING,
     NO_DATA,
     ReportView,
-    Table,
     fmt_mean_ci,
     fmt_num,
     fmt_pct,
     fmt_range,
     fmt_value,
-    keyed_text,
-    scalar_text,
-    tabulate,
 )
+from vbench.report.tabulate import Table, keyed_text, scalar_text, tabulate
 from vbench.report.units import Scale, choose
 from vbench.report.verdict_view import qos_badge
 
