@@ -280,8 +280,29 @@ def test_disturbances_are_not_testbed_facts_of_a_comparison() -> None:
 
     assert fact_differences(run(85, "balanced"), run(60, "balanced")) == []
     assert [d.key for d in fact_differences(run(85, "balanced"), run(85, "custom"))] == [
-        "testbed.hygiene[power_policy host esx1].detail",
         "testbed.hygiene[power_policy host esx1].state"]
+
+
+def test_what_a_finding_measured_each_time_is_not_a_testbed_difference() -> None:
+    """Two runs of one lab, set up alike: the guests' clock offsets, the other VMs' MHz
+    and the clones' disk uuids differ every run. compare listed them as 'testbeds
+    differ' (seen on vcsim: 3 facts, none of them the lab's set-up); a finding is
+    compared by its level and state, and a changed state is still a difference."""
+    from vbench.analysis.figures import fact_differences
+
+    def run(offset: str, mhz: int, uuid: str, level: str = "warn") -> dict:
+        clock = r.Finding("clock", "guests", "ok", "agree",
+                          f"guest clocks from the controller's: storage-1 {offset} s")
+        others = r.Finding("other_vms", "hosts esx1", level, "1 powered on",
+                           f"1 other powered-on VM on the run's hosts: db on esx1 ({mhz} MHz)")
+        return {"testbed": {"hygiene": [clock.to_json(), others.to_json()],
+                            "vms": [{"name": "vb-x-storage-1", "disk_enable_uuid": True,
+                                     "disks": [{"label": "Hard disk 1", "uuid": uuid}]}]}}
+
+    assert fact_differences(run("+0.003", 12, "be05"), run("+0.001", 40, "e402")) == []
+    assert [(d.key, d.a, d.b) for d in fact_differences(
+        run("+0.003", 12, "be05"), run("+0.003", 12, "be05", level="fail"))] == [
+        ("testbed.hygiene[other_vms hosts esx1].level", "warn", "fail")]
 
 
 def test_what_a_disturbed_trial_gets() -> None:

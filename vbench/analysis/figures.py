@@ -298,7 +298,7 @@ def measurement_hash(scenario: Mapping[str, Any]) -> str:
 
 _VOLATILE = re.compile(
     r"(recorded_at|captured_at|timestamp|uptime|boot_?time|clock_offset|clock_rtt|"
-    r"address|^ip$|moid|moref|session|^time$|_time$|^started$|^ended$)",
+    r"address|^ip$|moid|moref|session|^time$|_time$|^started$|^ended$|^uuid$)",
     re.IGNORECASE,
 )
 _HARDWARE = re.compile(
@@ -352,6 +352,11 @@ def run_facts(run: Mapping[str, Any]) -> dict[str, str]:
     # What disturbed its trials happened in the run, it is not how the lab was set up
     # (compare says it on its own lines): not a testbed fact.
     testbed = {k: v for k, v in (run.get("testbed") or {}).items() if k != "disturbances"}
+    # A hygiene finding's detail says what was measured that time (guest clock offsets,
+    # other VMs' MHz): it differs every run. Two runs are compared on its level and state.
+    if isinstance(testbed.get("hygiene"), list):
+        testbed["hygiene"] = [{k: v for k, v in f.items() if k != "detail"}
+                              if isinstance(f, Mapping) else f for f in testbed["hygiene"]]
     _flatten(testbed, "testbed", out)
     env = run.get("environment") or {}
     for name, g in (env.get("guests") or {}).items():
