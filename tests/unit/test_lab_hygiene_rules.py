@@ -608,3 +608,28 @@ def test_a_task_that_ended_inside_the_window_ran_into_it() -> None:
                     "into the steady window)", "VirtualMachine.removeSnapshot")
     text = disturbance_text(d, begin.timestamp())
     assert text.endswith(", 30 s before the steady window"), text
+
+
+def test_lab_check_says_the_run_tunes_drs_and_power_policy_not_that_they_are_waived() -> None:
+    """`lab_hygiene: {drs: manual, power_policy: high-performance, tune: true}`: lab check
+    said '(waived: lab_hygiene.drs: ignore)' of what the user required. The run tunes
+    them before judging: lab check says so. A policy vCenter does not report cannot be
+    tuned: it is judged as the run will judge it. A check the user waived stays waived."""
+    from vbench.engine.lab_tune import tuned_by_the_run
+
+    spec = LabHygiene(drs="manual", power_policy="high-performance", tune=True)
+    cluster = r.ClusterFacts("C1", drs_enabled=True)
+    balanced_host = r.HostFacts("h1", power_policy="dynamic")
+    found = [r.drs(spec, cluster, []), r.power_policy(spec, balanced_host),
+             r.power_policy(spec, r.HostFacts("h2")), r.host_state(spec, r.HostFacts("h3"))]
+    drs, balanced, unknown, state = tuned_by_the_run(found, spec)
+    for f in (drs, balanced):
+        assert f.level == "ok" and "waived" not in f.detail
+        assert f.detail.endswith(" (the run tunes it first: lab_hygiene.tune)")
+    assert balanced.state == "balanced"  # the lab as it is now
+    assert (unknown, state) == (found[2], found[3]) and unknown.level == "fail"
+    waived = LabHygiene(drs="ignore", tune=True)
+    assert tuned_by_the_run([r.drs(waived, cluster, [])], waived)[0].detail.endswith(
+        "(waived: lab_hygiene.drs: ignore)")
+    untuned = spec.model_copy(update={"tune": False})
+    assert tuned_by_the_run(found, untuned) == found

@@ -13,7 +13,7 @@ them at its end (engine/hygiene.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vbench.config.hygiene import LabHygiene
@@ -66,11 +66,22 @@ def facts_of(lab: Any, sessions: Any, scope: Scope, inventories: dict[str, Any]
 def check_findings(lab: Any, sessions: Any, scope: Scope, inventories: dict[str, Any]
                    ) -> list[Finding]:
     """The findings `lab check --scenario` shows (as the run's preflight judges)."""
-    spec = scope.spec
-    if spec.tune:  # the run's tuning settles these two
-        spec = spec.model_copy(update={"drs": "ignore", "power_policy": "ignore"})
-    return [f for facts in facts_of(lab, sessions, scope, inventories)
-            for f in judge(facts, spec)]
+    return tuned_by_the_run([f for facts in facts_of(lab, sessions, scope, inventories)
+                             for f in judge(facts, scope.spec)], scope.spec)
+
+
+def tuned_by_the_run(found: Sequence[Finding], spec: LabHygiene) -> list[Finding]:
+    """With ``lab_hygiene.tune`` the run tunes DRS and the power policy before it judges
+    them (its preflight waits): such a finding not ok now is said to be tuned, never
+    waived — the user required it. A policy vCenter does not report is not tuned (it
+    could not be set back): judged as the run will judge it. Pure."""
+    if not spec.tune:
+        return list(found)
+    return [replace(f, level="ok", detail=f"{f.detail} (the run tunes it first: "
+                    "lab_hygiene.tune)")
+            if f.level != "ok" and (f.check == "drs" or (
+                f.check == "power_policy" and f.state != "unknown")) else f
+            for f in found]
 
 
 def proposal(facts: Sequence[LabFacts], scope: Scope) -> tuple[list[TuneChange], list[str]]:
