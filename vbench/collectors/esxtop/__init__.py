@@ -36,6 +36,7 @@ from vbench.collectors.esxtop.neighbours import (
     vm_of_group,
     vms_shown,
 )
+from vbench.config.localfiles import file_problem, shown_path
 from vbench.errors import ConfigError, GuestError, VbenchError
 from vbench.lazy import lazy_module
 from vbench.parsers.esxtop import EsxtopReader
@@ -156,8 +157,10 @@ class Esxtop(Collector):
             except ConfigError as exc:
                 problems.append(str(exc))
         problems += check_known(compile_selection(valid), options.allow_unknown_counters)
-        if options.config and not Path(options.config).expanduser().is_file():
-            problems.append(f"esxtop config {options.config!r} is not a file")
+        if options.config:  # a name too long to look up is said too, not an OSError
+            problem = file_problem(Path(options.config).expanduser())
+            if problem is not None:
+                problems.append(f"esxtop config {shown_path(options.config)!r}: {problem}")
         return problems
 
     @classmethod

@@ -1,0 +1,44 @@
+"""Files a scenario names on the controller (an esxtop config, a vdbench parameter file)
+are checked by validate: a name the file system cannot even look up (too long, a path
+through a plain file, a NUL character) is a located problem of the field, never an
+internal error (exit 3, OSError from stat) — found by the configuration fuzz test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vbench.collectors.esxtop import Esxtop, EsxtopOptions
+from vbench.config.localfiles import file_problem, shown_path
+
+
+def test_a_readable_file_has_no_problem(tmp_path: Path) -> None:
+    f = tmp_path / "esxtoprc"
+    f.write_text("x\n")
+    assert file_problem(f) is None
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("missing", "not found"),
+    ("x" * 5000, "File name too long"),
+    ("plain/inside", "Not a directory"),
+    ("a\x00b", "NUL character"),
+    (".", "is a directory"),
+])
+def test_a_file_that_cannot_be_read_says_why(tmp_path: Path, name: str, said: str) -> None:
+    (tmp_path / "plain").write_text("")
+    problem = file_problem(tmp_path / name)
+    assert problem is not None and said in problem
+
+
+def test_a_long_name_is_shortened_when_shown() -> None:
+    shown = shown_path(Path("/" + "x" * 5000))
+    assert len(shown) < 160 and "5001 characters" in shown
+
+
+@pytest.mark.parametrize("config", ["x" * 5000, "/etc/hostname/x", "a\x00b", "/nonexistent-rc"])
+def test_the_esxtop_config_is_a_problem_of_the_field_not_an_internal_error(config: str) -> None:
+    problems = Esxtop.check(EsxtopOptions(config=config), 5.0)
+    said = [p for p in problems if p.startswith("esxtop config ")]
+    assert len(said) == 1 and len(said[0]) < 250, problems
