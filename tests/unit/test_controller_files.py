@@ -42,3 +42,14 @@ def test_the_esxtop_config_is_a_problem_of_the_field_not_an_internal_error(confi
     problems = Esxtop.check(EsxtopOptions(config=config), 5.0)
     said = [p for p in problems if p.startswith("esxtop config ")]
     assert len(said) == 1 and len(said[0]) < 250, problems
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "x" * 5000])
+def test_a_secret_file_name_that_cannot_be_looked_up_is_a_secret_error(name: str) -> None:
+    """A lab's ``${file:…}`` password holding a NUL (the reference's pattern allows it)
+    raised ValueError when a connection resolved it: an internal error of lab check/run."""
+    from vbench.config.secrets import SecretError, resolve_secret
+
+    with pytest.raises(SecretError) as caught:
+        resolve_secret("${file:" + name + "}", "nodes.g1.password")
+    assert caught.value.where == "nodes.g1.password" and len(caught.value.reason) < 250

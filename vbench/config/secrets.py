@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+from vbench.config.localfiles import shown_path
 from vbench.errors import ConfigError
 
 _REF = re.compile(r"^\$\{(env|file):((?:[^${}]|\$\{vbench:[^}]*\})+)\}$")
@@ -38,9 +39,11 @@ def resolve_secret(ref: str, where: str) -> str:
     path = Path(expand_path(name))
     try:
         return path.read_text(encoding="utf-8").rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise SecretError(where, f"cannot read secret file {path}: {reason}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the name
+        reason = (exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+                  if isinstance(exc, UnicodeDecodeError) else "a name cannot hold a NUL")
+        raise SecretError(where, f"cannot read secret file {shown_path(path)!r}: {reason}"
+                          ) from None
 
 
 def vbench_home() -> Path:
