@@ -272,6 +272,15 @@ def test_lab_tune_proposes_applies_and_undoes(sim: Sim) -> None:
     # vcsim has no host power system: the power-policy change fails, and says so.
     failed = vbench("lab", "tune", str(sim.lab), "--scenario", str(s), "--apply")
     assert failed.returncode == 3 and "power policy high-performance" in failed.stderr
+    assert "vCenter has no power system for this host (the govmomi simulator has none)" \
+        in failed.stderr
+    # Said as it was made (the override before the failure), and what was not made:
+    # no 'change:' line for a change never tried.
+    assert "applied: cluster DC0_C0: DRS override manual for VM DC0_C0_RP0_VM0" \
+        in failed.stdout
+    assert "not made: host DC0_C0_H2: power policy high-performance" in failed.stdout
+    assert "change:" not in failed.stdout and "--undo` restores what was applied" \
+        in failed.stdout
     undone = vbench("lab", "tune", str(sim.lab), "--undo")  # the override made before it
     assert undone.returncode == 0 and "restored cluster DC0_C0" in undone.stdout
     drs_only = sim.scenario("d.yaml", topology={"storage": {"count": 1, "vm": existing}},

@@ -51,6 +51,7 @@ def _propose(lab_file: Path, lab_loaded: Loaded[Lab], scenario: Path, sets: tupl
     from vbench.config.load import load_scenario
     from vbench.engine.lab_tune import apply_all, facts_of, proposal, scope_of
     from vbench.engine.plan import build_plan
+    from vbench.errors import VbenchError
     from vbench.vsphere.connection import SessionPool
 
     lab = lab_loaded.model
@@ -58,8 +59,8 @@ def _propose(lab_file: Path, lab_loaded: Loaded[Lab], scenario: Path, sets: tupl
     scope = scope_of(plan, lab)
     with SessionPool.for_lab(lab) as sessions:
         changes, notes = proposal(facts_of(lab, sessions, scope, {}), scope)
-        for c in changes:
-            click.echo(f"{'change' if apply else 'propose'}: {c.text}")
+        for c in changes if not apply else ():
+            click.echo(f"propose: {c.text}")
         for n in notes:
             click.echo(f"at run time: {n}")
         if not changes:
@@ -68,9 +69,21 @@ def _propose(lab_file: Path, lab_loaded: Loaded[Lab], scenario: Path, sets: tupl
         if not apply:
             click.echo(f"{len(changes)} changes proposed; --apply makes them")
             return 0
-        done = apply_all(lab, sessions, changes, journal, lambda *_a, **_k: None)
-    for line in done:
-        click.echo(f"applied: {line}")
-    click.echo(f"journaled in {journal.path}; `vbench lab tune {lab_file} --undo` restores "
-               "them")
+        undo = f"`vbench lab tune {lab_file} --undo` restores"
+        done: list[str] = []
+
+        def said(_event: str, change: str) -> None:  # each change as it is made
+            done.append(change)
+            click.echo(f"applied: {change}")
+
+        try:
+            apply_all(lab, sessions, changes, journal, said)
+        except VbenchError:
+            # What was made before the failure is journaled; what was not is said.
+            for c in changes:
+                if c.text not in done:
+                    click.echo(f"not made: {c.text}")
+            click.echo(f"journaled in {journal.path}; {undo} what was applied")
+            raise
+    click.echo(f"journaled in {journal.path}; {undo} them")
     return 0

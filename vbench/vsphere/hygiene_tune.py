@@ -127,8 +127,13 @@ def _set(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any], value:
     host = inv.find("host", rec["target"]).ref
     power = host.configManager.powerSystem
     short = SHORT_NAMES.get(value or "", value)
-    keys = [p.key for p in session.call(lambda: power.capability.availablePolicy)
-            if p.shortName == short]
+    try:
+        available = session.call(lambda: power.capability.availablePolicy)
+    except vmodl.fault.ManagedObjectNotFound:  # vcsim names a power system it lacks
+        raise LabError(f"host {rec['target']}", "vCenter has no power system for this host "
+                       "(the govmomi simulator has none): its power policy cannot be set"
+                       ) from None
+    keys = [p.key for p in available if p.shortName == short]
     if not keys:
         raise LabError(f"host {rec['target']}", f"power policy {value} is not available")
     session.call(lambda: power.ConfigurePowerPolicy(key=keys[0]))
