@@ -180,6 +180,16 @@ def test_a_disturbed_trial_is_flagged_or_failed_and_recorded(tmp_path: Path, act
     assert [json.loads(x) for x in lines] == published[-1]
 
 
+def test_a_flagged_trial_is_said_when_it_ends() -> None:
+    """disturbance: flag — the live output said nothing until the run's summary (its
+    trial line reads 'ok'), while retry and fail said it at once (seen on vcsim)."""
+    said: list[str] = []
+    watch = TrialWatch(DisturbanceSpec(action="flag"), [_Found(MOVED)], said.append)
+    assert watch.check_trial(NS(index=0), _trial(2)) is not None  # type: ignore[arg-type]
+    assert said == ["point 1 trial 2 disturbed: vMotion of g1 …; flagged, kept in the "
+                    "statistics"]
+
+
 def test_a_disturbed_trial_runs_again_until_its_retries_are_spent() -> None:
     said: list[str] = []
     watch = TrialWatch(DisturbanceSpec(action="retry", retries=2), [_Found(BUSY)], said.append)

@@ -112,6 +112,9 @@ class TrialWatch:
             return None
         if action == "fail":
             return replace(result, status="failed", error=f"disturbed: {text}")
+        # Said now, as a retry is: the trial's own line reads "ok".
+        self.notice(f"point {point.index + 1} trial {result.trial} disturbed: {text}; "
+                    "flagged, kept in the statistics")
         return result
 
     def _ask(self, window: tuple[float, float], result: TrialResult) -> list[Said]:
