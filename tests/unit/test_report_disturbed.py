@@ -554,3 +554,31 @@ def test_the_html_comparison_says_which_run_had_disturbed_trials(store: Store) -
     plain = render_report(store, [CLEAN, CLEAN], "html")
     plain = plain[plain.index('<section id="comparison"'):]
     assert "disturbed" not in plain[:plain.index("</section>")]
+
+
+def test_a_point_without_factors_is_not_named_twice(tmp_path: Path) -> None:
+    """A scenario without factors: its one point's title is "point 1". The lines said
+    "point 1 (point 1): …" (seen on vcsim in run, show, report and compare)."""
+    from click.testing import CliRunner
+
+    from vbench.cli import cli
+
+    url = f"sqlite:///{tmp_path}/one.db"
+    testbed = {"disturbances": [
+        {"id": "point 1 trial 1 #1", "point": 0, "trial": 1, "action": "flag", "text": VMOTION,
+         "events": [{"at": T0 + 131.0, "kind": "migration"}]},
+        {"id": "point 1 trial 2 #2", "point": 0, "trial": 2, "action": "retried",
+         "text": RESET, "events": []}]}
+    with Store.open(url, tmp_path) as s:
+        add_run(s, RUN, [({}, {"ops": [100.0, 130.0, 101.0]})], scenario=scenario_doc(),
+                testbed=testbed)
+        add_run(s, CLEAN, [({}, {"ops": [100.0, 101.0, 99.0]})], scenario=scenario_doc(),
+                started=T0 + 86400, testbed={})
+        outputs = [_terminal(s, RUN), render_report(s, [RUN], "markdown"),
+                   render_report(s, [RUN], "junit")]
+    outputs.append(CliRunner().invoke(cli, ["compare", RUN, CLEAN, "--store", url]).output)
+    assert not [o for o in outputs if "(point 1)" in o], outputs
+    assert "† point 1: 1 of 3 trials disturbed: trial 1, in the statistics" in outputs[0]
+    assert f"- point 1 trial 1: {VMOTION} — in the statistics" in outputs[1]
+    assert "point 1 trial 2: run again after 1 disturbed attempt" in outputs[1]
+    assert f"run A {RUN}: point 1: 1 of 3 trials disturbed" in outputs[3]

@@ -58,7 +58,7 @@ class DisturbedTrial:
 
     def note(self, title: str = "") -> str:
         """"point 2 (bs=4k) trial 3: vMotion of guest1 … — in the statistics"."""
-        where = f"point {self.point + 1}" + (f" ({title})" if title else "")
+        where = point_where(self.point, title)
         return f"{where} trial {self.trial}: {self.text or 'disturbed'} — {self.counted}"
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +117,12 @@ class PointDisturbance:
                 "disturbed_included": self.included, "disturbed_excluded": self.excluded,
                 "retried": [{"trial": t, "attempts": n} for t, n in self.retried],
                 "unwatched": list(self.unwatched), "text": self.text()}
+
+
+def point_where(point: int, title: str | None) -> str:
+    """"point 2 (bs=4k)"; "point 1" alone when that is its title (no factors)."""
+    where = f"point {point + 1}"
+    return f"{where} ({title})" if title and title != where else where
 
 
 def _trials(numbers: Sequence[int]) -> str:
@@ -220,7 +226,7 @@ def kinds_of_notes(found: Mapping[int, PointDisturbance], titles: Mapping[int, s
            for d in found[p].disturbed]
     for p in sorted(found):
         pd_ = found[p]
-        where = f"point {p + 1}" + (f" ({titles[p]})" if titles.get(p) else "")
+        where = point_where(p, titles.get(p))
         out += [(RETRIED, f"{where} trial {t}: run again after {n} disturbed attempt"
                  f"{'s' if n != 1 else ''} (not stored; the kept attempt was not disturbed)")
                 for t, n in pd_.retried
@@ -309,7 +315,7 @@ def run_lines(data: Any, name: str) -> list[str]:
     (`vbench compare`, under the rows its figures are in)."""
     found = of_data(data)
     figures = data.analyzed().figures if found else None
-    return [f"{name} {data.run.get('run_id')}: point {p + 1} ({figures.title(p)}): "
+    return [f"{name} {data.run.get('run_id')}: {point_where(p, figures.title(p))}: "
             f"{found[p].text()}" for p in sorted(found) if figures is not None]
 
 

@@ -122,14 +122,14 @@ def summary_table(data: ReportData, metrics: Sequence[str] | None = None) -> Tab
 def disturbed_lines(data: ReportData) -> list[str]:
     """The lines under the summary table of a run with disturbed trials: per point how
     many of its trials and whether in its figures, then each trial."""
-    from vbench.report.disturbed import of_data
+    from vbench.report.disturbed import of_data, point_where
 
     out = []
     for p, mine in sorted(of_data(data).items()):
         # The mark only where the table put it (a kept trial disturbed): a point whose
         # disturbed attempts were run again, or not watched, has a line but no mark.
         mark = f"{DISTURBED_MARK} " if mine.disturbed else ""
-        out.append(f"{mark}point {p + 1} ({data.analyzed().figures.title(p)}): "
+        out.append(f"{mark}{point_where(p, data.analyzed().figures.title(p))}: "
                    f"{mine.text()}")
         out += [f"  trial {d.trial}: {d.text}" for d in mine.disturbed]
     return out
