@@ -226,6 +226,9 @@ def test_tune_overrides_drs_for_the_run_and_restores_it(sim: Sim) -> None:
     states = [r["state"] for r in _journal(Path(data["run"]["run_dir"]))]
     assert states == ["applying", "applied", "undone"]
     assert _overrides(sim) == []
+    # Said as the tuning was: the run's output shows the lab put back at its end.
+    assert (f"lab tune: restored cluster DC0_C0: DRS override manual for VM vb-{run_id}-"
+            "storage-1 (now no override)") in res.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])

@@ -138,8 +138,9 @@ class RunHygiene:
             return []
         done, errors = undo_pending(self.vsphere.sessions.get, TuneJournal.in_dir(self.run_dir),
                                     lambda vc: waiter(self.vsphere.watcher(vc)))
-        for line in done:
+        for line in done:  # said as the tuning was (a restore or what was left)
             log("tune_undone", change=line)
+            self.notice(f"lab tune: {line}")
         for line in errors:
             log("tune_undo_failed", level="error", error=line)
         return errors
