@@ -362,6 +362,34 @@ def test_which_events_concern_the_run() -> None:
     assert _from_event(mine, objects, shown, 0.0, "vbench") is None
 
 
+def test_another_vm_powered_on_on_a_runs_host_is_a_disturbance() -> None:
+    """A neighbour powered on in the steady window boots on the run's host (CPU, memory
+    allocation, its storage): vCenter's event was dropped as 'another VM's power', and
+    esxtop has no column for a VM powered on after it started — nothing saw it (vcsim,
+    VM powered on by a second client). Another VM powered off stays no disturbance."""
+    from pyVmomi import vim
+
+    from vbench.vsphere.hygiene_events import _from_event
+
+    when = dt.datetime(2026, 1, 1, 12, 0, 5, tzinfo=dt.UTC)
+
+    def event(kind: type, vm: str, host: str) -> object:
+        return kind(vm=vim.event.VmEventArgument(name=vm),
+                    host=vim.event.HostEventArgument(name=host), createdTime=when,
+                    userName="bob", key=1, chainId=1)
+
+    objects = {"vb-run-web-1", "esx1"}
+    on = _from_event(event(vim.event.VmPoweredOnEvent, "poseidon", "esx1"), objects, {},
+                     0.0, None)
+    assert on is not None
+    assert (on.kind, on.what, on.about) == ("vm", "another VM poseidon powered on on esx1",
+                                            "poseidon")  # `disturbance.ignore` names it so
+    assert _from_event(event(vim.event.VmPoweredOnEvent, "poseidon", "esx9"), objects, {},
+                       0.0, None) is None  # not on a run's host
+    assert _from_event(event(vim.event.VmPoweredOffEvent, "poseidon", "esx1"), objects, {},
+                       0.0, None) is None
+
+
 def test_a_resumed_runs_own_vms_are_not_other_vms() -> None:
     from vbench.engine.hygiene import without_own
 

@@ -5,11 +5,12 @@ After a trial, :func:`read_disturbances` asks vCenter once for the window's even
 each object in turn, and keeps those about the run's VMs, hosts and clusters: migrations
 (vMotion, Storage vMotion, DRS), HA actions, host state changes (maintenance mode,
 disconnection), alarms turning red or yellow, power and reconfiguration of the run's
-VMs, snapshot operations, and any other task on the run's objects (an operation that is
-an event and a task is said once: :func:`said_once`). The run's own tasks
-(its journal's) are not disturbances; neither are tasks of the run's own user when the
-workload itself works in vCenter. Times are vCenter's, put back on the controller's
-clock by the offset measured before the run (the ``clock`` hygiene check).
+VMs, another VM powered on on a run's host, snapshot operations, and any other task on
+the run's objects (an operation that is an event and a task is said once:
+:func:`said_once`). The run's own tasks (its journal's) are not disturbances; neither are
+tasks of the run's own user when the workload itself works in vCenter. Times are
+vCenter's, put back on the controller's clock by the offset measured before the run (the
+``clock`` hygiene check).
 """
 
 from __future__ import annotations
@@ -239,8 +240,14 @@ def _from_event(e: Any, objects: Collection[str], shown: Mapping[str, str], offs
     if not any(v in objects for v in (args["vm"], args["host"], args["cluster"]) if v):
         return None
     kind = type(e).__name__.rsplit(".", 1)[-1]
+    if kind == "VmPoweredOnEvent" and args["vm"] not in objects and args["host"] in objects:
+        # A neighbour booting on a run's host (esxtop has no column for a VM powered on
+        # after it started): about that VM, so `disturbance.ignore` can name it.
+        return Disturbance(e.createdTime.timestamp() - offset, "vm",
+                           f"another VM {args['vm']} powered on on {args['host']}", kind, user,
+                           str(args["vm"]))
     if kind in VM_EVENTS and args["vm"] not in objects:
-        return None  # another VM's power or reconfiguration on a run's host: not ours
+        return None  # another VM's power-off or reconfiguration on a run's host: not ours
     named = {k: shown.get(v, v) if v else v for k, v in args.items()}
     got = classify_event(kind, named, str(getattr(e, "to", "") or "") or None)
     if got is None:
