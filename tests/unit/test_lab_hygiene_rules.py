@@ -230,7 +230,7 @@ def test_verdict_warnings_and_testbed_lines() -> None:
     }
     warnings = hygiene_warnings({"testbed": testbed})
     assert warnings == [
-        "lab hygiene: 1 findings not ok before the run: drs cluster C1: DRS …",
+        "lab hygiene: 1 finding not ok before the run: drs cluster C1: DRS …",
         "point 1 trial 2 run again, disturbed: vMotion of g (that attempt is not stored)",
         "point 2 trial 1 failed, disturbed: g1 reset (left out of the statistics)",
     ]

@@ -67,7 +67,8 @@ def hygiene_warnings(run: Mapping[str, Any], trials: Iterable[Mapping[str, Any]]
     bad = [f for f in _findings(testbed) if f.get("level") in ("warn", "fail")]
     out = []
     if bad:
-        out.append(f"lab hygiene: {len(bad)} findings not ok before the run: "
+        out.append(f"lab hygiene: {len(bad)} finding{'s' if len(bad) != 1 else ''} not ok "
+                   "before the run: "
                    + "; ".join(f"{f.get('check')} {f.get('target')}: {f.get('detail')}"
                                for f in bad))
     out += [disturbance_line(d, statuses) for d in testbed.get("disturbances") or ()
