@@ -144,8 +144,8 @@ def test_findings_read_from_vcsim_in_lab_check_and_the_testbed(sim: Sim) -> None
     found = {f["id"]: f for f in tb["hygiene"]}
     assert found["drs cluster DC0_C0"]["level"] == "warn"
     assert found["drs cluster DC0_C0"]["detail"].endswith(
-        f"it may migrate vb-{run_id}-storage-1 during a trial (`vbench lab tune` overrides "
-        "it to manual for them)")
+        f"it may migrate vb-{run_id}-storage-1 during a trial (`lab_hygiene: {{tune: true}}` "
+        "overrides it to manual for them for the run)")
     assert found["power_policy host DC0_C0_H1"]["state"] == "balanced"
     # The loopback guest's clock is the controller's; vcsim's hosts report none.
     assert found["clock guests"]["level"] == "ok"

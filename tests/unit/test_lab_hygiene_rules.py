@@ -55,6 +55,10 @@ def test_drs_manual_is_required_and_rules_are_listed() -> None:
     c = r.ClusterFacts("C1", drs_enabled=True, rules=("ClusterAffinityRuleSpec keep",))
     f = r.drs(spec, c, [])
     assert f.level == "fail" and "the run's VMs" in f.detail
+    # The way that works for every run's VM, the clones too (`vbench lab tune` only
+    # reaches VMs that exist before the run, and sends a cloning scenario to this).
+    assert "(`lab_hygiene: {tune: true}` overrides it to manual for them for the run)" \
+        in f.detail
     assert f.detail.endswith("DRS rules naming the run's VMs: ClusterAffinityRuleSpec keep")
     waived = r.drs(LabHygiene(drs="ignore"), c, [])
     assert waived.level == "ok" and "(waived: lab_hygiene.drs: ignore)" in waived.detail

@@ -161,7 +161,8 @@ def drs(spec: LabHygiene, c: ClusterFacts, run_vms: Sequence[str]) -> Finding:
     who = ", ".join(movable) if movable else "the run's VMs"
     return _judged(spec, "drs", target, False, behavior,
                    f"DRS {behavior} on {c.name}: it may migrate {who} during a trial "
-                   f"(`vbench lab tune` overrides it to manual for them){rules}")
+                   "(`lab_hygiene: {tune: true}` overrides it to manual for them for the "
+                   f"run){rules}")
 
 
 def power_policy(spec: LabHygiene, h: HostFacts) -> Finding:
