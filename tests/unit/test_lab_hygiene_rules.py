@@ -187,7 +187,13 @@ def test_events_and_tasks_are_classified() -> None:
     assert classify_event("UserLoginSessionEvent", {}) is None
     assert classify_task("VirtualMachine.relocate", "g1")[0] == "migration"
     assert classify_task("VirtualMachine.createSnapshot", "g1")[0] == "snapshot"
-    assert classify_task("HostSystem.enterMaintenanceMode", "esx1")[0] == "host"
+    # Said as the event would say it (vcsim logs the task only), the task named after.
+    assert classify_task("HostSystem.enterMaintenanceMode", "esx1") == (
+        "host", "host esx1 entering maintenance mode (task HostSystem.enterMaintenanceMode)")
+    assert classify_task("HostSystem.exitMaintenanceMode", "esx1")[1].startswith(
+        "host esx1 leaving maintenance mode (task ")
+    assert classify_task("HostSystem.disconnect", "esx1")[1] == (
+        "host esx1 disconnecting (task HostSystem.disconnect)")
     assert classify_task("VirtualMachine.reconfigure", "g1") == (
         "vm", "task VirtualMachine.reconfigure on g1")
     assert classify_task("VirtualMachine.clone", "g1") == ("task", "task VirtualMachine.clone "

@@ -44,6 +44,11 @@ HOST_EVENTS = {
 VM_EVENTS = {"VmPoweredOffEvent": "powered off", "VmResettingEvent": "reset",
              "VmSuspendedEvent": "suspended", "VmReconfiguredEvent": "reconfigured",
              "VmGuestRebootEvent": "guest rebooted"}
+# The descriptionId words of the host tasks whose events HOST_EVENTS names, first match.
+HOST_TASKS = (("entermaintenance", "entering maintenance mode"),
+              ("exitmaintenance", "leaving maintenance mode"),
+              ("maintenance", "maintenance mode"), ("reconnect", "reconnecting"),
+              ("disconnect", "disconnecting"))
 # The descriptionId words of the VM tasks whose events VM_EVENTS names.
 VM_TASK_WORDS = ("poweroff", "reset", "suspend", "reconfig", "reboot")
 
@@ -104,8 +109,9 @@ def classify_task(description: str, entity: str) -> tuple[str, str]:
         return "migration", f"migration of {entity} ({description})"
     if "snapshot" in low or "consolidat" in low:
         return "snapshot", f"snapshot operation on {entity} ({description})"
-    if "maintenance" in low or "reconnect" in low or "disconnect" in low:
-        return "host", f"{description} on {entity}"
+    state = next((said for word, said in HOST_TASKS if word in low), None)
+    if state is not None:  # as the event says it (vcsim logs only the task)
+        return "host", f"host {entity} {state} (task {description})"
     if low.startswith("virtualmachine.") and any(w in low for w in VM_TASK_WORDS):
         # The task of a VM event (VM_EVENTS): the event says it, the task is the same.
         return "vm", f"task {description} on {entity}"
