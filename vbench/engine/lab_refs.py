@@ -74,3 +74,26 @@ def _unknown_vcenter(vcenter: str, lab: Lab, lab_file: str) -> str:
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return (f"no vCenter {vcenter!r} in lab {lab_file}{hint} "
             f"(vcenters: {', '.join(lab.vcenters) or 'none'})")
+
+
+def unwatched_warnings(scenario: Scenario, lab: Lab, points: Sequence[Any]
+                       ) -> list[tuple[str, str]]:
+    """(path, message) when the lab gives the scenario's ``lab_hygiene:`` or
+    ``disturbance:`` nothing to look at: a run on static nodes alone works in no vCenter
+    (docs/lab-hygiene.md), so a check it requires would pass in silence."""
+    try:
+        in_vsphere = bool(vm_groups(scenario, lab)) or any(
+            p.workload.needs_vcenter for p in points)
+    except ConfigError:  # a group's vCenter in error: said by lab_reference_issues
+        return []
+    if in_vsphere:
+        return []
+    out = []
+    if scenario.lab_hygiene is not None:
+        out.append(("lab_hygiene", "not checked nor tuned: the run works in no vCenter "
+                    "(no `vm:` group; its driver acts on none)"))
+    d = scenario.disturbance
+    if d is not None and d.watch and not any(c.kind == "esxtop" for c in scenario.collectors):
+        out.append(("disturbance", "nothing watches the trials: the run works in no vCenter "
+                    "and collects no esxtop"))
+    return out

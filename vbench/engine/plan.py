@@ -18,13 +18,13 @@ from vbench.config.scenario import Scenario
 from vbench.config.search import search_bounds, search_starts
 from vbench.config.tiles import untiled_groups
 from vbench.config.yamlsrc import Source
-from vbench.engine.lab_refs import lab_reference_issues
+from vbench.engine.lab_refs import lab_reference_issues, unwatched_warnings
 from vbench.engine.metric_check import metric_issues, run_catalogues
 from vbench.errors import ConfigError, ConfigIssue, ConfigValidationError
 from vbench.workloads.base import Finding, PlannedCommand, PlannedGuest, Workload, get_driver
 
 if TYPE_CHECKING:  # the lab's models are built only when a lab is loaded
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from vbench.config.lab import Lab
 
@@ -240,9 +240,7 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
                         for f in found)
         points.append(point)
     findings.update(_budget_finding(scenario, len(points), src))
-    # Warned: a hook handing a level's value to a shell; an esxtop interval too long.
-    for path, message in [*shell_hook_warnings(scenario.factors),
-                          *watch_window_warnings(scenario, (p.steady for p in points))]:
+    for path, message in _warned(scenario, points, lab):
         findings[("warning", path, message)] = _located(
             Finding("warning", path, message, root=""), src)
     for spec in search_bounds(scenario, src, bases):
@@ -267,6 +265,15 @@ def build_plan(loaded: Loaded[Scenario], lab: Loaded[Lab] | None = None) -> Plan
         findings=tuple(findings.values()),
         bound_to_lab=lab is not None,
     )
+
+
+def _warned(scenario: Scenario, points: Sequence[PlannedPoint], lab: Loaded[Lab] | None
+            ) -> list[tuple[str, str]]:
+    """(path, message) warned: a hook handing a level's value to a shell; an esxtop
+    interval too long; a lab_hygiene: or disturbance: the lab gives nothing to look at."""
+    return [*shell_hook_warnings(scenario.factors),
+            *watch_window_warnings(scenario, (p.steady for p in points)),
+            *(unwatched_warnings(scenario, lab.model, points) if lab else ())]
 
 
 def _located(f: Finding, src: Source) -> Finding:
