@@ -275,7 +275,7 @@ def test_lab_tune_proposes_applies_and_undoes(sim: Sim) -> None:
     # vcsim has no host power system: the power-policy change fails, and says so.
     failed = vbench("lab", "tune", str(sim.lab), "--scenario", str(s), "--apply")
     assert failed.returncode == 3 and "power policy high-performance" in failed.stderr
-    assert "vCenter has no power system for this host (the govmomi simulator has none)" \
+    assert "vCenter has no power system for this host (vcsim, the vCenter simulator, has none)" \
         in failed.stderr
     # Said as it was made (the override before the failure), and what was not made:
     # no 'change:' line for a change never tried.

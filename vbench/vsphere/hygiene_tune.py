@@ -131,7 +131,7 @@ def _set(session: VSphereSession, inv: Inventory, rec: Mapping[str, Any], value:
         available = session.call(lambda: power.capability.availablePolicy)
     except vmodl.fault.ManagedObjectNotFound:  # vcsim names a power system it lacks
         raise LabError(f"host {rec['target']}", "vCenter has no power system for this host "
-                       "(the govmomi simulator has none): its power policy cannot be set"
+                       "(vcsim, the vCenter simulator, has none): its power policy cannot be set"
                        ) from None
     keys = [p.key for p in available if p.shortName == short]
     if not keys:
