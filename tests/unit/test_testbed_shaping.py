@@ -201,3 +201,18 @@ def test_a_lab_without_vcenter_reads_as_such_in_the_testbed_lines() -> None:
     assert not any("vCenter None" in x or "build —" in x for x in lines), lines
     assert lines[1] == ("  point 1 trial 1 disturbed: VM poseidon used 96 % of a core on "
                         "esx1 (kept in the statistics)")
+
+
+def test_a_hosts_power_policy_reads_as_the_hygiene_lines_name_it() -> None:
+    """The testbed line said vSphere's short name ('power policy dynamic') where the
+    hygiene findings and scenarios say 'balanced': both names now, the scenario's first;
+    a name vbench does not know is shown as it is."""
+    from vbench.report.testbed_text import testbed_lines
+
+    tb = {"vcenters": [{"name": "vc1"}],
+          "hosts": [{"name": "esx1", "power_policy": "dynamic"},
+                    {"name": "esx2", "power_policy": "custom"},
+                    {"name": "esx3", "power_policy": "vendor-x"}]}
+    text = "\n".join(testbed_lines(tb))
+    assert "power policy balanced (dynamic);" in text
+    assert "power policy custom;" in text and "power policy vendor-x;" in text

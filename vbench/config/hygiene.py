@@ -20,6 +20,10 @@ from vbench.config.types import Duration, Strict, new_list
 
 Severity = Literal["fail", "warn", "ignore"]
 POWER_POLICIES = ("high-performance", "balanced", "low-power", "custom")
+# vSphere's short names of the host power policies (HostPowerPolicy.shortName) -> the
+# names a scenario, the hygiene findings and the testbed lines use.
+POLICY_NAMES = {"static": "high-performance", "dynamic": "balanced", "low": "low-power",
+                "custom": "custom"}
 PowerPolicy = Literal["high-performance", "balanced", "low-power", "custom"]
 
 

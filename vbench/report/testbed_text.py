@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vbench.config.hygiene import POLICY_NAMES
+
 
 def _v(value: Any, unit: str = "") -> str:
     if value is None or value == "":
@@ -23,10 +25,16 @@ def _host(h: Mapping[str, Any]) -> str:
         f"host {h.get('name')}{where}: {_v(h.get('vendor'))} {_v(h.get('model'))}; "
         f"{_v(h.get('cpu_model'))}, {_v(h.get('sockets'))} sockets / {_v(h.get('cores'))} cores / "
         f"{_v(h.get('threads'))} threads at {_v(h.get('cpu_mhz'), ' MHz')}, HT "
-        f"{_v(h.get('hyperthreading'))}, power policy {_v(h.get('power_policy'))}; "
+        f"{_v(h.get('hyperthreading'))}, power policy {_policy(h.get('power_policy'))}; "
         f"{_v(h.get('memory_gib'), ' GiB')}; ESXi {_v(h.get('esxi_version'))} build "
         f"{_v(h.get('esxi_build'))}; NICs {nics or '—'}"
     )
+
+
+def _policy(short: Any) -> str:
+    """"balanced (dynamic)": the name the hygiene lines and scenarios use, and vSphere's."""
+    name = POLICY_NAMES.get(str(short)) if short else None
+    return f"{name} ({short})" if name and name != short else _v(short)
 
 
 def _vm(v: Mapping[str, Any]) -> str:

@@ -15,14 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from vbench.config.hygiene import LabHygiene
+from vbench.config.hygiene import POLICY_NAMES, LabHygiene
 
 Level = Literal["ok", "warn", "fail"]
 CHECKS = ("host_state", "drs", "power_policy", "ha", "alarms", "other_vms", "storage_tasks",
           "clock")
-# vSphere's short names of the host power policies, as the scenario names them.
-POLICY_NAMES = {"static": "high-performance", "dynamic": "balanced", "low": "low-power",
-                "custom": "custom"}
 # DRS behaviours that never move a VM on their own (partially automated: placement only).
 STILL_DRS = ("manual", "partiallyAutomated", "disabled")
 # Tasks that load a datastore or a host's storage path while they run.

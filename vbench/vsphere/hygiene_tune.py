@@ -27,7 +27,7 @@ from typing import Any
 from pyVmomi import vim, vmodl
 
 from vbench.analysis.simulator import is_simulator
-from vbench.config.hygiene import LabHygiene
+from vbench.config.hygiene import POLICY_NAMES, LabHygiene
 from vbench.errors import LabError, VbenchError
 from vbench.results.journal_file import AppendJournal
 from vbench.vsphere.connection import VSphereSession
@@ -39,8 +39,7 @@ TUNE_FILE = "tune.jsonl"
 # timeout, a socket error) does not mean vCenter did not make it. The undo reads the
 # object first (undo_step), so one that was never made is not touched.
 PENDING = ("applying", "applied", "apply_failed", "undo_failed")
-SHORT_NAMES = {v: k for k, v in {"static": "high-performance", "dynamic": "balanced",
-                                 "low": "low-power", "custom": "custom"}.items()}
+SHORT_NAMES = {v: k for k, v in POLICY_NAMES.items()}
 Wait = Callable[[Any, str, str], Any]  # task, target, operation -> result (raises on error)
 
 
