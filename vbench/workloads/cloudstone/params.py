@@ -159,6 +159,7 @@ class CloudstoneParams(Params):
         for frm, row in m.items():
             if any(w < 0 for w in row.values()) or not any(w > 0 for w in row.values()):
                 raise ValueError(f"matrix row {frm}: weights must be ≥ 0, one of them > 0")
+            _locust_row(frm, row)
             missing = [to for to, w in row.items() if w > 0 and to not in m]
             if missing:
                 raise ValueError(f"matrix row {frm} leads to {missing[0]}, which has no row")
@@ -178,6 +179,16 @@ class CloudstoneParams(Params):
 
     def think_max(self) -> float:
         return self.think.max if self.think.max is not None else 5 * self.think.mean
+
+
+def _locust_row(frm: str, row: dict[str, float]) -> None:
+    """Refuse a row integer_weights cannot turn into Locust's integer weights."""
+    scaled = [w * 100 for w in row.values()]
+    if not all(math.isfinite(x) for x in scaled):
+        raise ValueError(f"matrix row {frm}: a weight too large (at most 1e306)")
+    if not any(round(x) > 0 for x in scaled):
+        raise ValueError(f"matrix row {frm}: no weight above 0.005 (Locust takes its "
+                         "weights in hundredths)")
 
 
 def integer_weights(matrix: dict[str, dict[str, float]]) -> dict[str, dict[str, int]]:
