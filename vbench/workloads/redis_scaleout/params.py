@@ -38,6 +38,7 @@ _CONF_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 _NIC = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+MAX_CPU = 8191  # Linux builds for at most 8192 CPUs (NR_CPUS)
 STATS_OFFSET = 100  # nutcracker's stats port = its client port + this
 
 
@@ -61,8 +62,19 @@ def parse_cpu_list(text: str) -> list[int]:
     cpus: list[int] = []
     for part in text.strip().split(","):
         lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
+        # bounded before expanding: 0-99999999 would be a list of 10^8 numbers
+        first, last = _cpu_number(lo), _cpu_number(hi or lo)
+        if first > last:
+            raise ValueError(f"{part!r} is a CPU range written backwards (first-last)")
+        cpus.extend(range(first, last + 1))
     return cpus
+
+
+def _cpu_number(digits: str) -> int:
+    if len(digits) > len(str(MAX_CPU)) or int(digits) > MAX_CPU:
+        raise ValueError(f"CPU {digits[:12]}{'…' if len(digits) > 12 else ''} is above "
+                         f"{MAX_CPU}, the largest CPU number Linux has")
+    return int(digits)
 
 
 class PinSpec(Params):
