@@ -74,8 +74,32 @@ def bundle_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
     if scenario.workloads:
         out += _default_paths(scenario)
     if scenario.tiles is not None:
-        out += _tile_name_clashes(scenario) + _tiles_factor(scenario)
+        out += _tile_name_clashes(scenario) + _tiles_factor(scenario) + _tiled_sizes(scenario)
     return out
+
+
+MAX_GROUP = 10_000  # GroupSpec.count's bound: what one group may hold
+
+
+def _tiled_sizes(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str]]:
+    """A group holds count × tiles guests at the largest point (10,000 × 1,000 tiles
+    was 10^7 guest names built by plan): refused past what one group may hold. Every
+    group is counted: one no workload runs on is not tiled, but is rare in a bundle."""
+    tiles = _most_tiles(scenario)
+    return [(("topology", g, "count"), f"{spec.count:,} guests × up to {tiles:,} tiles is "
+             f"more than {MAX_GROUP:,} guests in one group")
+            for g, spec in scenario.topology.items() if spec.count * tiles > MAX_GROUP]
+
+
+def _most_tiles(scenario: Scenario) -> int:
+    out = [tile_count(scenario) or 1]
+    for factor in scenario.factors.values():
+        if factor.path == "tiles.count":
+            out += [int(lv.value) for lv in factor.levels if isinstance(lv.value, int)]
+    search = scenario.search
+    if search is not None and search.path == "tiles.count":
+        out.append(int(search.max))
+    return max(out)
 
 
 def _tiles_factor(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str]]:
