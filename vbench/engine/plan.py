@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from dataclasses import dataclass, field, replace
@@ -373,9 +374,14 @@ def _bound(sc: Scenario, spec: PointSpec, lab: Loaded[Lab] | None
         # The point's lab profiles place `vm:` groups elsewhere or swap nodes.
         return apply_to_groups(groups, sc.topology, lab.model, spec.profiles,
                                _vcenters_or_none(sc, lab.model))
-    return {
-        name: tuple(f"{name}[{i + 1}]" for i in range(g.count)) for name, g in sc.topology.items()
-    }
+    return {name: _placeholders(name, g.count) for name, g in sc.topology.items()}
+
+
+@functools.lru_cache(maxsize=16)  # a few groups: the cache holds little after
+def _placeholders(group: str, count: int) -> tuple[str, ...]:
+    # One tuple for every point of the plan: 10,000 guests × 1,000 points made anew
+    # per point held 1.5 GB.
+    return tuple(f"{group}[{i + 1}]" for i in range(count))
 
 
 def _lab_guests(
