@@ -53,3 +53,17 @@ def test_a_secret_file_name_that_cannot_be_looked_up_is_a_secret_error(name: str
     with pytest.raises(SecretError) as caught:
         resolve_secret("${file:" + name + "}", "nodes.g1.password")
     assert caught.value.where == "nodes.g1.password" and len(caught.value.reason) < 250
+
+
+def test_a_job_or_run_config_file_name_of_thousands_of_characters_is_shown_cut() -> None:
+    """fio's job_file and faban's run_config said 'cannot read NAME: [Errno 36] … NAME'
+    with a 5,000-character name twice: 10 KB of one error line."""
+    from vbench.workloads.faban import FabanWorkload
+    from vbench.workloads.faban.params import FabanParams
+    from vbench.workloads.fio.jobs import FioParams
+    from vbench.workloads.fio.pitfalls import _job_file_findings
+
+    name = "/" + "y" * 5000
+    said = [f.message for f in _job_file_findings(FioParams(job_file=name))]
+    said += [f.message for f in FabanWorkload.findings(FabanParams(command=["x"], run_config=name))]
+    assert len(said) == 2 and all(len(s) < 300 and "File name too long" in s for s in said), said

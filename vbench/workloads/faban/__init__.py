@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from vbench.analysis.catalogue import Metric
+from vbench.config.localfiles import shown_path
 from vbench.errors import ConfigError, GuestError, Interrupted, ParseError, VbenchError
 from vbench.parsers.faban import FabanRun, import_run
 from vbench.results.records import Sample
@@ -91,8 +92,9 @@ class FabanWorkload(Workload):
         path = Path(params.run_config)
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            return [Finding("error", "run_config", f"cannot read {path}: {exc}")]
+        except (OSError, UnicodeDecodeError) as exc:  # the name once, cut if very long
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return [Finding("error", "run_config", f"cannot read {shown_path(path)}: {reason}")]
         phases = (0.0, 1.0, 0.0) if params.set_phases else None
         try:
             rewrite(text, output_dir="/", phases=phases, users=params.users, source=str(path))

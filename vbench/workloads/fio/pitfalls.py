@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from vbench.config.localfiles import shown_path
 from vbench.workloads.base import Finding
 from vbench.workloads.fio.guard import ALLOW_EXEC, exec_engine, exec_option
 from vbench.workloads.fio.jobs import (
@@ -118,8 +119,10 @@ def _job_file_findings(params: FioParams) -> list[Finding]:
     path = Path(params.job_file or "").expanduser()
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Finding("error", "job_file", f"cannot read job file {path}: {exc}")]
+    except (OSError, UnicodeDecodeError) as exc:  # the name once, cut if very long
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return [Finding("error", "job_file",
+                        f"cannot read job file {shown_path(path)}: {reason}")]
     options = scan_job_file(text)
     where = f"job file {path}"
     out: list[Finding] = []
