@@ -21,6 +21,9 @@ _TOKEN = re.compile(
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_.]*)|(?P<op>[-+*/(),]))"
 )
 FUNCTIONS = ("min", "max", "abs")
+# Brackets, signs and operators nested deeper than this are refused: the parser and the
+# walks over the tree recurse, and thousands of levels raised RecursionError.
+MAX_DEPTH = 100
 
 
 class ExprError(ValueError):
@@ -55,6 +58,14 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0
+
+    def _deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            tok = self._peek()
+            where = f" at column {tok[2] + 1}" if tok is not None else ""
+            raise ExprError(f"expression nested more than {MAX_DEPTH} deep{where}")
 
     def _peek(self) -> tuple[str, str, int] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -77,6 +88,9 @@ class _Parser:
         tok = self._peek()
         if tok is not None:
             raise ExprError(f"unexpected {tok[1]!r} at column {tok[2] + 1}")
+        if _depth(node) > MAX_DEPTH:  # a chain a+b+c… is as deep as it is long
+            raise ExprError(f"expression nested more than {MAX_DEPTH} deep (a chain of "
+                            "operators counts each)")
         return node
 
     def _sum(self) -> Node:
@@ -97,7 +111,9 @@ class _Parser:
         tok = self._peek()
         if tok is not None and tok[0] == "op" and tok[1] in "+-":
             self.i += 1
+            self._deeper()
             inner = self._unary()
+            self.depth -= 1
             return Node("neg", None, (inner,)) if tok[1] == "-" else inner
         return self._atom()
 
@@ -111,8 +127,10 @@ class _Parser:
                 return self._call(text, col)
             return Node("name", text)
         if text == "(":
+            self._deeper()
             node = self._sum()
             self._take(")")
+            self.depth -= 1
             return node
         raise ExprError(f"unexpected {text!r} at column {col + 1}")
 
@@ -122,14 +140,27 @@ class _Parser:
                 f"unknown function {name!r} at column {col + 1} (known: {', '.join(FUNCTIONS)})"
             )
         self._take("(")
+        self._deeper()
         args = [self._sum()]
         while (tok := self._peek()) is not None and tok[1] == ",":
             self.i += 1
             args.append(self._sum())
         self._take(")")
+        self.depth -= 1
         if name == "abs" and len(args) != 1:
             raise ExprError("abs() takes one argument")
         return Node("call", name, tuple(args))
+
+
+def _depth(node: Node) -> int:
+    """The tree's depth, walked without recursion (the tree may be deeper than Python's
+    stack)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        here, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((arg, depth + 1) for arg in here.args)
+    return deepest
 
 
 def parse(text: str) -> Node:
