@@ -28,3 +28,15 @@ def test_a_cpu_list_no_linux_has_is_refused_before_it_is_expanded(cpus: str,
     with pytest.raises(ValidationError) as caught:
         PinSpec(cpus=cpus)
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize("field", ["requests", "loop_requests"])
+def test_a_request_count_redis_benchmark_cannot_read_is_refused(field: str) -> None:
+    """redis-benchmark reads -n with atoi (a C int); 10^400 requests raised OverflowError
+    in 'vbench plan' when they were shared over the mix (an internal error, exit 3)."""
+    from vbench.workloads.redis_scaleout.params import RedisParams
+
+    for too_many in (10**400, 2**31):
+        with pytest.raises(ValidationError):
+            RedisParams(**{field: too_many})
+    assert getattr(RedisParams(**{field: 2**31 - 1}), field) == 2**31 - 1

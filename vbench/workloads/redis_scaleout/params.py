@@ -38,6 +38,7 @@ _CONF_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 _NIC = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+INT_MAX = 2**31 - 1  # a C int: what redis-benchmark reads its counts into
 MAX_CPU = 8191  # Linux builds for at most 8192 CPUs (NR_CPUS)
 STATS_OFFSET = 100  # nutcracker's stats port = its client port + this
 
@@ -173,11 +174,12 @@ class RedisParams(Params):
     clients: int = Field(1, ge=1, le=4096, description="redis-benchmark processes in total")
     connections: int = Field(50, ge=1, le=100000, description="-c: connections per process")
     pipeline: int = Field(1, ge=1, le=100000, description="-P: pipelined requests")
-    requests: int | None = Field(
-        None, ge=1, description="-n per process; unset: run for the steady phase"
+    requests: int | None = Field(  # redis-benchmark reads -n with atoi: a C int
+        None, ge=1, le=INT_MAX, description="-n per process; unset: run for the steady phase"
     )
     loop_requests: int = Field(
-        100000, ge=1, description="requests per iteration when running for a duration (-l)"
+        100000, ge=1, le=INT_MAX,
+        description="requests per iteration when running for a duration (-l)",
     )
     keyspace: int = Field(100000, ge=1, le=10**12,  # the keys' 12 digits
                           description="-r: keys key:000000000000 … key:N-1")
