@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 from vbench.config.guestname import GuestName
 from vbench.config.types import Duration, Strict, located, new_list
 
+MAX_MIB = 64 * 1024 * 1024  # 64 TiB: above a VM's memory (24 TB) and a disk (62 TB)
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
 _MEM_MIB = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
 
@@ -20,14 +21,23 @@ def _memory_mib(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     m = None if isinstance(value, int | float) else _MEM.match(str(value))
+    mib = None
     try:  # nan and inf (or 1e400 spelled out) cannot become a whole number of MiB
         if isinstance(value, int | float):
-            return int(value)
-        if m:
-            return int(float(m.group(1)) * _MEM_MIB[m.group(2).lower()])
+            mib = int(value)
+        elif m:
+            mib = int(float(m.group(1)) * _MEM_MIB[m.group(2).lower()])
     except (ValueError, OverflowError):
         pass
+    if mib is not None:
+        return _at_most(mib)
     raise ValueError(f"{value!r} is not a memory size (e.g. 4096, 512m, 4g)")
+
+
+def _at_most(mib: int) -> int:
+    if mib > MAX_MIB:  # sent to vCenter in the clone's spec only when a run starts
+        raise ValueError("a size of more than 64 TiB (more than vSphere makes)")
+    return mib
 
 
 MemoryMiB = Annotated[
@@ -45,7 +55,8 @@ MemoryMiB = Annotated[
 class Reservations(Strict):
     """Guaranteed resources of each VM."""
 
-    cpu_mhz: int | None = Field(None, ge=0, description="CPU reservation in MHz")
+    cpu_mhz: int | None = Field(None, ge=0, le=2**63 - 1,  # the API's long
+                                description="CPU reservation in MHz")
     memory: MemoryMiB | Literal["all"] | None = Field(
         None, description="memory reservation (MiB, 4g …), or `all` to reserve all memory"
     )
