@@ -7,32 +7,10 @@ character, case ignored, the whole name."""
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
-
 import pytest
 
+from tests.unit.test_fuzz_configs import cpu_limit
 from vbench.parsers.esxtop.names import _glob, check_known, compile_selection, parse_pattern
-
-
-class OverBudget(BaseException):
-    pass
-
-
-@contextmanager
-def cpu_budget(seconds: float) -> Iterator[None]:
-    def expired(signum: int, frame: FrameType | None) -> None:
-        raise OverBudget()
-
-    previous = signal.signal(signal.SIGPROF, expired)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
 
 
 @pytest.mark.parametrize(("pattern", "name", "hit"), [
@@ -69,7 +47,8 @@ def test_a_pattern_of_many_wildcards_is_checked_at_once() -> None:
     # shorter than its pattern's least length, and backtracks only on the others.
     wild = "*?" * 16 + "#"
     selection = compile_selection([f"{wild}(*)\\*", f"Network Port(*)\\{wild}"])
-    with cpu_budget(2.0):  # the regex took ~7 s at 12 pairs, doubling with each pair
+    # The regex took ~7 s at 12 pairs, doubling with each pair: over 2 s, CpuLimit fails it.
+    with cpu_limit(2.0):
         said = check_known(selection)
         assert not parse_pattern(f"{wild}\\x").matches_kind("Physical Disk Partition", "x")
     assert len(said) == 2 and "no object" in said[0] and "no counter" in said[1]
