@@ -148,7 +148,9 @@ def test_resume_during_added_trials_counts_the_trials_already_stored(
         in res.stderr, res.stderr[-2000:]
     after = show(run_id)
     counts = _trials(after)  # never more than max, the stored ones counted
-    assert counts[1] == 6 and before[0] <= counts[0] < 6, counts
+    # The quiet point may need all 6 too when its trials are starved (beside a CPU hog:
+    # {0: 6, 1: 6}); never fewer than it had, never more than max.
+    assert counts[1] == 6 and before[0] <= counts[0] <= 6, counts
     numbers = sorted(t["trial"] for t in after["trials"]
                      if t["point"] == 1 and t["status"] == "ok")
     assert numbers == [1, 2, 3, 4, 5, 6]

@@ -77,6 +77,14 @@ class OpRecord:
     def latency(self) -> float:
         return self.end - self.start
 
+    @property
+    def registered_already(self) -> str | None:
+        """The VM's managed object id when a register failed because the VM is registered
+        already (an earlier call vCenter carried out though its answer was lost, or one
+        still on the wire when a trial was cancelled): it is back, as wanted."""
+        found = re.search(r"name=(vm-\d+)", self.fault or "")
+        return found.group(1) if self.fault_type == "AlreadyExists" and found else None
+
 
 @dataclass(frozen=True)
 class Site:
@@ -396,9 +404,8 @@ class Operator:
             # Registered already (an earlier call vCenter carried out though its answer
             # was lost): the fault names the VM, which is ours again. Any other failure:
             # give the VM up rather than fail on it forever (cleanup still looks for it).
-            found = re.search(r"name=(vm-\d+)", rec.fault or "")
-            if rec.fault_type == "AlreadyExists" and found:
-                result = vim.VirtualMachine(found.group(1), self.session.stub)
+            if rec.registered_already:
+                result = vim.VirtualMachine(rec.registered_already, self.session.stub)
             else:
                 lease.unregistered.pop(0)
                 return rec

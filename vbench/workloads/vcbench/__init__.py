@@ -289,7 +289,7 @@ class VcbenchWorkload(Workload):
             lease: Lease = s.lease
             while lease.unregistered:
                 rec = s.operator.run("register", lease)
-                if not rec.ok:
+                if not rec.ok and not rec.registered_already:
                     errors.append(f"{rec.vcenter}: cannot register {rec.vm} again "
                                   f"({rec.fault_type}: {rec.fault})")  # fmt: skip
                     break
