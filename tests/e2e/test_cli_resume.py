@@ -3,6 +3,8 @@ kept as they were, the rest run under the same run id."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,53 @@ def test_an_interrupted_matrix_run_resumes_without_repeating_finished_trials(
     assert all(after[k][1] == started for k, started in kept.items())
     plan = (Path(done["run"]["run_dir"]) / "plan.json").read_text()
     assert '"already_done"' in plan and '"seed": 11' in plan
+
+
+def _under(folder: str) -> list[int]:
+    """The pids of this machine's processes working in ``folder`` or naming it (the
+    loopback guest's processes are this machine's), as `vbench cleanup` finds them."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cwd = os.readlink(proc / "cwd")
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if folder in cwd + "/" or folder in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_a_resumed_run_first_stops_what_the_killed_session_left_running(
+    local_guests: LocalGuests, tmp_path: Path, vbench_home: Path
+) -> None:
+    """kill -9 in a 12 s steady window leaves that trial's fio running on the guest; the
+    resumed session stops it before it runs the trial again (they shared the trial's
+    folder and the guest: the run again measured beside its own ghost, or read an empty
+    fio.json — seen in the vCenter find-max resume test)."""
+    from tests.e2e.helpers import wait_for, wait_for_log
+
+    lab = write_lab(tmp_path / "lab.yaml", local_guests)
+    s = write_scenario(tmp_path / "s.yaml", groups=1, warmup="0s", steady="12s", repeat=1,
+                       factors="  bs: [4k]\n")
+    proc = vbench_popen("run", str(s), "--lab", str(lab))
+    try:
+        wait_for_log(vbench_home, "phase_mark", timeout=120, proc=proc, mark="steady_start",
+                     point=0, trial=1)
+        run_dir = next((vbench_home / "results").glob("*/log.jsonl")).parent
+        run_id = run_dir.name
+        wait_for(lambda: _under(f"/{run_id}/"), 60, "the trial's fio on the guest")
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    assert _under(f"/{run_id}/"), "the killed session's fio should still be running"
+
+    res = vbench("run", "--resume", run_id, "--lab", str(lab), timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "resume: guest " in res.stderr and ": killed " in res.stderr, res.stderr[-2000:]
+    cleaned = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()
+               if '"guest_cleaned_on_resume"' in line]
+    assert cleaned and all(e["level"] == "info" for e in cleaned), cleaned
+    assert show(run_id)["run"]["status"] == "ok"
+    assert _under(f"/{run_id}/") == []

@@ -211,6 +211,8 @@ def _run(live: _Live, results_dir: Path) -> None:
                               f"vbench cleanup {run_id} --lab {req.lab}")
     live.signals.install()
     _write_inputs(live, rundir, scenario_doc)
+    if req.resume:  # before this session reaches a guest: the ledger is the earlier ones'
+        _clean_earlier_guests(live, rundir)
     # From here every guest reached and every process started is in the run
     # directory: `vbench cleanup` finds them after a kill -9.
     ledger = GuestLedger.in_run_dir(rundir.path)
@@ -508,6 +510,19 @@ def _undo_earlier_hooks(lab: Lab, rundir: RunDir) -> None:
 
 def _log_of(live: _Live) -> Callable[..., None]:
     return live.rundir.log if live.rundir is not None else (lambda *_a, **_k: None)
+
+
+def _clean_earlier_guests(live: _Live, rundir: RunDir) -> None:
+    """A resumed run starts from the guests as they were: what an earlier, killed session
+    left running in them is stopped first, as `vbench cleanup` would; a guest that could
+    not be cleaned is said (the run goes on: using that guest will fail on its own)."""
+    from vbench.engine.settle import clean_earlier_guests
+
+    for r in clean_earlier_guests(live.session.lab.model, rundir.run_id, rundir.path):
+        rundir.log("guest_cleaned_on_resume", level="info" if r.ok else "warning",
+                   guest=r.guest, line=r.line)
+        if live.notice is not None and (not r.ok or ": killed " in r.line):
+            live.notice(f"resume: {r.line}")
 
 
 def _undo_earlier_tune(lab: Lab, rundir: RunDir) -> None:

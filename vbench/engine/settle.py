@@ -134,13 +134,22 @@ def _said(undone: tuple[list[str], list[str]], say: Say, prefix: str) -> tuple[b
 def _clean_guests(lab: Lab, run_id: str, run_dir: Path, say: Say) -> tuple[bool, bool]:
     """Kill what the run left running in its guests and remove its scratch directories;
     one line per guest. (a guest could not be cleaned, something was found)."""
-    from vbench.guest.leftovers import clean_guests
-
-    results = clean_guests(lab, run_id, run_dir, vm_gone=_vm_gone(run_id, run_dir))
+    results = clean_earlier_guests(lab, run_id, run_dir)
     for r in results:
         say(r.line, not r.ok)
     found = any(": killed " in r.line for r in results)
     return not all(r.ok for r in results), found
+
+
+def clean_earlier_guests(lab: Lab, run_id: str, run_dir: Path) -> list[Any]:
+    """What an earlier, killed session of the run left in its guests (its ledger's
+    process groups, its scratch folders), stopped and removed before a resumed session
+    starts: a fio of the killed trial still running beside the trial run again would
+    load the guest it measures, and write into the same folder. One GuestLeftovers
+    each, as `vbench cleanup` reports them."""
+    from vbench.guest.leftovers import clean_guests
+
+    return clean_guests(lab, run_id, run_dir, vm_gone=_vm_gone(run_id, run_dir))
 
 
 def _vm_gone(run_id: str, run_dir: Path) -> Callable[[str], bool]:
