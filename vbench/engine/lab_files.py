@@ -5,12 +5,12 @@ in the middle of the run (after VMs were cloned), far from the lab file line tha
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from vbench.config.lab import Lab
 from vbench.config.load import Loaded
+from vbench.config.localfiles import file_problem, shown_path
 from vbench.config.secrets import expand_path
 from vbench.engine.plan import Plan
 from vbench.errors import ConfigIssue
@@ -36,26 +36,19 @@ def key_file_issues(plan: Plan, lab: Loaded[Lab]) -> list[ConfigIssue]:
 
 
 def _problem(path: Path, lab: Lab) -> str | None:
-    try:
-        path.stat()
-    except FileNotFoundError:
+    why = file_problem(path)
+    if why is None:
+        return None
+    if why == "not found":
         made_by_lab_up = lab.local is not None and lab_dir() in path.parents
         hint = " (`vbench lab up` with this lab file creates it)" if made_by_lab_up else ""
         return f"key file {path} not found{hint}"
-    except OSError as exc:  # a name too long, a loop of links, a component not a folder
-        return f"key file {_shown(path)}: {exc.strerror or exc}"
-    except ValueError:  # a NUL character, which no file name can hold
-        return f"key file {_shown(path)!r}: a file name cannot hold a NUL character"
-    if path.is_dir():
-        return f"key file {path} is a directory"
-    if not os.access(path, os.R_OK):
+    if why == "not readable":
         return f"key file {path} is not readable by {_user()}"
-    return None
-
-
-def _shown(path: Path, most: int = 120) -> str:
-    text = str(path)
-    return text if len(text) <= most else f"{text[:most]}… ({len(text)} characters)"
+    if why == "is a directory":
+        return f"key file {path} is a directory"
+    shown = repr(shown_path(path)) if "\0" in str(path) else shown_path(path)
+    return f"key file {shown}: {why}"
 
 
 def _user() -> str:
