@@ -369,3 +369,29 @@ def test_the_benchmarks_vms_of_a_run() -> None:
     assert not any(own.owns(v) for v in ("guest1", "guest3", "vb-OTHER-app-1", "x"))
     vms.append(NS(vm_name="later-vm"))
     assert own.owns("later-vm")
+
+
+def test_the_esxtop_source_knows_a_vm_named_like_a_user_world_by_its_stored_vmx_world(
+        tmp_path: Path) -> None:
+    """A VM without a virtual disk, named ``web.01`` as a user world would be: its vmx
+    world (``Vcpu(<id>:web.01:<world>:vmx)``, stored when Vcpu counters are selected)
+    says it is a VM, to the watch as to its ``vm_cpu_used`` figure (vm_cpu reads both)."""
+    from vbench.engine.neighbours import BusyNeighbours
+    from vbench.results.collected import CollectorRecord, write_manifest, write_series
+
+    frame = pd.concat([
+        _frame([(104.0, "8:web.01", 50.0), (106.0, "8:web.01", 50.0),
+                (104.0, "9:hostd.6694", 80.0), (106.0, "9:hostd.6694", 80.0)]),
+        _frame([(106.0, "8:web.01:4448:vmx", 0.2)]).assign(object="Vcpu")],
+        ignore_index=True)
+    frame["metric"] = "m"
+    rel = "series/0-1/esxtop/esx1.parquet"
+    write_series(tmp_path / rel, frame, source="esxtop", entity="esx1", point=0, trial=1,
+                 metadata={})
+    write_manifest(tmp_path / "series" / "0-1",
+                   [CollectorRecord("esxtop", "esxtop", "esx1", False, 2.0, file=rel)])
+    assert [u.vm for u in vm_cpu(frame, "esx1", Window(102.0, 106.0), 2.0)] == ["web.01"]
+    said = BusyNeighbours(tmp_path, Benchmarks(), 20.0)(
+        TrialResult(0, 1, "ok", PhaseTimes(steady_start=102.0, steady_end=106.0)),
+        (102.0, 106.0))
+    assert [s.event["about"] for s in said] == ["web.01"]

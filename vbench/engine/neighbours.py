@@ -22,6 +22,7 @@ from vbench.collectors.esxtop.neighbours import (
     DISK_READ,
     GROUP_CPU,
     USED,
+    VCPU,
     VIRTUAL_DISK,
     Benchmarks,
     busy_neighbours,
@@ -83,14 +84,17 @@ def group_cpu_series(run_dir: Path, point: int, trial: int, window: Window
 
 def _group_cpu(path: Path) -> pd.DataFrame:
     """A stored series' ``Group Cpu % Used`` rows (a few of a capture's thousands of
-    columns) and one ``Virtual Disk`` counter's (the VMs it names: vm_cpu tells a VM named
-    like a user world by them), ``time`` in epoch seconds, the text columns as str."""
+    columns), one ``Virtual Disk`` counter's and the vmx worlds' ``Vcpu % Used`` when
+    stored (the VMs they name: vm_cpu tells a VM named like a user world by them, as for
+    its ``vm_cpu_used`` figure), ``time`` in epoch seconds, the text columns as str."""
     # One column's filter, then the pairs: a filter of two (object, counter) terms took
     # ~1.4x as long on an all-counter capture (1.05 M rows).
     frame = pq.read_table(path, columns=["time", "object", "instance", "counter", "value"],
                           filters=[("counter", "in", [USED, DISK_READ])]).to_pandas()
     frame = frame[(frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED))
-                  | (frame["object"].eq(VIRTUAL_DISK) & frame["counter"].eq(DISK_READ))]
+                  | (frame["object"].eq(VIRTUAL_DISK) & frame["counter"].eq(DISK_READ))
+                  | (frame["object"].eq(VCPU) & frame["counter"].eq(USED)
+                     & frame["instance"].astype(str).str.endswith(":vmx"))]
     seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
     return frame.assign(time=seconds, object=frame["object"].astype(str),
                         instance=frame["instance"].astype(str),
