@@ -213,3 +213,20 @@ def test_the_nightly_checks_change_alert_says_the_disturbed_night(stepped: Store
 
     (alert,) = alert_sections(reg)  # the HTML report's change-point figure caption
     assert said in alert["state"]
+
+
+def test_history_counts_a_points_trials_that_left_no_sample(tmp_path: Path) -> None:
+    """"1 of N trials": N is every trial the run stored at the point, as `vbench show`
+    counts them — a trial that failed before any figure (no sample) is one of them."""
+    from vbench.results.records import PhaseTimes, TrialResult
+
+    with Store.open(f"sqlite:///{tmp_path}/n.db", tmp_path) as s:
+        rid = add_run(s, _run_id(1), [({"bs": "4k"}, {"ops": [1000.0, 1010.0, 990.0]})],
+                      scenario=SC, testbed={"disturbances": [
+                          {"point": 0, "trial": 1, "action": "flag", "text": BUSY}]})
+        phases = PhaseTimes(T0, T0, T0 + 1, T0 + 2, T0 + 2, T0 + 3)
+        s.record_trial(rid, TrialResult(0, 3, "failed", phases, (), "guest lost"))
+        text = format_history(load_history(s, "nightly-dist", ["ops"]))
+    lines = text[text.index("disturbed trials (oldest first;"):].splitlines()
+    assert lines[1] == (f"  {rid}  bs=4k: 1 of 4 trials disturbed: trial 1, in the "
+                        "statistics")

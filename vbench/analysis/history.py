@@ -90,12 +90,12 @@ class HistorySeries:
 @dataclass(frozen=True)
 class RunWatch:
     """What the lab's watch recorded of one run's trials, as stored with it
-    (``testbed["disturbances"]``), and the trials behind the figures the history read —
+    (``testbed["disturbances"]``), its stored trials and their values the history read —
     plain data: vbench/report/disturbed.py says which trials were disturbed and whether a
     figure includes them. Only runs with such records have one."""
 
     entries: tuple[Mapping[str, Any], ...]  # the testbed's records, in order
-    trials: tuple[Mapping[str, Any], ...]  # {point, trial, status} of the trials read
+    trials: tuple[Mapping[str, Any], ...]  # {point, trial, status}: its stored trials
     points: Mapping[LabelKey, int]  # a point's labels -> its index in this run
     # (point, metric) -> {trial: its value} of the successful trials (stored metrics only)
     values: Mapping[tuple[int, str], Mapping[int, float]]
@@ -328,7 +328,7 @@ def load_history(
     }
     factors, series = _assemble(runs, metrics, points, summaries, units, specs)
     names, variants = _variants(selected)
-    watch = _watches(frame, runs, points)
+    watch = _watches(frame, runs, points, store)
     hist_runs = tuple(
         HistoryRun(r.run_id, r.started, r.status, r.tags, r.vbench_version,
                    r.run_id in baseline_ids, i.lab_name, i.lab_kind.text, i.lab_fingerprint,
@@ -346,45 +346,36 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _watches(frame: pd.DataFrame, runs: Sequence[RunRow],
-             points: Mapping[str, Mapping[int, Mapping[str, str]]]) -> dict[str, RunWatch]:
+             points: Mapping[str, Mapping[int, Mapping[str, str]]],
+             store: Store) -> dict[str, RunWatch]:
     """The :class:`RunWatch` of each run whose testbed has disturbance records, from the
-    samples already read (most nights have none: nothing more is computed for them)."""
+    samples already read and the run's stored trials (most nights have none: nothing
+    more is read or computed for them)."""
     entries = {r.run_id: tuple(d for d in r.testbed["disturbances"] if isinstance(d, Mapping))
                for r in runs if isinstance(r.testbed, Mapping)
                and isinstance(r.testbed.get("disturbances"), list | tuple)
                and r.testbed["disturbances"]}
     if not entries:
         return {}
-    # Only the points with records matter (what was disturbed and the point's trials).
+    # Only the points with records matter (what was disturbed and its trials' values).
     pairs = {(rid, p) for rid, found in entries.items() for d in found
              if isinstance(p := _int_or_none(d.get("point")), int)}
     mine = frame[frame["run_id"].isin(list(entries))]
     mine = mine[pd.MultiIndex.from_arrays([mine["run_id"], mine["point"].astype(int)])
                 .isin(list(pairs))] if len(mine) else mine
-    trials: dict[str, dict[tuple[int, int], str]] = {rid: {} for rid in entries}
-    for rid, p, t, status in mine[["run_id", "point", "trial", "status"]].drop_duplicates(
-            ).itertuples(index=False):
-        trials[rid][(int(p), int(t))] = str(status)
     values: dict[str, dict[tuple[int, str], dict[int, float]]] = {rid: {} for rid in entries}
     ok = mine[(mine["status"] == "ok") & ~mine["labelled"]]
     per_trial = ok.groupby(["run_id", "point", "metric", "trial"])["value"].mean()
     for (rid, p, m, t), v in per_trial.items():
         if math.isfinite(v):
             values[rid].setdefault((int(p), str(m)), {})[int(t)] = float(v)
-    out = {}
-    for rid, found in entries.items():
-        read = trials[rid]
-        # A recorded trial with no figure of these metrics (it failed before any):
-        # whatever its status, none of its values is in these figures.
-        for d in found:
-            p, t = _int_or_none(d.get("point")), _int_or_none(d.get("trial"))
-            if p is not None and t is not None:
-                read.setdefault((p, t), "without a value")
-        out[rid] = RunWatch(found, tuple({"point": p, "trial": t, "status": s}
-                                         for (p, t), s in sorted(read.items())),
-                            {_key(lb): p for p, lb in points.get(rid, {}).items()},
-                            values[rid])
-    return out
+    # Every stored trial, as `vbench show` counts them: one that failed before any
+    # sample is one of its point's trials too (the samples alone would not know it).
+    return {rid: RunWatch(found, tuple({"point": t.point, "trial": t.trial, "status": t.status}
+                                       for t in store.trials(rid)),
+                          {_key(lb): p for p, lb in points.get(rid, {}).items()},
+                          values[rid])
+            for rid, found in entries.items()}
 
 
 def _assemble(

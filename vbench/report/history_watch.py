@@ -4,8 +4,8 @@
 A figure of one run at one point *includes disturbed trials* when the lab's watch found
 a trial of that point disturbed and the trial's value is in the figure (a flagged trial
 that succeeded); it is read with the rules of :mod:`vbench.report.disturbed`, from what
-the history already loaded (:class:`vbench.analysis.history.RunWatch`: the testbed's
-records and the samples read), so no run is read again.
+the history loaded (:class:`vbench.analysis.history.RunWatch`: the testbed's records,
+the samples read, and the stored trials of the runs with records), so no run is read again.
 """
 
 from __future__ import annotations
