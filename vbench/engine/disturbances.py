@@ -72,7 +72,8 @@ def disturbed_action(watch: DisturbanceSpec, tries: int) -> str:
     return watch.action
 
 
-def _why(exc: Exception) -> str:
+def why_not(exc: Exception) -> str:
+    """What a peer's fault says (a vSphere fault's ``msg``), else its type's name."""
     return str(getattr(exc, "msg", "") or exc) or type(exc).__name__
 
 
@@ -140,8 +141,8 @@ class TrialWatch:
     def _unread(self, result: TrialResult, source: Source, exc: Exception, then: str) -> None:
         """A source that could not look: said, and kept in the testbed (``unread``)."""
         self.notice(f"point {result.point + 1} trial {result.trial}: {source.what} not read "
-                    f"({_why(exc)}); {then}")
-        self._keep(result, "unread", f"{source.noun} not read: {_why(exc)}", [])
+                    f"({why_not(exc)}); {then}")
+        self._keep(result, "unread", f"{source.noun} not read: {why_not(exc)}", [])
 
     def resumed(self, run_dir: Path, done: Collection[tuple[int, int]]) -> None:
         """A resumed run keeps what its earlier sessions found in the trials it keeps

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vbench.config.hygiene import DisturbanceSpec, LabHygiene
-from vbench.engine.disturbances import PartlyRead, Said
+from vbench.engine.disturbances import PartlyRead, Said, why_not
 from vbench.errors import LabError
 from vbench.results.records import TrialResult
 from vbench.vsphere.hygiene import read_facts, run_hosts
@@ -179,8 +179,7 @@ class RunHygiene:
                                          ignore_user=user_of[vc] if ignore else None,
                                          shown=shown)
             except Exception as exc:  # said with the vCenter that did not answer
-                why = str(getattr(exc, "msg", "") or exc) or type(exc).__name__
-                unread.append(LabError(f"vcenter {vc}", why))
+                unread.append(LabError(f"vcenter {vc}", why_not(exc)))
         return sorted(out, key=lambda d: d.at), unread
 
     def _objects(self, vc: str) -> tuple[set[str], dict[str, str]]:
