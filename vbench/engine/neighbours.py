@@ -94,11 +94,17 @@ def _group_cpu(path: Path) -> pd.DataFrame:
     frame = frame[(frame["object"].eq(GROUP_CPU) & frame["counter"].eq(USED))
                   | (frame["object"].eq(VIRTUAL_DISK) & frame["counter"].eq(DISK_READ))
                   | (frame["object"].eq(VCPU) & frame["counter"].eq(USED)
-                     & frame["instance"].astype(str).str.endswith(":vmx"))]
+                     & frame["instance"].isin(_vmx_worlds(frame["instance"])))]
     seconds = frame["time"].astype("int64") / 1e6 if len(frame) else frame["time"]
     return frame.assign(time=seconds, object=frame["object"].astype(str),
                         instance=frame["instance"].astype(str),
                         counter=frame["counter"].astype(str))
+
+
+def _vmx_worlds(instances: pd.Series) -> list[str]:
+    """The vmx worlds' instances among ``instances`` (each distinct name tested once: a
+    test of every row cost ~15 % of the read on an all-counter capture)."""
+    return [i for i in pd.unique(instances) if str(i).endswith(":vmx")]
 
 
 class BusyNeighbours:
